@@ -1,0 +1,11 @@
+"""Exact, fast ECCV Caption / CxC / COCO / PMRP image-text retrieval metrics."""
+
+from eccv_metric.engine import QueryScores
+from eccv_metric.errors import EvaluationError
+from eccv_metric.groundtruth import GroundTruth
+from eccv_metric.metrics import Metrics
+from eccv_metric.plausible import PlausibleMatch
+from eccv_metric.plausible import PMOptions
+
+__all__ = ["EvaluationError", "GroundTruth", "Metrics", "PMOptions", "PlausibleMatch", "QueryScores"]
+__version__ = "0.1.0"

@@ -1,0 +1,148 @@
+"""``eccv-caption`` command line: evaluate rankings or score matrices (and more subcommands)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from eccv_metric.errors import EvaluationError
+from eccv_metric.metrics import Metrics
+from eccv_metric.targets import ALL_TARGETS
+from eccv_metric.targets import DEFAULT_TARGETS
+
+Results = dict[str, dict[str, float]]
+
+
+def format_table(results: Results) -> str:
+    """Results as a plain-text table, values in percent."""
+    width = max([len("metric")] + [len(k) for k in results])
+    lines = [f"{'metric':<{width}}  {'i2t':>7}  {'t2i':>7}", "-" * (width + 18)]
+    for name, by_dir in results.items():
+        cells = [f"{100 * by_dir[d]:7.2f}" if d in by_dir else f"{'-':>7}" for d in ("i2t", "t2i")]
+        lines.append(f"{name:<{width}}  {cells[0]}  {cells[1]}")
+    return "\n".join(lines)
+
+
+def write_json_atomic(path: str | Path, payload: object) -> None:
+    """Write JSON through a temporary file and rename, so a failure never leaves half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fout:
+            json.dump(payload, fout, indent=2)
+            fout.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load_rankings(path: str | Path) -> dict[str, dict[int, list[int]]]:
+    """Read ``{"i2t": {query id: [ids]}, "t2i": {...}}`` (JSON keys are strings; converted to int)."""
+    with open(path) as fin:
+        raw = json.load(fin)
+    if not isinstance(raw, dict) or not ({"i2t", "t2i"} & set(raw)):
+        raise EvaluationError(f"{path}: expected a JSON object with 'i2t' and/or 't2i' rankings")
+    out: dict[str, dict[int, list[int]]] = {}
+    for direction in ("i2t", "t2i"):
+        if direction not in raw:
+            continue
+        try:
+            out[direction] = {int(k): v for k, v in raw[direction].items()}
+        except (AttributeError, ValueError) as exc:
+            raise EvaluationError(f"{path}: {direction} must map integer query ids to lists: {exc}") from None
+    return out
+
+
+def load_ids(path: str | Path) -> np.ndarray:
+    """Ids from a .npy file, a JSON list, or a text file with one id per line."""
+    path = Path(path)
+    if path.suffix == ".npy":
+        return np.load(path, allow_pickle=False)
+    text = path.read_text()
+    if path.suffix == ".json":
+        return np.asarray(json.loads(text))
+    try:
+        return np.asarray([int(line) for line in text.split()], dtype=np.int64)
+    except ValueError as exc:
+        raise EvaluationError(f"{path}: ids must be integers, one per line: {exc}") from None
+
+
+def demo_scores(metrics: Metrics, seed: int = 0) -> np.ndarray:
+    """A synthetic, seeded 5,000 x 25,000 float32 score matrix: noise plus a boost on COCO pairs."""
+    gt = metrics.gt
+    rng = np.random.default_rng(seed)
+    scores = rng.standard_normal((len(gt.image_ids), len(gt.caption_ids)), dtype=np.float32)
+    scores[gt.caption_image, np.arange(len(gt.caption_ids))] += 3.0
+    return scores
+
+
+def _add_evaluate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("evaluate", help="score rankings (official JSON format) or a score matrix")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--rankings", help='JSON {"i2t": {image id: [caption ids]}, "t2i": {caption id: [image ids]}}')
+    src.add_argument("--scores", help=".npy matrix, scores[i, j] = similarity(image_ids[i], caption_ids[j])")
+    src.add_argument("--demo", action="store_true", help="a synthetic seeded score matrix (offline smoke run)")
+    p.add_argument("--image-ids", help="image ids of the score rows (.npy, .json or text); default Karpathy order")
+    p.add_argument("--caption-ids", help="caption ids of the score columns; default Karpathy order")
+    p.add_argument(
+        "--metrics",
+        nargs="+",
+        default=list(DEFAULT_TARGETS),
+        help=f"target metrics (default: {' '.join(DEFAULT_TARGETS)}; also {', '.join(ALL_TARGETS)})",
+    )
+    p.add_argument("--ks", nargs="+", type=int, default=[1, 5, 10], help="K values for *_recalls")
+    p.add_argument("--instances-json", help="COCO-format instances JSON: categories for pmrp")
+    p.add_argument("--pm-r-cap", type=int, default=50, help="PMRP uses R = min(R, cap); 0 = no cap (default 50)")
+    p.add_argument("--output", "-o", help="write the results as JSON here")
+    p.set_defaults(func=_run_evaluate)
+
+
+def _run_evaluate(args: argparse.Namespace) -> int:
+    metrics = Metrics(instances_json=args.instances_json, pm_r_cap=args.pm_r_cap or None)
+    if args.rankings:
+        rankings = load_rankings(args.rankings)
+        results = metrics.compute_all_metrics(rankings.get("i2t"), rankings.get("t2i"), args.metrics, args.ks)
+    else:
+        scores = demo_scores(metrics) if args.demo else np.load(args.scores, mmap_mode="r", allow_pickle=False)
+        image_ids = load_ids(args.image_ids) if args.image_ids else None
+        caption_ids = load_ids(args.caption_ids) if args.caption_ids else None
+        results = metrics.compute_all_metrics_from_scores(scores, image_ids, caption_ids, args.metrics, args.ks)
+    print(format_table(results))
+    if args.output:
+        write_json_atomic(args.output, results)
+        print(f"wrote {args.output}")
+    return 0
+
+
+SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_evaluate]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="eccv-caption", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in SUBCOMMANDS:
+        add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except EvaluationError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,293 @@
+"""Evaluation: which queries and depths each metric needs, and per-query values.
+
+A *source* gives ranked lists of one direction: over the whole test gallery
+(``ranked``) and restricted to each query's COCO 1K fold (``fold_ranked``).
+Two sources exist: official dict rankings and score matrices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from eccv_metric import measures
+from eccv_metric.errors import EvaluationError
+from eccv_metric.errors import preview
+from eccv_metric.groundtruth import DIRECTIONS
+from eccv_metric.groundtruth import N_FOLDS
+from eccv_metric.groundtruth import GroundTruth
+from eccv_metric.groundtruth import IdIndex
+from eccv_metric.ranking import QUERY_KIND
+from eccv_metric.ranking import RankedLists
+from eccv_metric.ranking import _int_array
+from eccv_metric.ranking import as_score_matrix
+from eccv_metric.ranking import from_dict
+from eccv_metric.ranking import top_ranked
+from eccv_metric.targets import Request
+
+
+class Relevance(Protocol):
+    """Positive lists of one benchmark and direction (CSR ``Positives`` or PM)."""
+
+    query: np.ndarray
+    n_positives: np.ndarray
+
+    def hits(self, items: np.ndarray) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class QueryScores:
+    """Per-query values of one metric in one direction; ``mean`` is the reported number."""
+
+    metric: str
+    direction: str
+    query_ids: np.ndarray
+    values: np.ndarray
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.values))
+
+
+class Source(Protocol):
+    def ranked(self, direction: str, depth: int, queries: np.ndarray) -> RankedLists: ...
+
+    def fold_ranked(self, direction: str, depth: int, queries: np.ndarray) -> RankedLists: ...
+
+
+@dataclass(frozen=True)
+class _Job:
+    metric: str
+    relevance: Relevance
+    depth: int
+    compute: Callable[[np.ndarray, np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]]
+    needs: str
+
+
+def _jobs(
+    request: Request, gt: GroundTruth, direction: str, pm: Callable[[str], Relevance], r_cap: int | None
+) -> list[_Job]:
+    jobs = []
+    bench_of = {"coco_5k": "coco", "cxc": "cxc", "eccv": "eccv"}
+    for rset, ks in request.recalls.items():
+        if rset == "coco_1k":
+            continue
+        rel = gt.positives[bench_of[rset]][direction]
+        for k in ks:
+            jobs.append(_Job(f"{rset}_r{k}", rel, k, _recall(k), f"R@{k} needs {k} items or a positive among them"))
+    eccv = gt.positives["eccv"][direction]
+    max_r = int(eccv.n_positives.max())
+    if request.map_at_r:
+        jobs.append(
+            _Job(
+                "eccv_map_at_r",
+                eccv,
+                max_r,
+                lambda rel, n, a, g: measures.map_at_r(rel, n, a),
+                "mAP@R needs the first R items (R = its number of positives)",
+            )
+        )
+    if request.rprecision:
+        jobs.append(
+            _Job(
+                "eccv_rprecision",
+                eccv,
+                max_r,
+                lambda rel, n, a, g: measures.r_precision(rel, n, a),
+                "R-Precision needs the first R items (R = its number of positives)",
+            )
+        )
+    if request.pmrp:
+        prel = pm(direction)
+        cap_r = prel.n_positives if r_cap is None else np.minimum(prel.n_positives, r_cap)
+        jobs.append(
+            _Job(
+                "pmrp",
+                prel,
+                int(cap_r.max(initial=1)),
+                lambda rel, n, a, g: measures.r_precision(rel, n, a, r_cap),
+                f"PMRP needs the first min(R, {r_cap}) items" if r_cap else "PMRP needs the first R items",
+            )
+        )
+    return jobs
+
+
+def _recall(k: int) -> Callable[[np.ndarray, np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]]:
+    return lambda rel, n, a, g: measures.recall_at_k(rel, a, k, g)
+
+
+def evaluate(
+    gt: GroundTruth,
+    request: Request,
+    sources: Mapping[str, Source],
+    pm: Callable[[str], Relevance],
+    r_cap: int | None = 50,
+) -> dict[str, dict[str, QueryScores]]:
+    """Per-query values ``out[metric][direction]`` for every requested metric and given direction."""
+    out: dict[str, dict[str, QueryScores]] = {name: {} for name in request.names()}
+    for direction in DIRECTIONS:
+        if direction not in sources:
+            continue
+        source = sources[direction]
+        jobs = _jobs(request, gt, direction, pm, r_cap)
+        if jobs:
+            needed = np.zeros(len(gt.query_index(direction)), dtype=bool)
+            for job in jobs:
+                needed[job.relevance.query] = True
+            queries = np.flatnonzero(needed).astype(np.int32)
+            ranked = source.ranked(direction, max(j.depth for j in jobs), queries)
+            hits: dict[int, np.ndarray] = {}
+            for job in jobs:
+                out[job.metric][direction] = _score(gt, ranked, job, jobs, hits)
+        ks_1k = request.recalls.get("coco_1k", ())
+        if ks_1k:
+            coco = gt.positives["coco"][direction]
+            ranked = source.fold_ranked(direction, max(ks_1k), coco.query)
+            jobs_1k = [
+                _Job(
+                    f"coco_1k_r{k}",
+                    coco,
+                    k,
+                    _recall(k),
+                    f"COCO 1K R@{k} needs {k} items of the query's fold or a positive among them",
+                )
+                for k in ks_1k
+            ]
+            hits = {}
+            for job in jobs_1k:
+                out[job.metric][direction] = _score(gt, ranked, job, jobs_1k, hits)
+    return out
+
+
+def _score(
+    gt: GroundTruth, ranked: RankedLists, job: _Job, jobs: list[_Job], cache: dict[int, np.ndarray]
+) -> QueryScores:
+    """Per-query values of one job; the hit matrix is shared by the jobs of the same relevance."""
+    direction = ranked.direction
+    rel = job.relevance
+    rows = ranked.rows(rel.query, gt, job.metric)
+    available = ranked.lengths[rows]
+    if id(rel) not in cache:
+        depth = min(max(j.depth for j in jobs if j.relevance is rel), ranked.items.shape[1])
+        items = ranked.items[rows, :depth]
+        cache[id(rel)] = rel.hits(items) & (np.arange(depth)[None, :] < available[:, None])
+    hits = cache[id(rel)][:, : job.depth]
+    values, undecided = job.compute(hits, rel.n_positives, available, ranked.gallery_size)
+    ids = gt.query_index(direction).ids[rel.query]
+    if undecided.any():
+        raise EvaluationError(
+            f"{direction} {job.metric}: the ranked lists of {int(undecided.sum())} query "
+            f"{QUERY_KIND[direction]}(s) are too short ({job.needs}): {preview(ids[undecided])}"
+        )
+    return QueryScores(job.metric, direction, ids, values)
+
+
+# ---------------------------------------------------------------------------
+# sources
+
+
+class DictSource:
+    """Official rankings ``{query id: [ranked gallery ids]}`` of one direction."""
+
+    def __init__(self, rankings: Mapping[int, Sequence[int]], direction: str, gt: GroundTruth):
+        self.gt = gt
+        self.lists = from_dict(rankings, direction, gt)
+
+    def ranked(self, direction: str, depth: int, queries: np.ndarray) -> RankedLists:
+        return self.lists
+
+    def fold_ranked(self, direction: str, depth: int, queries: np.ndarray) -> RankedLists:
+        """Each list filtered to the gallery items of the query's fold (first ``depth`` kept)."""
+        lists = self.lists
+        qfold = self.gt.query_fold(direction)[lists.query]
+        gfold = self.gt.gallery_fold(direction)
+        n, width = lists.items.shape
+        out = np.full((n, depth), -1, dtype=np.int32)
+        available = np.zeros(n, dtype=np.int64)
+        step = max(1, (1 << 22) // max(1, width))
+        for start in range(0, n if width else 0, step):
+            items = lists.items[start : start + step]
+            keep = (items >= 0) & (gfold[np.maximum(items, 0)] == qfold[start : start + step, None])
+            cum = np.cumsum(keep, axis=1, dtype=np.int32)
+            available[start : start + step] = cum[:, -1]
+            r, c = np.nonzero(keep & (cum <= depth))
+            out[start + r, cum[r, c] - 1] = items[r, c]
+        return RankedLists(direction, lists.query, out, available, self.gt.fold_size(direction))
+
+
+def _id_vector(ids: object, what: str) -> np.ndarray:
+    """A 1-D int64 array of ids from a list, numpy array or tensor; floats and strings are refused."""
+    if hasattr(ids, "detach") and hasattr(ids, "cpu"):
+        ids = ids.detach().cpu().numpy()  # type: ignore[attr-defined]
+    arr = np.asarray(ids) if isinstance(ids, np.ndarray) else _int_array(list(ids), what)  # type: ignore[call-overload]
+    if arr.dtype.kind not in "iu" and arr.size:
+        raise EvaluationError(f"{what} must be integers, got {arr.dtype}")
+    if arr.ndim != 1:
+        raise EvaluationError(f"{what} must be a flat list, got shape {arr.shape}")
+    return arr.astype(np.int64, copy=False)
+
+
+class ScoreSource:
+    """A similarity matrix ``scores[i, j]`` of ``image_ids[i]`` and ``caption_ids[j]``."""
+
+    def __init__(self, scores: object, image_ids: object, caption_ids: object, gt: GroundTruth):
+        self.gt = gt
+        self.scores = as_score_matrix(scores)
+        self.pos: dict[str, np.ndarray] = {}
+        self.dense: dict[str, np.ndarray] = {}
+        for axis, (ids, index) in enumerate(((image_ids, gt.images), (caption_ids, gt.captions))):
+            arr = _id_vector(ids, f"{index.kind} ids")
+            if len(arr) != self.scores.shape[axis]:
+                raise EvaluationError(
+                    f"scores have shape {self.scores.shape} but {len(arr)} {index.kind} ids were given "
+                    f"(scores[i, j] must be image_ids[i] x caption_ids[j])"
+                )
+            IdIndex(arr, f"given {index.kind}")  # raises on duplicate ids
+            dense = index.positions(arr)
+            pos = np.full(len(index), -1, dtype=np.int64)
+            pos[dense[dense >= 0]] = np.flatnonzero(dense >= 0)
+            if (pos < 0).any():
+                raise EvaluationError(
+                    f"the gallery must cover the test split: {int((pos < 0).sum())} test {index.kind} id(s) "
+                    f"are missing from {index.kind}_ids: {preview(index.ids[pos < 0])}"
+                )
+            self.pos["i2t" if axis == 0 else "t2i"] = pos
+            self.dense["t2i" if axis == 0 else "i2t"] = dense
+
+    def _top(self, direction: str, depth: int, queries: np.ndarray, gallery_pos: np.ndarray | None) -> np.ndarray:
+        query_pos = self.pos[direction][queries]
+        n_gal = self.scores.shape[1 if direction == "i2t" else 0] if gallery_pos is None else len(gallery_pos)
+        top, bad = top_ranked(self.scores, query_pos, min(depth, n_gal), direction == "t2i", gallery_pos)
+        if bad.any():
+            ids = self.gt.query_index(direction).ids[queries[bad]]
+            raise EvaluationError(
+                f"{direction}: the scores of {int(bad.sum())} query {QUERY_KIND[direction]}(s) contain NaN or inf: "
+                f"{preview(ids)}"
+            )
+        return self.dense[direction][top]
+
+    def ranked(self, direction: str, depth: int, queries: np.ndarray) -> RankedLists:
+        n_gal = self.scores.shape[1 if direction == "i2t" else 0]
+        items = self._top(direction, depth, queries, None)
+        return RankedLists(direction, queries, items, np.full(len(queries), n_gal, np.int64), n_gal)
+
+    def fold_ranked(self, direction: str, depth: int, queries: np.ndarray) -> RankedLists:
+        """Top items among the query's fold only (fold items keep their given order for ties)."""
+        gt = self.gt
+        qfold = gt.query_fold(direction)[queries]
+        gfold = gt.gallery_fold(direction)
+        gallery_pos_of_dense = self.pos["t2i" if direction == "i2t" else "i2t"]
+        size = gt.fold_size(direction)
+        parts_q, parts_items = [], []
+        for fold in range(N_FOLDS):
+            fold_queries = queries[qfold == fold]
+            gallery_pos = np.sort(gallery_pos_of_dense[np.flatnonzero(gfold == fold)])
+            parts_q.append(fold_queries)
+            parts_items.append(self._top(direction, depth, fold_queries, gallery_pos))
+        query = np.concatenate(parts_q)
+        return RankedLists(direction, query, np.concatenate(parts_items), np.full(len(query), size, np.int64), size)

@@ -1,0 +1,393 @@
+"""Ground truth of the COCO Karpathy 5K test split as compact integer arrays.
+
+Ids (COCO image ids, COCO caption ids) are mapped to dense indices: images in
+Karpathy order (order of first appearance of their captions), captions in the
+order of ``coco_test_ids.npy``. Positive lists are CSR arrays over dense
+indices. The same structure is built from the ``eccv_caption`` wheel's data
+files (:meth:`GroundTruth.from_wheel`) or from any id lists, e.g. the built
+dataset's Arrow tables (:meth:`GroundTruth.from_id_lists`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+from collections.abc import Iterable
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from eccv_metric.errors import EvaluationError
+from eccv_metric.errors import preview
+
+DIRECTIONS = ("i2t", "t2i")
+BENCHMARKS = ("coco", "cxc", "eccv")
+N_FOLDS = 5
+
+# sha256 of the data files of eccv_caption 0.1.0 (PyPI, MIT): the ground truth we verify against.
+WHEEL_FILES = {
+    "coco_test_ids.npy": "edf99145aaed260188fd9384c1329ed287fca0e9b92e4e59de46660667932a15",
+    "original_image_to_caption.json": "17e7673206edefd9cd227e8fafb703eba375671e43dd202a33b51567ebd4593e",
+    "original_caption_to_image.json": "646c37bf5148480d854a3d135b1f3646cc7fa2bd0f84ed7499e264f09338e0fa",
+    "cxc_image_to_caption.json": "e567e46b527901bb87ad9cf6511d005e5ad80620a968db1b3314bce23c917a61",
+    "cxc_caption_to_image.json": "95fa65de2171c2d5df8769b46770cb74b9d4e09522d0c255e5d166c56028d125",
+    "eccv_image_to_caption.json": "47b822df8932da569a471a557f49e7b45465dac3728c2e2922f7bfbd25399242",
+    "eccv_caption_to_image.json": "3f1d209e7fc4100acc4092818125884d1523582ccebf950a4f89ff71babe281a",
+}
+_WHEEL_PREFIX = {"coco": "original", "cxc": "cxc", "eccv": "eccv"}
+
+
+def wheel_data_dir() -> Path:
+    """Folder of the installed ``eccv_caption`` package's data files (without importing it)."""
+    spec = importlib.util.find_spec("eccv_caption")
+    if spec is None or not spec.submodule_search_locations:
+        raise EvaluationError("the ground truth comes from the `eccv_caption` package: pip install eccv_caption==0.1.0")
+    return Path(next(iter(spec.submodule_search_locations))) / "data"
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fin:
+        for block in iter(lambda: fin.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def load_id_lists(path: Path) -> dict[int, list[int]]:
+    """Read an official ``{id: [ids]}`` JSON file with int keys and values."""
+    with open(path) as fin:
+        raw = json.load(fin)
+    return {int(k): [int(v) for v in vals] for k, vals in raw.items()}
+
+
+class IdIndex:
+    """Dense index of a set of non-negative integer ids, via a lookup table."""
+
+    def __init__(self, ids: np.ndarray, kind: str):
+        ids = np.asarray(ids, dtype=np.int64)
+        if ids.ndim != 1 or len(ids) == 0 or ids.min() < 0:
+            raise EvaluationError(f"{kind} ids must be a non-empty 1-D array of non-negative ints")
+        uniq, counts = np.unique(ids, return_counts=True)
+        if (counts > 1).any():
+            raise EvaluationError(f"duplicate {kind} ids: {preview(uniq[counts > 1])}")
+        self.ids = ids
+        self.kind = kind
+        self.table = np.full(int(ids.max()) + 1, -1, dtype=np.int32)
+        self.table[ids] = np.arange(len(ids), dtype=np.int32)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def positions(self, ids: np.ndarray) -> np.ndarray:
+        """Dense index of each id (int32), -1 where the id is not in the index."""
+        ids = np.asarray(ids)
+        out = self.table.take(ids, mode="clip")
+        bad = (ids < 0) | (ids >= len(self.table))
+        if bad.any():
+            out[bad] = -1
+        return out
+
+    def require(self, ids: np.ndarray, what: str) -> np.ndarray:
+        """Dense index of each id; an :class:`EvaluationError` names the unknown ones."""
+        pos = self.positions(ids)
+        if (pos < 0).any():
+            bad = np.asarray(ids)[pos < 0]
+            raise EvaluationError(f"{what}: {len(bad)} id(s) are not test-split {self.kind}s: {preview(bad)}")
+        return pos
+
+
+@dataclass(frozen=True)
+class Positives:
+    """Positive lists of one benchmark and direction (CSR over dense indices).
+
+    ``query`` holds the dense query indices (ascending, unique); the positives
+    of ``query[k]`` are ``indices[indptr[k]:indptr[k + 1]]`` (ascending).
+    ``outside`` maps a dense query index to positive ids that are not in the
+    gallery: they can never be retrieved but count in R, as in the official
+    code (the wheel's ECCV i2t lists of images 575916 and 421999 each hold one
+    caption id outside the 25,000 test captions). Queries with an empty list
+    are never stored.
+    """
+
+    query: np.ndarray
+    indptr: np.ndarray
+    indices: np.ndarray
+    n_gallery: int
+    outside: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def from_pairs(
+        cls, q: np.ndarray, g: np.ndarray, n_gallery: int, outside: Mapping[int, tuple[int, ...]] | None = None
+    ) -> Positives:
+        outside = {int(k): tuple(sorted(set(v))) for k, v in (outside or {}).items() if v}
+        keys = np.unique(np.asarray(q, np.int64) * n_gallery + np.asarray(g, np.int64))
+        q_all, g_all = np.divmod(keys, n_gallery)
+        query, counts = np.unique(
+            np.concatenate([q_all, np.fromiter(outside, np.int64, len(outside))]), return_counts=True
+        )
+        counts -= np.isin(query, list(outside))
+        indptr = np.zeros(len(query) + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        return cls(query.astype(np.int32), indptr, g_all.astype(np.int32), n_gallery, outside)
+
+    @classmethod
+    def from_id_lists(
+        cls, lists: Mapping[int, Iterable[int]], queries: IdIndex, gallery: IdIndex, what: str
+    ) -> Positives:
+        """CSR from ``{query id: [positive ids]}``; query ids must be in ``queries``.
+
+        Positive ids missing from ``gallery`` are kept in ``outside``.
+        """
+        q_ids = np.fromiter(lists.keys(), dtype=np.int64, count=len(lists))
+        values = [np.asarray(list(v), dtype=np.int64) for v in lists.values()]
+        lengths = np.fromiter((len(v) for v in values), dtype=np.int64, count=len(values))
+        flat = np.concatenate(values) if values else np.zeros(0, np.int64)
+        q = np.repeat(queries.require(q_ids, f"{what} queries"), lengths)
+        g = gallery.positions(flat)
+        outside: dict[int, list[int]] = {}
+        for qq, gid in zip(q[g < 0].tolist(), flat[g < 0].tolist(), strict=True):
+            outside.setdefault(qq, []).append(gid)
+        return cls.from_pairs(q[g >= 0], g[g >= 0], len(gallery), {k: tuple(v) for k, v in outside.items()})
+
+    @cached_property
+    def n_positives(self) -> np.ndarray:
+        """R of each query: its positives in the gallery plus those outside it."""
+        extra = np.array([len(self.outside.get(int(q), ())) for q in self.query], dtype=np.int64)
+        return np.diff(self.indptr) + extra
+
+    @cached_property
+    def _keys(self) -> np.ndarray:
+        return np.repeat(self.query.astype(np.int64), np.diff(self.indptr)) * self.n_gallery + self.indices
+
+    def hits(self, items: np.ndarray) -> np.ndarray:
+        """``hits[k, i]``: is ``items[k, i]`` a positive of ``query[k]`` (rows aligned with ``query``)."""
+        counts = np.diff(self.indptr)
+        if len(self.indices) * items.shape[1] > (1 << 25):
+            return self.lookup(self.query[:, None], items)
+        # compare each positive with its query's ranked items: O(positives x depth)
+        owner = np.repeat(np.arange(len(self.query)), counts)
+        k, pos = np.nonzero(items[owner] == self.indices[:, None])
+        out = np.zeros(items.shape, dtype=bool)
+        out[owner[k], pos] = True
+        return out
+
+    def lookup(self, q: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """Whether gallery item ``g`` is a positive of query ``q`` (broadcast; g < 0 is never)."""
+        q, g = np.broadcast_arrays(np.asarray(q, np.int64), np.asarray(g, np.int64))
+        probe = q * self.n_gallery + g
+        keys = self._keys
+        if len(keys) == 0:
+            return np.zeros(probe.shape, dtype=bool)
+        pos = np.searchsorted(keys, probe)
+        hit = keys[np.minimum(pos, len(keys) - 1)] == probe
+        return hit & (g >= 0)
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """(dense query, dense gallery) of every in-gallery positive."""
+        return np.repeat(self.query, np.diff(self.indptr)), self.indices
+
+    def to_id_lists(self, query_ids: np.ndarray, gallery_ids: np.ndarray) -> dict[int, list[int]]:
+        """``{query id: sorted positive ids}`` (outside ids included)."""
+        gal = gallery_ids[self.indices]
+        return {
+            int(query_ids[q]): sorted(
+                gal[self.indptr[k] : self.indptr[k + 1]].tolist() + list(self.outside.get(int(q), ()))
+            )
+            for k, q in enumerate(self.query)
+        }
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    """The test split: ids, folds, positive lists and (optionally) COCO categories.
+
+    ``positives[benchmark][direction]`` with benchmark in ``coco``, ``cxc``,
+    ``eccv`` (plus ``pm`` when PM lists were given as files) and direction
+    ``i2t`` (image query -> caption positives) or ``t2i``.
+    ``image_categories`` is a bool matrix (images x category ids) or ``None``.
+    """
+
+    images: IdIndex
+    captions: IdIndex
+    caption_image: np.ndarray
+    positives: dict[str, dict[str, Positives]]
+    image_categories: np.ndarray | None = None
+    source: str = ""
+    category_names: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def image_ids(self) -> np.ndarray:
+        return self.images.ids
+
+    @property
+    def caption_ids(self) -> np.ndarray:
+        return self.captions.ids
+
+    @cached_property
+    def caption_fold(self) -> np.ndarray:
+        n = len(self.captions)
+        return (np.arange(n) // (n // N_FOLDS)).astype(np.int8)
+
+    @cached_property
+    def image_fold(self) -> np.ndarray:
+        fold = np.full(len(self.images), -1, dtype=np.int8)
+        fold[self.caption_image] = self.caption_fold
+        return fold
+
+    def fold_size(self, direction: str) -> int:
+        """Size of a COCO 1K gallery: captions for i2t, images for t2i."""
+        return (len(self.captions) if direction == "i2t" else len(self.images)) // N_FOLDS
+
+    def query_index(self, direction: str) -> IdIndex:
+        return self.images if direction == "i2t" else self.captions
+
+    def gallery_index(self, direction: str) -> IdIndex:
+        return self.captions if direction == "i2t" else self.images
+
+    def query_fold(self, direction: str) -> np.ndarray:
+        return self.image_fold if direction == "i2t" else self.caption_fold
+
+    def gallery_fold(self, direction: str) -> np.ndarray:
+        return self.caption_fold if direction == "i2t" else self.image_fold
+
+    @classmethod
+    def from_id_lists(
+        cls,
+        caption_ids: Iterable[int],
+        lists: Mapping[str, Mapping[str, Mapping[int, Iterable[int]]]],
+        image_categories: Mapping[int, Iterable[int]] | None = None,
+        source: str = "",
+        category_names: Mapping[int, str] | None = None,
+    ) -> GroundTruth:
+        """Build from the caption ids in Karpathy order and ``lists[benchmark][direction]``.
+
+        ``lists['coco']['t2i']`` must give every caption exactly one image; the
+        images are ordered by first appearance of their captions. Folds are
+        consecutive fifths of the caption order and every image's captions must
+        fall in one fold.
+        """
+        captions = IdIndex(np.asarray(list(caption_ids), dtype=np.int64), "caption")
+        if len(captions) % N_FOLDS:
+            raise EvaluationError(f"{len(captions)} captions cannot form {N_FOLDS} equal folds")
+        coco_t2i = lists["coco"]["t2i"]
+        missing = [c for c in captions.ids.tolist() if len(list(coco_t2i.get(c, ()))) != 1]
+        if missing:
+            raise EvaluationError(f"COCO caption->image lists must give one image per caption: {preview(missing)}")
+        cap_img_ids = np.fromiter((next(iter(coco_t2i[c])) for c in captions.ids.tolist()), np.int64, len(captions))
+        _, first = np.unique(cap_img_ids, return_index=True)
+        images = IdIndex(cap_img_ids[np.sort(first)], "image")
+        caption_image = images.positions(cap_img_ids)
+
+        positives: dict[str, dict[str, Positives]] = {}
+        for bench, by_dir in lists.items():
+            positives[bench] = {
+                "i2t": Positives.from_id_lists(by_dir["i2t"], images, captions, f"{bench} i2t"),
+                "t2i": Positives.from_id_lists(by_dir["t2i"], captions, images, f"{bench} t2i"),
+            }
+        cats = None
+        if image_categories is not None:
+            cats = categories_matrix(image_categories, images)
+        gt = cls(images, captions, caption_image, positives, cats, source, dict(category_names or {}))
+        fold_of_caption = np.full(len(images), -1, dtype=np.int64)
+        fold_of_caption[caption_image] = gt.caption_fold
+        if (fold_of_caption[caption_image] != gt.caption_fold).any():
+            raise EvaluationError("an image's captions span two COCO 1K folds: caption order is not Karpathy order")
+        return gt
+
+    @classmethod
+    def from_wheel(
+        cls, instances_json: str | Path | None = None, data_dir: str | Path | None = None, verify: bool = True
+    ) -> GroundTruth:
+        """Load the ground truth shipped in the ``eccv_caption`` wheel (checked by sha256).
+
+        ``instances_json``: a COCO-format instances file (e.g. instances_val2014.json)
+        whose categories enable PMRP.
+        """
+        data = Path(data_dir) if data_dir is not None else wheel_data_dir()
+        if verify:
+            for name, digest in WHEEL_FILES.items():
+                if sha256_file(data / name) != digest:
+                    raise EvaluationError(f"{data / name} is not the eccv_caption 0.1.0 file (sha256 mismatch)")
+        caption_ids = np.load(data / "coco_test_ids.npy").astype(np.int64)
+        lists = {
+            bench: {
+                "i2t": load_id_lists(data / f"{prefix}_image_to_caption.json"),
+                "t2i": load_id_lists(data / f"{prefix}_caption_to_image.json"),
+            }
+            for bench, prefix in _WHEEL_PREFIX.items()
+        }
+        cats, names = (None, None)
+        if instances_json is not None:
+            cats, names = load_instance_categories(instances_json)
+        return cls.from_id_lists(caption_ids, lists, cats, source=str(data), category_names=names)
+
+    def with_categories(
+        self, image_categories: Mapping[int, Iterable[int]], names: Mapping[int, str] | None = None
+    ) -> GroundTruth:
+        return GroundTruth(
+            self.images,
+            self.captions,
+            self.caption_image,
+            self.positives,
+            categories_matrix(image_categories, self.images),
+            self.source,
+            dict(names or self.category_names),
+        )
+
+    def with_positives(self, bench: str, by_dir: Mapping[str, Mapping[int, Iterable[int]]]) -> GroundTruth:
+        """A copy with one more benchmark's lists (e.g. the released PM files)."""
+        positives = dict(self.positives)
+        positives[bench] = {
+            "i2t": Positives.from_id_lists(by_dir["i2t"], self.images, self.captions, f"{bench} i2t"),
+            "t2i": Positives.from_id_lists(by_dir["t2i"], self.captions, self.images, f"{bench} t2i"),
+        }
+        return GroundTruth(
+            self.images,
+            self.captions,
+            self.caption_image,
+            positives,
+            self.image_categories,
+            self.source,
+            self.category_names,
+        )
+
+
+def categories_matrix(image_categories: Mapping[int, Iterable[int]], images: IdIndex) -> np.ndarray:
+    """Bool matrix (images x (max category id + 1)); images absent from the mapping get no category."""
+    ids = [int(i) for i in image_categories]
+    pos = images.positions(np.asarray(ids, dtype=np.int64)) if ids else np.zeros(0, np.int32)
+    rows, cols = [], []
+    for p, cats in zip(pos.tolist(), image_categories.values(), strict=True):
+        if p < 0:
+            continue
+        for c in cats:
+            rows.append(p)
+            cols.append(int(c))
+    n_cat = max(cols, default=0) + 1
+    if cols and min(cols) < 0:
+        raise EvaluationError("COCO category ids must be non-negative")
+    out = np.zeros((len(images), n_cat), dtype=bool)
+    out[rows, cols] = True
+    return out
+
+
+def load_instance_categories(path: str | Path) -> tuple[dict[int, set[int]], dict[int, str]]:
+    """Category ids present in each image of a COCO-format instances JSON, and category names.
+
+    Only ``annotations[*].image_id``/``category_id`` and ``categories`` are read.
+    """
+    try:
+        with open(path) as fin:
+            raw = json.load(fin)
+        per_image: dict[int, set[int]] = {}
+        for ann in raw["annotations"]:
+            per_image.setdefault(int(ann["image_id"]), set()).add(int(ann["category_id"]))
+        names = {int(c["id"]): str(c["name"]) for c in raw.get("categories", [])}
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        raise EvaluationError(f"cannot read COCO instances from {path}: {exc}") from exc
+    return per_image, names

@@ -1,0 +1,56 @@
+"""The math of every metric, per query, on a relevance matrix.
+
+All functions take ``rel``: a bool matrix (queries x depth) where
+``rel[q, i]`` says whether the item at rank ``i`` (0-based) of query ``q`` is
+a positive, and ``available``: how many ranked items each query's list holds
+(possibly more than ``depth``). Positions at or beyond ``available`` must be
+False. They return per-query values (float64) and a bool mask of the queries
+whose value the list cannot decide; the caller turns that mask into an error
+that names the queries. Means over queries give the reported numbers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def recall_at_k(rel: np.ndarray, available: np.ndarray, k: int, gallery_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Recall@K as in COCO retrieval: 1 if a positive is among the first K items, else 0.
+
+    ``R@K(q) = 1[exists i < K : rel[q, i]]``.
+    Decidable when the list has ``min(K, gallery_size)`` items or a positive
+    among the items it has (a hit before the list ends is a hit in the top K).
+    """
+    hit = rel[:, :k].any(axis=1)
+    undecided = ~hit & (available < min(k, gallery_size))
+    return hit.astype(np.float64), undecided
+
+
+def map_at_r(rel: np.ndarray, n_pos: np.ndarray, available: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """mAP@R (Musgrave et al. 2020), with R = the query's number of positives.
+
+    ``mAP@R(q) = (1/R) * sum_{i=1..R} rel(i) * P@i``, ``P@i = (1/i) * sum_{j<=i} rel(j)``
+    (ranks 1-based). Needs the first R items of the list.
+    """
+    depth = int(n_pos.max(initial=0))
+    rel = rel[:, :depth]
+    ranks = np.arange(1, depth + 1)
+    precision = np.cumsum(rel, axis=1) / ranks
+    counted = rel & (ranks[None, :] <= n_pos[:, None])
+    values = np.where(counted, precision, 0.0).sum(axis=1) / n_pos
+    return values, available < n_pos
+
+
+def r_precision(
+    rel: np.ndarray, n_pos: np.ndarray, available: np.ndarray, r_cap: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """R-Precision: the precision of the first R items, ``R-P(q) = (1/R) * sum_{i=1..R} rel(i)``.
+
+    With ``r_cap``, R is replaced by ``min(R, r_cap)`` (the ECCV Caption paper's
+    PMRP uses 50). Needs the first ``min(R, r_cap)`` items of the list.
+    """
+    r = n_pos if r_cap is None else np.minimum(n_pos, r_cap)
+    depth = int(r.max(initial=0))
+    rel = rel[:, :depth]
+    counted = rel & (np.arange(1, depth + 1)[None, :] <= r[:, None])
+    return counted.sum(axis=1) / r, available < r

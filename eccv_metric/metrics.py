@@ -1,0 +1,180 @@
+"""``Metrics``: a drop-in, exact and fast replacement of ``eccv_caption.Metrics``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from pathlib import Path
+
+from eccv_metric.engine import DictSource
+from eccv_metric.engine import QueryScores
+from eccv_metric.engine import Relevance
+from eccv_metric.engine import ScoreSource
+from eccv_metric.engine import Source
+from eccv_metric.engine import evaluate
+from eccv_metric.errors import EvaluationError
+from eccv_metric.groundtruth import GroundTruth
+from eccv_metric.groundtruth import load_id_lists
+from eccv_metric.groundtruth import load_instance_categories
+from eccv_metric.plausible import PlausibleMatch
+from eccv_metric.plausible import PMOptions
+from eccv_metric.targets import DEFAULT_TARGETS
+from eccv_metric.targets import parse_targets
+
+Rankings = Mapping[int, Sequence[int]]
+Results = dict[str, dict[str, float]]
+PerQuery = dict[str, dict[str, QueryScores]]
+
+
+class Metrics:
+    """ECCV Caption, CxC, COCO 1K/5K and PMRP retrieval metrics.
+
+    Same constructor and ``compute_all_metrics`` as the official package, plus
+    ``compute_all_metrics_from_scores`` (exact metrics straight from a score
+    matrix) and per-query variants.
+
+    Parameters
+    ----------
+    extra_file_dir: folder with the released ``pm_image_to_caption.json`` and
+        ``pm_caption_to_image.json`` (official argument); PM lists then come
+        from these files instead of being computed from categories.
+    verbose: accepted for compatibility; there is nothing slow to report.
+    instances_json: COCO-format instances JSON (e.g. ``instances_val2014.json``):
+        its categories define the PM positives for ``pmrp``.
+    ground_truth: a :class:`GroundTruth` (default: the ``eccv_caption`` wheel's data).
+    pm_zeta, pm_include_own, pm_r_cap: PM definition and PMRP cap (see
+        :class:`~eccv_metric.plausible.PMOptions`). ``pm_r_cap=None`` gives the
+        uncapped R-Precision that the official code returns on full rankings.
+    """
+
+    def __init__(
+        self,
+        extra_file_dir: str | Path | None = None,
+        verbose: bool = False,
+        *,
+        instances_json: str | Path | None = None,
+        ground_truth: GroundTruth | None = None,
+        pm_zeta: int = 2,
+        pm_include_own: bool = False,
+        pm_r_cap: int | None = 50,
+    ):
+        gt = ground_truth if ground_truth is not None else GroundTruth.from_wheel()
+        if instances_json is not None:
+            gt = gt.with_categories(*load_instance_categories(instances_json))
+        if extra_file_dir is not None:
+            folder = Path(extra_file_dir)
+            gt = gt.with_positives(
+                "pm",
+                {
+                    "i2t": load_id_lists(folder / "pm_image_to_caption.json"),
+                    "t2i": load_id_lists(folder / "pm_caption_to_image.json"),
+                },
+            )
+        self.gt = gt
+        self.pm_options = PMOptions(pm_zeta, pm_include_own, pm_r_cap)
+        self.verbose = verbose
+        self.coco_ids = gt.caption_ids
+        self._pm: PlausibleMatch | None = None
+        self._i2t: Rankings | None = None
+        self._t2i: Rankings | None = None
+
+    # -- official-style API ---------------------------------------------------
+
+    def set_i2t_retrieved_items(self, i2t_retrieved_items: Rankings) -> None:
+        self._i2t = i2t_retrieved_items
+
+    def set_t2i_retrieved_items(self, t2i_retrieved_items: Rankings) -> None:
+        self._t2i = t2i_retrieved_items
+
+    def compute_all_metrics(
+        self,
+        i2t_retrieved_items: Rankings | None = None,
+        t2i_retrieved_items: Rankings | None = None,
+        target_metrics: Iterable[str] = DEFAULT_TARGETS,
+        Ks: Iterable[int] = (1, 5, 10),  # noqa: N803 (official name)
+        verbose: bool | None = None,
+    ) -> Results:
+        """Metrics from ranked lists ``{query id: [gallery ids, best first]}``.
+
+        Returns ``{metric: {'i2t': value, 't2i': value}}`` with the official keys.
+        A direction passed as ``None`` is left out (both ``None``: the lists set
+        with ``set_*_retrieved_items``).
+        """
+        return _means(self.per_query(i2t_retrieved_items, t2i_retrieved_items, target_metrics, Ks))
+
+    def compute_all_metrics_from_scores(
+        self,
+        scores: object,
+        image_ids: Iterable[int] | None = None,
+        caption_ids: Iterable[int] | None = None,
+        target_metrics: Iterable[str] = DEFAULT_TARGETS,
+        Ks: Iterable[int] = (1, 5, 10),  # noqa: N803
+        directions: Iterable[str] = ("i2t", "t2i"),
+    ) -> Results:
+        """Exact metrics from ``scores[i, j]`` = similarity of ``image_ids[i]`` and ``caption_ids[j]``.
+
+        Ranking = stable descending sort of each row/column (ties: the item given
+        first wins). The ids default to the test split in Karpathy order; extra
+        ids are allowed and ranked as negatives (COCO 1K ranks within the fold only).
+        """
+        return _means(self.per_query_from_scores(scores, image_ids, caption_ids, target_metrics, Ks, directions))
+
+    # -- per-query API ----------------------------------------------------------
+
+    def per_query(
+        self,
+        i2t_retrieved_items: Rankings | None = None,
+        t2i_retrieved_items: Rankings | None = None,
+        target_metrics: Iterable[str] = DEFAULT_TARGETS,
+        Ks: Iterable[int] = (1, 5, 10),  # noqa: N803
+    ) -> PerQuery:
+        """Per-query values (``QueryScores``) whose means ``compute_all_metrics`` reports."""
+        if i2t_retrieved_items is None and t2i_retrieved_items is None:
+            i2t_retrieved_items, t2i_retrieved_items = self._i2t, self._t2i
+            if i2t_retrieved_items is None and t2i_retrieved_items is None:
+                raise EvaluationError("no ranked lists: pass i2t_retrieved_items and/or t2i_retrieved_items")
+        sources: dict[str, Source] = {}
+        for direction, rankings in (("i2t", i2t_retrieved_items), ("t2i", t2i_retrieved_items)):
+            if rankings is not None:
+                sources[direction] = DictSource(rankings, direction, self.gt)
+        return self._evaluate(sources, target_metrics, Ks)
+
+    def per_query_from_scores(
+        self,
+        scores: object,
+        image_ids: Iterable[int] | None = None,
+        caption_ids: Iterable[int] | None = None,
+        target_metrics: Iterable[str] = DEFAULT_TARGETS,
+        Ks: Iterable[int] = (1, 5, 10),  # noqa: N803
+        directions: Iterable[str] = ("i2t", "t2i"),
+    ) -> PerQuery:
+        source = ScoreSource(
+            scores,
+            self.gt.image_ids if image_ids is None else image_ids,
+            self.gt.caption_ids if caption_ids is None else caption_ids,
+            self.gt,
+        )
+        directions = list(directions)
+        if not directions or set(directions) - {"i2t", "t2i"}:
+            raise EvaluationError(f"directions must be 'i2t' and/or 't2i', not {directions}")
+        return self._evaluate({d: source for d in directions}, target_metrics, Ks)
+
+    # -- internals ----------------------------------------------------------------
+
+    def _evaluate(self, sources: Mapping[str, Source], target_metrics: Iterable[str], ks: Iterable[int]) -> PerQuery:
+        request = parse_targets(target_metrics, ks)
+        if request.pmrp:
+            self._pm_relevance("i2t")  # fail early, before any ranking work
+        return evaluate(self.gt, request, sources, self._pm_relevance, self.pm_options.r_cap)
+
+    def _pm_relevance(self, direction: str) -> Relevance:
+        if "pm" in self.gt.positives:
+            return self.gt.positives["pm"][direction]
+        if self._pm is None:
+            self._pm = PlausibleMatch(self.gt, self.pm_options.zeta, self.pm_options.include_own)
+        return self._pm.relevance(direction)
+
+
+def _means(per_query: PerQuery) -> Results:
+    return {name: {d: scores.mean for d, scores in by_dir.items()} for name, by_dir in per_query.items()}

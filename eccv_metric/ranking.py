@@ -1,0 +1,303 @@
+"""Ranked lists as integer arrays: from the official dict format or from a score matrix.
+
+Tie rule for score matrices: items are ranked by a stable descending sort,
+i.e. by decreasing score and, among equal scores, by increasing position in
+the gallery id array given (``np.argsort(-s, kind="stable")``). Only the top
+``depth`` items each metric needs are materialised (``np.partition`` per row
+plus an exact tie fix-up), never the full 5,000 x 25,000 ranking.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Mapping
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from eccv_metric.errors import EvaluationError
+from eccv_metric.errors import preview
+from eccv_metric.groundtruth import GroundTruth
+from eccv_metric.groundtruth import IdIndex
+
+QUERY_KIND = {"i2t": "image", "t2i": "caption"}
+GALLERY_KIND = {"i2t": "caption", "t2i": "image"}
+_CHUNK_ELEMENTS = 1 << 22
+
+
+@dataclass(frozen=True)
+class RankedLists:
+    """The ranked lists of one direction.
+
+    ``items[k, :depth]`` are the first ranked gallery items (dense indices; -1
+    for an item that is not in the test split, e.g. an extra gallery id) of
+    query ``query[k]``; ``lengths[k]`` is how long the whole list is (it may
+    exceed ``depth``: the rest was not needed). ``gallery_size`` is the number
+    of items that were ranked.
+    """
+
+    direction: str
+    query: np.ndarray
+    items: np.ndarray
+    lengths: np.ndarray
+    gallery_size: int
+
+    def rows(self, queries: np.ndarray, gt: GroundTruth, needed_by: str) -> np.ndarray:
+        """Row of each dense query index; an error names the queries the lists lack."""
+        table = np.full(len(gt.query_index(self.direction)), -1, dtype=np.int64)
+        table[self.query] = np.arange(len(self.query))
+        rows = table[queries]
+        if (rows < 0).any():
+            missing = gt.query_index(self.direction).ids[queries[rows < 0]]
+            raise EvaluationError(
+                f"{self.direction}: {len(missing)} query {QUERY_KIND[self.direction]} id(s) needed by "
+                f"{needed_by} have no ranked list: {preview(missing)}"
+            )
+        return rows
+
+
+def from_dict(rankings: Mapping[int, Sequence[int]], direction: str, gt: GroundTruth) -> RankedLists:
+    """Validate and convert ``{query id: [ranked gallery ids]}`` (the official format)."""
+    if not isinstance(rankings, Mapping):
+        raise EvaluationError(
+            f"{direction} rankings must be a dict {{query id: [ranked ids]}}, not {type(rankings).__name__}"
+        )
+    keys = list(rankings.keys())
+    key_arr = _int_array(keys, f"{direction} query ids")
+    qpos = gt.query_index(direction).positions(key_arr)
+    if (qpos < 0).any():
+        raise EvaluationError(
+            f"{direction}: {int((qpos < 0).sum())} query id(s) are not test-split {QUERY_KIND[direction]}s: "
+            f"{preview(key_arr[qpos < 0])}"
+        )
+    values = list(rankings.values())
+    gallery = gt.gallery_index(direction)
+    try:
+        lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+    except TypeError:
+        bad = next(k for k, v in zip(keys, values, strict=True) if not hasattr(v, "__len__"))
+        raise EvaluationError(f"{direction} query {bad}: a ranked list must be a list of ids") from None
+    items = np.full((len(values), int(lengths.max(initial=0))), -1, dtype=np.int32)
+    rows_per_chunk = max(1, _CHUNK_ELEMENTS // max(1, items.shape[1]))
+    for start in range(0, len(values), rows_per_chunk):
+        stop = min(start + rows_per_chunk, len(values))
+        _fill_rows(items[start:stop], values[start:stop], lengths[start:stop], key_arr[start:stop], gallery, direction)
+    return RankedLists(direction, qpos, items, lengths, len(gallery))
+
+
+def _int_array(values: list, what: str) -> np.ndarray:
+    """``np.array`` of a (possibly nested) list, which must hold integers only."""
+    try:
+        arr = np.array(values)
+    except (ValueError, OverflowError):
+        arr = np.array(values, dtype=object)
+    if arr.size == 0:
+        return arr.astype(np.int64)
+    if arr.dtype.kind not in "iu":
+        raise EvaluationError(
+            f"{what} must be integers, got {arr.dtype if arr.dtype != object else 'mixed/other values'}"
+        )
+    return arr.astype(np.int64, copy=False)
+
+
+def _fill_rows(
+    out: np.ndarray, values: list, lengths: np.ndarray, keys: np.ndarray, gallery: IdIndex, direction: str
+) -> None:
+    """Convert a chunk of ranked lists into dense indices in ``out`` (pre-filled with -1)."""
+    if len(lengths) and (lengths == lengths[0]).all():
+        try:
+            ids = _int_array(values, "ranked ids").reshape(len(values), int(lengths[0]))
+        except EvaluationError:
+            ids = None
+        if ids is not None:
+            dense = gallery.positions(ids)
+            valid = np.ones(ids.shape, dtype=bool)
+            _check_rows(dense, valid, ids, keys, direction)
+            out[:, : ids.shape[1]] = dense
+            return
+    flat_values = list(itertools.chain.from_iterable(values))
+    try:
+        flat = _int_array(flat_values, "ranked ids")
+    except EvaluationError:
+        for key, value in zip(keys.tolist(), values, strict=True):
+            try:
+                _int_array(list(value), "ranked ids")
+            except EvaluationError as exc:
+                raise EvaluationError(f"{direction} query {key}: {exc}") from None
+        raise
+    width = out.shape[1]
+    valid = np.arange(width)[None, :] < lengths[:, None]
+    ids = np.full(out.shape, -1, dtype=np.int64)
+    ids[valid] = flat
+    dense = gallery.positions(ids)
+    _check_rows(dense, valid, ids, keys, direction)
+    out[valid] = dense[valid]
+
+
+def _check_rows(dense: np.ndarray, valid: np.ndarray, ids: np.ndarray, keys: np.ndarray, direction: str) -> None:
+    unknown = valid & (dense < 0)
+    if unknown.any():
+        row = int(np.flatnonzero(unknown.any(axis=1))[0])
+        raise EvaluationError(
+            f"{direction} query {keys[row]} ranks id(s) that are not test-split {GALLERY_KIND[direction]}s: "
+            f"{preview(ids[row][unknown[row]])}"
+        )
+    srt = np.sort(np.where(valid, dense, -1), axis=1)
+    dup = (srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] >= 0)
+    if dup.any():
+        row = int(np.flatnonzero(dup.any(axis=1))[0])
+        raise EvaluationError(
+            f"{direction} query {keys[row]} ranks the same {GALLERY_KIND[direction]} more than once: "
+            f"{preview(_repeated(ids[row][valid[row]]))}"
+        )
+
+
+def _repeated(ids: np.ndarray) -> np.ndarray:
+    uniq, counts = np.unique(ids, return_counts=True)
+    return uniq[counts > 1]
+
+
+# ---------------------------------------------------------------------------
+# score matrices
+
+
+def as_score_matrix(scores: object) -> np.ndarray:
+    """A 2-D float16/32/64 numpy array from numpy or torch input (torch is not imported)."""
+    if hasattr(scores, "detach") and hasattr(scores, "cpu"):
+        tensor = scores.detach().cpu()  # type: ignore[attr-defined]
+        if str(getattr(tensor, "dtype", "")) == "torch.bfloat16":
+            tensor = tensor.float()
+        scores = tensor.numpy()
+    arr = np.asarray(scores)
+    if arr.dtype.kind != "f" or arr.dtype.itemsize not in (2, 4, 8):
+        raise EvaluationError(f"scores must be float16, float32 or float64, not {arr.dtype}")
+    if arr.ndim != 2:
+        raise EvaluationError(f"scores must be a 2-D (images x captions) matrix, got shape {arr.shape}")
+    return arr
+
+
+def stable_topk(rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Column indices of the ``k`` first items of each row under ``argsort(-row, kind="stable")``.
+
+    Exact with ties: the k-th largest value is found with ``np.partition``,
+    every item >= it is a candidate, and candidates are ordered by (score
+    descending, column ascending). Also returns which rows hold NaN or inf
+    (their top-k is meaningless; the caller raises).
+    """
+    n = rows.shape[1]
+    if k >= n:
+        finite = np.isfinite(rows.min(axis=1)) & np.isfinite(rows.max(axis=1))
+        return np.argsort(-rows, axis=1, kind="stable").astype(np.int32), ~finite
+    part = np.partition(rows, n - k, axis=1)
+    # min sees NaN and -inf; +inf can only sit in the top segment
+    finite = np.isfinite(rows.min(axis=1)) & np.isfinite(part[:, n - k :].max(axis=1))
+    if not finite.all():
+        return np.zeros((len(rows), k), np.int32), ~finite
+    kth = part[:, n - k]
+    size = rows.size
+    buf = np.zeros(size + (-size) % 8, dtype=bool)
+    mask = buf[:size].reshape(rows.shape)
+    np.greater_equal(rows, kth[:, None], out=mask)
+    out = np.empty((len(rows), k), dtype=np.int32)
+    hard = np.count_nonzero(mask, axis=1) > k  # more than k items >= the k-th value: ties at the threshold
+    if hard.any():
+        mask[hard] = False
+        out[hard] = _topk_with_ties(rows[hard], kth[hard], k)
+    easy = np.flatnonzero(~hard)
+    cols = _nonzero_columns(buf, rows.shape[1]).reshape(-1, k)  # exactly k per easy row, ascending
+    out[easy] = _by_score(rows, easy, cols)
+    return out, ~finite
+
+
+def _by_score(rows: np.ndarray, row_idx: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Reorder the columns (ascending) of rows ``row_idx`` by score descending; ties keep column order."""
+    order = np.argsort(-rows[row_idx[:, None], cols], axis=1, kind="stable")
+    return np.take_along_axis(cols, order, axis=1)
+
+
+def _topk_with_ties(rows: np.ndarray, kth: np.ndarray, k: int) -> np.ndarray:
+    """Top-k of rows with ties at the k-th value: all items above it, then the first tied columns."""
+    above = rows > kth[:, None]
+    tied = rows == kth[:, None]
+    need = k - np.count_nonzero(above, axis=1)
+    take = above | (tied & (np.cumsum(tied, axis=1, dtype=np.int32) <= need[:, None]))
+    return _by_score(rows, np.arange(len(rows)), np.nonzero(take)[1].reshape(-1, k))
+
+
+def _nonzero_columns(buf: np.ndarray, width: int) -> np.ndarray:
+    """Column of every True of a row-major (rows x width) bool mask held in ``buf``, in order.
+
+    The mask is scanned 8 bytes at a time (as uint64 words); only the few
+    non-zero words are expanded: much faster than ``np.nonzero`` when sparse.
+    """
+    words = np.flatnonzero(buf.view(np.uint64))
+    word_i, byte_i = np.nonzero(buf.view(np.uint8).reshape(-1, 8)[words])
+    return (words[word_i] * 8 + byte_i) % width
+
+
+def top_ranked(
+    scores: np.ndarray, query_pos: np.ndarray, k: int, along_columns: bool, gallery_pos: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Top-``k`` gallery positions for each query row (or column) of ``scores``.
+
+    ``query_pos``: row positions (or column positions if ``along_columns``);
+    ``gallery_pos``: restrict the gallery to these (ascending) positions of the
+    other axis. Returns (top positions into the gallery axis, bool mask of
+    queries whose scores hold NaN or inf). Chunks run on two threads.
+    """
+    order = np.argsort(query_pos, kind="stable")  # read the matrix in storage order
+    query_pos = query_pos[order]
+    n_gal = scores.shape[0 if along_columns else 1] if gallery_pos is None else len(gallery_pos)
+    chunk = max(1, min(512, _CHUNK_ELEMENTS // max(1, n_gal)))
+    starts = range(0, len(query_pos), chunk)
+
+    def work(start: int) -> tuple[np.ndarray, np.ndarray]:
+        return stable_topk(_query_block(scores, query_pos[start : start + chunk], along_columns, gallery_pos), k)
+
+    workers = min(2, os.cpu_count() or 1)
+    if workers > 1 and len(starts) > 1:
+        with ThreadPoolExecutor(workers) as pool:
+            parts = list(pool.map(work, starts))
+    else:
+        parts = [work(s) for s in starts]
+    bad = np.zeros(len(query_pos), bool)
+    if parts:
+        bad[order] = np.concatenate([p[1] for p in parts])
+    if bad.any():
+        return np.zeros((len(query_pos), 0), np.int32), bad
+    top = np.empty((len(query_pos), k), np.int32)
+    if parts:
+        top[order] = np.concatenate([p[0] for p in parts])
+    if gallery_pos is not None:
+        top = gallery_pos[top].astype(np.int32)
+    return top, bad
+
+
+def _query_block(
+    scores: np.ndarray, pos: np.ndarray, along_columns: bool, gallery_pos: np.ndarray | None
+) -> np.ndarray:
+    """Scores of some queries as a C-contiguous (queries x gallery) float32/64 block."""
+    dtype = np.float32 if scores.dtype == np.float16 else scores.dtype
+    if not along_columns:
+        block = _take(scores, pos, axis=0)
+        if gallery_pos is not None:
+            block = _take(block, gallery_pos, axis=1)
+        return np.ascontiguousarray(block, dtype=dtype)
+    cols = _take(scores, pos, axis=1)
+    if gallery_pos is not None:
+        cols = _take(cols, gallery_pos, axis=0)
+    out = np.empty((cols.shape[1], cols.shape[0]), dtype=dtype)
+    tile = 512
+    for r in range(0, cols.shape[0], tile):  # tiled transpose: cache friendly
+        out[:, r : r + tile] = cols[r : r + tile].T
+    return out
+
+
+def _take(arr: np.ndarray, pos: np.ndarray, axis: int) -> np.ndarray:
+    """``arr.take(pos, axis)``, as a view when ``pos`` is a contiguous ascending range."""
+    if len(pos) and pos[-1] - pos[0] == len(pos) - 1 and (np.diff(pos) == 1).all():
+        return arr[pos[0] : pos[-1] + 1] if axis == 0 else arr[:, pos[0] : pos[-1] + 1]
+    return arr.take(pos, axis=axis)

@@ -1,0 +1,85 @@
+"""Parsing of the official ``target_metrics`` / ``Ks`` arguments."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from eccv_metric.errors import EvaluationError
+
+RECALL_SETS = ("coco_1k", "coco_5k", "cxc", "eccv")
+DEFAULT_TARGETS = ("coco_1k_r1", "coco_5k_r1", "cxc_r1", "eccv_r1", "eccv_map_at_r")
+ALL_TARGETS = (
+    "coco_1k_recalls",
+    "coco_5k_recalls",
+    "cxc_recalls",
+    "eccv_recalls",
+    "eccv_map_at_r",
+    "eccv_rprecision",
+    "pmrp",
+)
+_RK = re.compile(r"^(coco_1k|coco_5k|cxc|eccv)_r([1-9][0-9]*)$")
+
+
+@dataclass(frozen=True)
+class Request:
+    """Which metrics to compute: R@K per recall set, ECCV mAP@R / R-P, PMRP."""
+
+    recalls: dict[str, tuple[int, ...]]
+    map_at_r: bool = False
+    rprecision: bool = False
+    pmrp: bool = False
+
+    def names(self) -> list[str]:
+        """Output keys, in the official order."""
+        out = [f"{s}_r{k}" for s in RECALL_SETS[:3] for k in self.recalls.get(s, ())]
+        out += ["pmrp"] * self.pmrp
+        out += ["eccv_map_at_r"] * self.map_at_r + ["eccv_rprecision"] * self.rprecision
+        return out + [f"eccv_r{k}" for k in self.recalls.get("eccv", ())]
+
+
+def parse_targets(target_metrics: Iterable[str] | str, ks: Iterable[int] = (1, 5, 10)) -> Request:
+    """Accept the official names (``coco_1k_recalls``, ``eccv_r1``, ``pmrp``...) and ``{set}_r{K}`` for any K.
+
+    ``{set}_recalls`` expands to R@K for every K in ``ks``. Unknown names raise
+    (the official package silently ignores them).
+    """
+    names = [target_metrics] if isinstance(target_metrics, str) else list(target_metrics)
+    ks = _parse_ks(ks)
+    recalls: dict[str, set[int]] = {}
+    flags = {"eccv_map_at_r": False, "eccv_rprecision": False, "pmrp": False}
+    for name in names:
+        if not isinstance(name, str):
+            raise EvaluationError(f"target metric names must be strings, not {name!r}")
+        match = _RK.match(name)
+        if name in flags:
+            flags[name] = True
+        elif name.endswith("_recalls") and name[: -len("_recalls")] in RECALL_SETS:
+            recalls.setdefault(name[: -len("_recalls")], set()).update(ks)
+        elif match:
+            recalls.setdefault(match.group(1), set()).add(int(match.group(2)))
+        else:
+            raise EvaluationError(
+                f"unknown target metric {name!r}; valid: {', '.join(ALL_TARGETS)} and "
+                "{coco_1k,coco_5k,cxc,eccv}_r<K> (e.g. coco_5k_r1)"
+            )
+    if not names:
+        raise EvaluationError("target_metrics is empty")
+    return Request(
+        {s: tuple(sorted(recalls[s])) for s in RECALL_SETS if s in recalls},
+        flags["eccv_map_at_r"],
+        flags["eccv_rprecision"],
+        flags["pmrp"],
+    )
+
+
+def _parse_ks(ks: Iterable[int]) -> tuple[int, ...]:
+    if isinstance(ks, int):
+        ks = (ks,)
+    out = []
+    for k in ks:
+        if isinstance(k, bool) or not hasattr(k, "__index__") or int(k) < 1:
+            raise EvaluationError(f"Ks must be positive integers, not {k!r}")
+        out.append(int(k))
+    return tuple(sorted(set(out)))

@@ -1,0 +1,52 @@
+"""Session fixtures: the real ground truth, the official oracle, seeded score matrices."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from eccv_metric import Metrics
+from eccv_metric.ranking import stable_topk
+from tests.fixtures import INSTANCES
+from tests.fixtures import SHARED
+from tests.fixtures import make_scores
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not INSTANCES.is_file():
+        raise pytest.UsageError(f"real test data missing: expected {SHARED} beside the project (see README)")
+
+
+@pytest.fixture(scope="session")
+def metrics() -> Metrics:
+    return Metrics(instances_json=INSTANCES)
+
+
+@pytest.fixture(scope="session")
+def gt(metrics):
+    return metrics.gt
+
+
+@pytest.fixture(scope="session")
+def official():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from eccv_caption import Metrics as Official
+    return Official()
+
+
+@pytest.fixture(scope="session")
+def scores_gauss(gt) -> np.ndarray:
+    return make_scores(gt, "gauss")
+
+
+@pytest.fixture(scope="session")
+def top50(gt, scores_gauss):
+    """Top-50 rankings of the gauss matrix (our own top-k; for input-validation tests)."""
+    i2t_idx, _ = stable_topk(scores_gauss, 50)
+    t2i_idx, _ = stable_topk(np.ascontiguousarray(scores_gauss.T), 50)
+    i2t = {int(q): gt.caption_ids[row].tolist() for q, row in zip(gt.image_ids, i2t_idx, strict=True)}
+    t2i = {int(q): gt.image_ids[row].tolist() for q, row in zip(gt.caption_ids, t2i_idx, strict=True)}
+    return i2t, t2i

@@ -1,0 +1,75 @@
+"""Shared, seeded test inputs: score matrices over the real test ids and their rankings."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+
+from eccv_metric.groundtruth import GroundTruth
+from eccv_metric.plausible import PlausibleMatch
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+INSTANCES = SHARED / "coco" / "instances_karpathy_test.json"
+
+# name -> (seed, boost on COCO pairs, boost on ECCV pairs, quantisation step or 0)
+MATRICES = {
+    "gauss": (11, 2.0, 1.0, 0.0),
+    "ties": (12, 1.5, 1.0, 0.5),
+    "weak": (13, 0.7, 0.3, 0.0),
+}
+
+
+def make_scores(gt: GroundTruth, name: str) -> np.ndarray:
+    """A seeded float32 (5,000 x 25,000) matrix in Karpathy order: noise plus boosts on positives."""
+    seed, coco_boost, eccv_boost, step = MATRICES[name]
+    rng = np.random.default_rng(seed)
+    scores = rng.standard_normal((len(gt.image_ids), len(gt.caption_ids)), dtype=np.float32)
+    scores[gt.caption_image, np.arange(len(gt.caption_ids))] += np.float32(coco_boost)
+    q, g = gt.positives["eccv"]["i2t"].pairs()
+    scores[q, g] += np.float32(eccv_boost)
+    if step:
+        scores = (np.round(scores / step) * step).astype(np.float32)
+    return scores
+
+
+def matrix_digest(scores: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(scores).tobytes()).hexdigest()
+
+
+def ranked_indices(scores: np.ndarray, depth: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Stable descending argsort of rows (i2t) and columns (t2i), optionally truncated."""
+    i2t = np.argsort(-scores, axis=1, kind="stable")[:, :depth]
+    t2i = np.argsort(-scores.T, axis=1, kind="stable")[:, :depth]
+    return i2t, t2i
+
+
+def rankings(
+    gt: GroundTruth, scores: np.ndarray, depth: int | None = None, image_ids=None, caption_ids=None
+) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """Official-format rankings ``{query id: [gallery ids]}`` from a score matrix."""
+    image_ids = gt.image_ids if image_ids is None else np.asarray(image_ids)
+    caption_ids = gt.caption_ids if caption_ids is None else np.asarray(caption_ids)
+    i2t_idx, t2i_idx = ranked_indices(scores, depth)
+    i2t = {int(q): caption_ids[row].tolist() for q, row in zip(image_ids, i2t_idx, strict=True)}
+    t2i = {int(q): image_ids[row].tolist() for q, row in zip(caption_ids, t2i_idx, strict=True)}
+    return i2t, t2i
+
+
+def full_rankings(gt: GroundTruth, scores: np.ndarray) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    return rankings(gt, scores, None)
+
+
+def write_pm_files(gt: GroundTruth, folder: str | Path, zeta: int = 2) -> None:
+    """PM lists in the released official format (pm_image_to_caption.json, pm_caption_to_image.json)."""
+    pm = PlausibleMatch(gt, zeta)
+    folder = Path(folder)
+    for direction, name in (("i2t", "pm_image_to_caption.json"), ("t2i", "pm_caption_to_image.json")):
+        pos = pm.relevance(direction).to_positives()
+        query_ids = gt.query_index(direction).ids
+        gallery_ids = gt.gallery_index(direction).ids
+        lists = pos.to_id_lists(query_ids, gallery_ids)
+        (folder / name).write_text(json.dumps({str(k): v for k, v in lists.items()}))
