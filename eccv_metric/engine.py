@@ -175,7 +175,10 @@ def _score(
     if id(rel) not in cache:
         depth = min(max(j.depth for j in jobs if j.relevance is rel), ranked.items.shape[1])
         items = ranked.items[rows, :depth]
-        cache[id(rel)] = rel.hits(items) & (np.arange(depth)[None, :] < available[:, None])
+        hits = rel.hits(items)
+        if available.min(initial=depth) < depth:  # a short list: positions past its end are no hits
+            hits &= np.arange(depth)[None, :] < available[:, None]
+        cache[id(rel)] = hits
     hits = cache[id(rel)][:, : job.depth]
     values, undecided = job.compute(hits, rel.n_positives, available, ranked.gallery_size)
     ids = gt.query_index(direction).ids[rel.query]

@@ -171,9 +171,11 @@ class Positives:
             return self.lookup(self.query[:, None], items)
         # compare each positive with its query's ranked items: O(positives x depth)
         owner = np.repeat(np.arange(len(self.query)), counts)
-        k, pos = np.nonzero(items[owner] == self.indices[:, None])
+        equal = items[owner] == self.indices[:, None]
+        pos = equal.argmax(axis=1)  # lists hold no duplicates: at most one match per positive
+        found = equal[np.arange(len(pos)), pos]
         out = np.zeros(items.shape, dtype=bool)
-        out[owner[k], pos] = True
+        out[owner[found], pos[found]] = True
         return out
 
     def lookup(self, q: np.ndarray, g: np.ndarray) -> np.ndarray:

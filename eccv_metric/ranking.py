@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -45,11 +46,18 @@ class RankedLists:
     lengths: np.ndarray
     gallery_size: int
 
+    @cached_property
+    def _row_of_query(self) -> np.ndarray:
+        table = np.full(int(self.query.max(initial=-1)) + 1, -1, dtype=np.int64)
+        table[self.query] = np.arange(len(self.query))
+        return table
+
     def rows(self, queries: np.ndarray, gt: GroundTruth, needed_by: str) -> np.ndarray:
         """Row of each dense query index; an error names the queries the lists lack."""
-        table = np.full(len(gt.query_index(self.direction)), -1, dtype=np.int64)
-        table[self.query] = np.arange(len(self.query))
-        rows = table[queries]
+        table = self._row_of_query
+        known = queries < len(table)
+        rows = np.full(len(queries), -1, dtype=np.int64)
+        rows[known] = table[queries[known]]
         if (rows < 0).any():
             missing = gt.query_index(self.direction).ids[queries[rows < 0]]
             raise EvaluationError(
@@ -80,11 +88,16 @@ def from_dict(rankings: Mapping[int, Sequence[int]], direction: str, gt: GroundT
     except TypeError:
         bad = next(k for k, v in zip(keys, values, strict=True) if not hasattr(v, "__len__"))
         raise EvaluationError(f"{direction} query {bad}: a ranked list must be a list of ids") from None
-    items = np.full((len(values), int(lengths.max(initial=0))), -1, dtype=np.int32)
-    rows_per_chunk = max(1, _CHUNK_ELEMENTS // max(1, items.shape[1]))
-    for start in range(0, len(values), rows_per_chunk):
-        stop = min(start + rows_per_chunk, len(values))
-        _fill_rows(items[start:stop], values[start:stop], lengths[start:stop], key_arr[start:stop], gallery, direction)
+    width = int(lengths.max(initial=0))
+    rows_per_chunk = max(1, _CHUNK_ELEMENTS // max(1, width))
+    if len(values) <= rows_per_chunk:
+        items = _convert(values, lengths, key_arr, gallery, direction)
+    else:
+        items = np.full((len(values), width), -1, dtype=np.int32)
+        for start in range(0, len(values), rows_per_chunk):
+            stop = min(start + rows_per_chunk, len(values))
+            part = _convert(values[start:stop], lengths[start:stop], key_arr[start:stop], gallery, direction)
+            items[start:stop, : part.shape[1]] = part
     return RankedLists(direction, qpos, items, lengths, len(gallery))
 
 
@@ -103,24 +116,12 @@ def _int_array(values: list, what: str) -> np.ndarray:
     return arr.astype(np.int64, copy=False)
 
 
-def _fill_rows(
-    out: np.ndarray, values: list, lengths: np.ndarray, keys: np.ndarray, gallery: IdIndex, direction: str
-) -> None:
-    """Convert a chunk of ranked lists into dense indices in ``out`` (pre-filled with -1)."""
-    if len(lengths) and (lengths == lengths[0]).all():
-        try:
-            ids = _int_array(values, "ranked ids").reshape(len(values), int(lengths[0]))
-        except EvaluationError:
-            ids = None
-        if ids is not None:
-            dense = gallery.positions(ids)
-            valid = np.ones(ids.shape, dtype=bool)
-            _check_rows(dense, valid, ids, keys, direction)
-            out[:, : ids.shape[1]] = dense
-            return
-    flat_values = list(itertools.chain.from_iterable(values))
+def _convert(values: list, lengths: np.ndarray, keys: np.ndarray, gallery: IdIndex, direction: str) -> np.ndarray:
+    """Ranked lists -> dense gallery indices (int32, rows padded with -1); errors name the query."""
+    width = int(lengths.max(initial=0))
+    equal = bool((lengths == width).all())
     try:
-        flat = _int_array(flat_values, "ranked ids")
+        ids = _int_array(values if equal else list(itertools.chain.from_iterable(values)), "ranked ids")
     except EvaluationError:
         for key, value in zip(keys.tolist(), values, strict=True):
             try:
@@ -128,31 +129,33 @@ def _fill_rows(
             except EvaluationError as exc:
                 raise EvaluationError(f"{direction} query {key}: {exc}") from None
         raise
-    width = out.shape[1]
-    valid = np.arange(width)[None, :] < lengths[:, None]
-    ids = np.full(out.shape, -1, dtype=np.int64)
-    ids[valid] = flat
+    if equal:
+        ids = ids.reshape(len(values), width)
+        valid = None
+    else:
+        valid = np.arange(width)[None, :] < lengths[:, None]
+        padded = np.full((len(values), width), -1, dtype=np.int64)
+        padded[valid] = ids
+        ids = padded
     dense = gallery.positions(ids)
-    _check_rows(dense, valid, ids, keys, direction)
-    out[valid] = dense[valid]
-
-
-def _check_rows(dense: np.ndarray, valid: np.ndarray, ids: np.ndarray, keys: np.ndarray, direction: str) -> None:
-    unknown = valid & (dense < 0)
+    unknown = dense < 0 if valid is None else valid & (dense < 0)
     if unknown.any():
         row = int(np.flatnonzero(unknown.any(axis=1))[0])
         raise EvaluationError(
             f"{direction} query {keys[row]} ranks id(s) that are not test-split {GALLERY_KIND[direction]}s: "
             f"{preview(ids[row][unknown[row]])}"
         )
-    srt = np.sort(np.where(valid, dense, -1), axis=1)
-    dup = (srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] >= 0)
+    srt = np.sort(dense, axis=1)
+    dup = srt[:, 1:] == srt[:, :-1]
+    if valid is not None:
+        dup &= srt[:, 1:] >= 0
     if dup.any():
         row = int(np.flatnonzero(dup.any(axis=1))[0])
         raise EvaluationError(
             f"{direction} query {keys[row]} ranks the same {GALLERY_KIND[direction]} more than once: "
-            f"{preview(_repeated(ids[row][valid[row]]))}"
+            f"{preview(_repeated(ids[row][dense[row] >= 0]))}"
         )
+    return dense
 
 
 def _repeated(ids: np.ndarray) -> np.ndarray:

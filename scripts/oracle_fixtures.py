@@ -21,8 +21,6 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from eccv_metric.groundtruth import GroundTruth  # noqa: E402
@@ -33,7 +31,13 @@ from tests.fixtures import matrix_digest  # noqa: E402
 from tests.fixtures import write_pm_files  # noqa: E402
 
 TARGETS = (
-    "eccv_r1", "eccv_map_at_r", "eccv_rprecision", "coco_1k_recalls", "coco_5k_recalls", "cxc_recalls", "pmrp",
+    "eccv_r1",
+    "eccv_map_at_r",
+    "eccv_rprecision",
+    "coco_1k_recalls",
+    "coco_5k_recalls",
+    "cxc_recalls",
+    "pmrp",
 )
 KS = (1, 5, 10, 20)
 

@@ -22,7 +22,9 @@ def first_eccv_image(gt):
 def test_missing_query_is_named(metrics, top50):
     i2t, t2i = copy_rankings(top50)
     del i2t[391895]
-    with pytest.raises(EvaluationError, match=r"i2t: 1 query image id\(s\) needed by coco_5k_r1 have no ranked list: 391895"):
+    with pytest.raises(
+        EvaluationError, match=r"i2t: 1 query image id\(s\) needed by coco_5k_r1 have no ranked list: 391895"
+    ):
         metrics.compute_all_metrics(i2t, t2i, ("coco_5k_r1",))
 
 
@@ -48,7 +50,9 @@ def test_duplicate_ids_in_a_ranking(metrics, top50):
     """The official counts set(list[:R]): a duplicate inflates its precision. We refuse."""
     i2t, t2i = copy_rankings(top50)
     i2t[391895][7] = i2t[391895][2]
-    with pytest.raises(EvaluationError, match=f"i2t query 391895 ranks the same caption more than once: {i2t[391895][2]}"):
+    with pytest.raises(
+        EvaluationError, match=f"i2t query 391895 ranks the same caption more than once: {i2t[391895][2]}"
+    ):
         metrics.compute_all_metrics(i2t, t2i)
 
 
@@ -96,7 +100,9 @@ def test_recall_decidable_only_with_k_items_or_a_hit(gt, metrics, top50):
     query = int(gt.image_ids[coco.query[0]])
     negatives = [c for c in i2t[query] if c not in captions_of]
     i2t[query] = negatives[:3]
-    with pytest.raises(EvaluationError, match=f"i2t coco_5k_r5: .*R@5 needs 5 items or a positive among them.*: {query}"):
+    with pytest.raises(
+        EvaluationError, match=f"i2t coco_5k_r5: .*R@5 needs 5 items or a positive among them.*: {query}"
+    ):
         metrics.compute_all_metrics(i2t, t2i, ("coco_5k_r5",))
     i2t[query] = [min(captions_of)] + negatives[:2]  # a hit at rank 1 decides R@5 = 1
     per_query = metrics.per_query(i2t, t2i, ("coco_5k_r5",))["coco_5k_r5"]["i2t"]
@@ -114,7 +120,9 @@ def test_empty_ranking_is_undecidable(gt, metrics, top50):
 def test_non_finite_scores(gt, metrics, value):
     scores = np.zeros((5000, 25000), np.float32)
     scores[17, 100] = value
-    with pytest.raises(EvaluationError, match=f"i2t: the scores of 1 query image.* contain NaN or inf: {gt.image_ids[17]}"):
+    with pytest.raises(
+        EvaluationError, match=f"i2t: the scores of 1 query image.* contain NaN or inf: {gt.image_ids[17]}"
+    ):
         metrics.compute_all_metrics_from_scores(scores, target_metrics=("coco_5k_r1",))
     with pytest.raises(EvaluationError, match=f"t2i: .* contain NaN or inf: {gt.caption_ids[100]}"):
         metrics.compute_all_metrics_from_scores(scores, target_metrics=("coco_5k_r1",), directions=("t2i",))

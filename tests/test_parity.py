@@ -23,7 +23,6 @@ from tests.fixtures import MATRICES
 from tests.fixtures import ROOT
 from tests.fixtures import make_scores
 from tests.fixtures import matrix_digest
-from tests.fixtures import rankings
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

@@ -1,0 +1,159 @@
+"""Benchmark: eccv_metric vs the official eccv_caption, same inputs, one process.
+
+Builds one realistic score matrix over the real 5,000 x 25,000 test ids
+(seeded noise plus a boost on COCO and ECCV positives), then times:
+
+1. ours, every metric exact straight from the float32 matrix;
+2. ours and the official on top-50 ranked lists (the official README recipe),
+   on the metrics both compute correctly from them;
+3. the official end to end on full rankings (argsort, dicts, metric loops),
+   unless --skip-official-full (it needs ~70 s and ~11 GB).
+
+Peak memory is the high-water mark of the process's resident set during a
+stage (Linux /proc/self/clear_refs), minus what was resident before it; the
+score matrix itself (500 MB) is counted in the stages that build on it.
+Numbers of both implementations are compared; a mismatch exits non-zero.
+
+Usage: python scripts/benchmark.py [--skip-official-full] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from eccv_metric import Metrics  # noqa: E402
+from eccv_metric.ranking import stable_topk  # noqa: E402
+from tests.fixtures import INSTANCES  # noqa: E402
+from tests.fixtures import make_scores  # noqa: E402
+
+ALL = ("coco_1k_recalls", "coco_5k_recalls", "cxc_recalls", "eccv_map_at_r", "eccv_rprecision", "eccv_r1", "pmrp")
+README = ("eccv_r1", "eccv_map_at_r", "eccv_rprecision", "coco_1k_recalls", "coco_5k_recalls", "cxc_recalls")
+TOP50 = ("eccv_r1", "eccv_map_at_r", "eccv_rprecision", "coco_5k_recalls", "cxc_recalls")
+
+
+def _status(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def measure(fn: Callable[[], object], repeat: int = 1) -> tuple[object, float, float]:
+    """(result, best wall seconds, peak extra resident bytes) of ``fn``."""
+    best, peak, result = float("inf"), 0.0, None
+    for _ in range(repeat):
+        gc.collect()
+        before = _status("VmRSS")
+        try:
+            Path("/proc/self/clear_refs").write_text("5")  # reset the high-water mark
+        except OSError:
+            pass
+        start = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - start)
+        peak = max(peak, _status("VmHWM") - before)
+    return result, best, peak
+
+
+def max_diff(official: dict, ours: dict) -> float:
+    diffs = [abs(float(v) - ours[k][d]) for k, by in official.items() if isinstance(by, dict) for d, v in by.items()]
+    return max(diffs)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--skip-official-full", action="store_true")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore")
+    from eccv_caption import Metrics as Official
+
+    metrics = Metrics(instances_json=INSTANCES if INSTANCES.is_file() else None)
+    targets = ALL if INSTANCES.is_file() else ALL[:-1]
+    gt = metrics.gt
+    official = Official()
+    rows = []
+
+    def report(name: str, seconds: float, peak: float, note: str = "") -> None:
+        rows.append((name, seconds, peak))
+        print(f"{name:<46} {seconds:8.3f} s  {peak / 2**30:6.2f} GB  {note}", flush=True)
+
+    scores, t_make, _ = measure(lambda: make_scores(gt, "gauss"))
+    print(f"score matrix {scores.shape} {scores.dtype} ({scores.nbytes / 2**20:.0f} MB) built in {t_make:.1f} s\n")
+
+    ours_scores, t_ours, m_ours = measure(
+        lambda: metrics.compute_all_metrics_from_scores(scores, target_metrics=targets), args.repeat
+    )
+    report("ours: all metrics from the score matrix", t_ours, m_ours + scores.nbytes, "(incl. the 0.47 GB matrix)")
+
+    i2t_idx, _ = stable_topk(scores, 50)
+    t2i_idx, _ = stable_topk(np.ascontiguousarray(scores.T), 50)
+    top = (
+        {int(q): gt.caption_ids[r].tolist() for q, r in zip(gt.image_ids, i2t_idx, strict=True)},
+        {int(q): gt.image_ids[r].tolist() for q, r in zip(gt.caption_ids, t2i_idx, strict=True)},
+    )
+    off50, t_off50, _ = measure(lambda: official.compute_all_metrics(*top, target_metrics=TOP50), args.repeat)
+    report("official: top-50 lists, metrics it gets right", t_off50, 0)
+    off_readme, t_readme, _ = measure(lambda: official.compute_all_metrics(*top, target_metrics=README), args.repeat)
+    report("official: top-50 lists, README recipe (+1K)", t_readme, 0)
+    ours50, t_ours50, _ = measure(lambda: metrics.compute_all_metrics(*top, TOP50), args.repeat)
+    report("ours: top-50 lists, same metrics", t_ours50, 0)
+    diff50 = max(max_diff(off50, ours50), max_diff(off50, ours_scores))
+    for k in (1, 5, 10):
+        print(
+            f"  COCO 1K R@{k} t2i from top-50 lists: official {off_readme[f'coco_1k_r{k}']['t2i']:.4f}, "
+            f"exact {ours_scores[f'coco_1k_r{k}']['t2i']:.4f}"
+        )
+
+    diff_full, t_full = None, None
+    if not args.skip_official_full:
+
+        def official_full() -> dict:
+            i2t_full = np.argsort(-scores, axis=1, kind="stable")
+            i2t = {int(q): gt.caption_ids[r].tolist() for q, r in zip(gt.image_ids, i2t_full, strict=True)}
+            del i2t_full
+            t2i_full = np.argsort(-scores.T, axis=1, kind="stable")
+            t2i = {int(q): gt.image_ids[r].tolist() for q, r in zip(gt.caption_ids, t2i_full, strict=True)}
+            del t2i_full
+            return official.compute_all_metrics(i2t, t2i, target_metrics=README, Ks=(1, 5, 10))
+
+        off_full, t_full, m_full = measure(official_full)
+        report("official: full rankings end to end", t_full, m_full + scores.nbytes, "(argsort + dicts + loops)")
+        diff_full = max_diff(off_full, ours_scores)
+
+    print("\nratios")
+    print(
+        f"  scores, all metrics exact: {t_ours:.3f} s, peak {(m_ours + scores.nbytes) / 2**30:.2f} GB"
+        "  (targets: <= 1 s, <= 1.5 GB)"
+    )
+    if t_full is not None:
+        print(
+            f"  vs official full rankings: {t_full / t_ours:.0f}x faster, "
+            f"{(m_full + scores.nbytes) / (m_ours + scores.nbytes):.1f}x less memory"
+        )
+    print(
+        f"  top-50 lists: {t_off50 / t_ours50:.1f}x faster than the official on the same metrics "
+        f"({t_readme / t_ours50:.1f}x vs its README recipe); target >= 10x"
+    )
+    print(
+        f"\nagreement (max |official - ours|): top-50 {diff50:.1e}"
+        + (f", full rankings {diff_full:.1e}" if diff_full is not None else "")
+    )
+    ok = diff50 <= 1e-12 and (diff_full is None or diff_full <= 1e-12)
+    print("numbers agree" if ok else "NUMBERS DIFFER")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
