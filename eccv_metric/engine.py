@@ -240,7 +240,10 @@ class ScoreSource:
 
     def __init__(self, scores: object, image_ids: object, caption_ids: object, gt: GroundTruth):
         self.gt = gt
-        self.scores = as_score_matrix(scores)
+        scores = as_score_matrix(scores)
+        if not (scores.flags.c_contiguous or scores.flags.f_contiguous):
+            scores = np.ascontiguousarray(scores)  # a strided view: one copy, then fast row access
+        self.scores = scores
         self.pos: dict[str, np.ndarray] = {}
         self.dense: dict[str, np.ndarray] = {}
         for axis, (ids, index) in enumerate(((image_ids, gt.images), (caption_ids, gt.captions))):
@@ -265,7 +268,11 @@ class ScoreSource:
     def _top(self, direction: str, depth: int, queries: np.ndarray, gallery_pos: np.ndarray | None) -> np.ndarray:
         query_pos = self.pos[direction][queries]
         n_gal = self.scores.shape[1 if direction == "i2t" else 0] if gallery_pos is None else len(gallery_pos)
-        top, bad = top_ranked(self.scores, query_pos, min(depth, n_gal), direction == "t2i", gallery_pos)
+        # read the matrix along its storage order: a column-major matrix is ranked through its transpose
+        transposed = not self.scores.flags.c_contiguous
+        matrix = self.scores.T if transposed else self.scores
+        along_columns = (direction == "t2i") != transposed
+        top, bad = top_ranked(matrix, query_pos, min(depth, n_gal), along_columns, gallery_pos)
         if bad.any():
             ids = self.gt.query_index(direction).ids[queries[bad]]
             raise EvaluationError(

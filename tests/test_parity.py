@@ -244,3 +244,16 @@ def test_per_query_means_are_the_reported_numbers(gt, metrics, scores_gauss):
         for direction, qs in by_dir.items():
             assert float(np.mean(qs.values)) == results[name][direction]
             assert len(qs.query_ids) == len(qs.values) == len(np.unique(qs.query_ids))
+
+
+def test_memory_layout_does_not_matter(gt, metrics):
+    """C-ordered, Fortran-ordered (e.g. a transposed product) and strided matrices give the same numbers."""
+    scores = make_scores(gt, "weak")
+    targets = ("coco_1k_recalls", "coco_5k_r1", "eccv_map_at_r", "cxc_r1")
+    reference = metrics.compute_all_metrics_from_scores(scores, target_metrics=targets)
+    fortran = np.asfortranarray(scores)
+    assert fortran.flags.f_contiguous and not fortran.flags.c_contiguous
+    assert metrics.compute_all_metrics_from_scores(fortran, target_metrics=targets) == reference
+    wide = np.zeros((5000, 50000), np.float32)
+    wide[:, ::2] = scores
+    assert metrics.compute_all_metrics_from_scores(wide[:, ::2], target_metrics=targets) == reference
