@@ -67,6 +67,7 @@ class _Job:
     depth: int
     compute: Callable[[np.ndarray, np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]]
     needs: str
+    first_hit: bool = False
 
 
 def _jobs(
@@ -79,7 +80,9 @@ def _jobs(
             continue
         rel = gt.positives[bench_of[rset]][direction]
         for k in ks:
-            jobs.append(_Job(f"{rset}_r{k}", rel, k, _recall(k), f"R@{k} needs {k} items or a positive among them"))
+            jobs.append(
+                _Job(f"{rset}_r{k}", rel, k, _recall(k), f"R@{k} needs {k} items or a positive among them", True)
+            )
     eccv = gt.positives["eccv"][direction]
     max_r = int(eccv.n_positives.max())
     if request.map_at_r:
@@ -118,7 +121,7 @@ def _jobs(
 
 
 def _recall(k: int) -> Callable[[np.ndarray, np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]]:
-    return lambda rel, n, a, g: measures.recall_at_k(rel, a, k, g)
+    return lambda first, n, a, g: measures.recall_at_k(first, a, k, g)
 
 
 def evaluate(
@@ -155,6 +158,7 @@ def evaluate(
                     k,
                     _recall(k),
                     f"COCO 1K R@{k} needs {k} items of the query's fold or a positive among them",
+                    True,
                 )
                 for k in ks_1k
             ]
@@ -179,7 +183,9 @@ def _score(
         if available.min(initial=depth) < depth:  # a short list: positions past its end are no hits
             hits &= np.arange(depth)[None, :] < available[:, None]
         cache[id(rel)] = hits
-    hits = cache[id(rel)][:, : job.depth]
+        cache[-id(rel)] = measures.first_hit(hits)
+    # R@K jobs only need each query's first hit; the others the hit matrix
+    hits = cache[-id(rel)] if job.first_hit else cache[id(rel)][:, : job.depth]
     values, undecided = job.compute(hits, rel.n_positives, available, ranked.gallery_size)
     ids = gt.query_index(direction).ids[rel.query]
     if undecided.any():

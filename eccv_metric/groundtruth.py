@@ -87,7 +87,8 @@ class IdIndex:
         """Dense index of each id (int32), -1 where the id is not in the index."""
         ids = np.asarray(ids)
         out = self.table.take(ids, mode="clip")
-        bad = (ids < 0) | (ids >= len(self.table))
+        unsigned = ids.view(np.uint64) if ids.dtype == np.int64 else ids.astype(np.uint64)
+        bad = unsigned >= len(self.table)  # negatives wrap to huge values
         if bad.any():
             out[bad] = -1
         return out

@@ -13,6 +13,14 @@ from __future__ import annotations
 
 import numpy as np
 
+NO_HIT = np.iinfo(np.int64).max
+
+
+def first_hit(rel: np.ndarray) -> np.ndarray:
+    """0-based rank of each query's best-ranked positive (``NO_HIT`` when none is in ``rel``)."""
+    pos = rel.argmax(axis=1)
+    return np.where(rel[np.arange(len(rel)), pos], pos, NO_HIT)
+
 
 def recall_at_k(rel: np.ndarray, available: np.ndarray, k: int, gallery_size: int) -> tuple[np.ndarray, np.ndarray]:
     """Recall@K as in COCO retrieval: 1 if a positive is among the first K items, else 0.
@@ -20,8 +28,9 @@ def recall_at_k(rel: np.ndarray, available: np.ndarray, k: int, gallery_size: in
     ``R@K(q) = 1[exists i < K : rel[q, i]]``.
     Decidable when the list has ``min(K, gallery_size)`` items or a positive
     among the items it has (a hit before the list ends is a hit in the top K).
+    ``rel`` may also be given as the output of :func:`first_hit`.
     """
-    hit = rel[:, :k].any(axis=1)
+    hit = (rel if rel.ndim == 1 else first_hit(rel)) < k
     undecided = ~hit & (available < min(k, gallery_size))
     return hit.astype(np.float64), undecided
 
