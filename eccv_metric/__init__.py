@@ -3,9 +3,18 @@
 from eccv_metric.engine import QueryScores
 from eccv_metric.errors import EvaluationError
 from eccv_metric.groundtruth import GroundTruth
+from eccv_metric.hf_evaluate import EVALUATE_MODULE_DIR
 from eccv_metric.metrics import Metrics
 from eccv_metric.plausible import PlausibleMatch
 from eccv_metric.plausible import PMOptions
 
-__all__ = ["EvaluationError", "GroundTruth", "Metrics", "PMOptions", "PlausibleMatch", "QueryScores"]
+__all__ = [
+    "EVALUATE_MODULE_DIR",
+    "EvaluationError",
+    "GroundTruth",
+    "Metrics",
+    "PMOptions",
+    "PlausibleMatch",
+    "QueryScores",
+]
 __version__ = "0.1.0"

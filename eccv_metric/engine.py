@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Mapping
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -26,7 +25,6 @@ from eccv_metric.ranking import QUERY_KIND
 from eccv_metric.ranking import RankedLists
 from eccv_metric.ranking import _int_array
 from eccv_metric.ranking import as_score_matrix
-from eccv_metric.ranking import from_dict
 from eccv_metric.ranking import top_ranked
 from eccv_metric.targets import Request
 
@@ -200,12 +198,12 @@ def _score(
 # sources
 
 
-class DictSource:
-    """Official rankings ``{query id: [ranked gallery ids]}`` of one direction."""
+class ListSource:
+    """Given ranked lists of one direction (from the official dicts or from arrays)."""
 
-    def __init__(self, rankings: Mapping[int, Sequence[int]], direction: str, gt: GroundTruth):
+    def __init__(self, lists: RankedLists, gt: GroundTruth):
         self.gt = gt
-        self.lists = from_dict(rankings, direction, gt)
+        self.lists = lists
 
     def ranked(self, direction: str, depth: int, queries: np.ndarray) -> RankedLists:
         return self.lists

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from pathlib import Path
 
-from eccv_metric.engine import DictSource
+from eccv_metric.engine import ListSource
 from eccv_metric.engine import QueryScores
 from eccv_metric.engine import Relevance
 from eccv_metric.engine import ScoreSource
@@ -19,6 +19,8 @@ from eccv_metric.groundtruth import load_id_lists
 from eccv_metric.groundtruth import load_instance_categories
 from eccv_metric.plausible import PlausibleMatch
 from eccv_metric.plausible import PMOptions
+from eccv_metric.ranking import from_arrays
+from eccv_metric.ranking import from_dict
 from eccv_metric.targets import DEFAULT_TARGETS
 from eccv_metric.targets import parse_targets
 
@@ -101,7 +103,7 @@ class Metrics:
         A direction passed as ``None`` is left out (both ``None``: the lists set
         with ``set_*_retrieved_items``).
         """
-        return _means(self.per_query(i2t_retrieved_items, t2i_retrieved_items, target_metrics, Ks))
+        return means(self.per_query(i2t_retrieved_items, t2i_retrieved_items, target_metrics, Ks))
 
     def compute_all_metrics_from_scores(
         self,
@@ -118,7 +120,7 @@ class Metrics:
         first wins). The ids default to the test split in Karpathy order; extra
         ids are allowed and ranked as negatives (COCO 1K ranks within the fold only).
         """
-        return _means(self.per_query_from_scores(scores, image_ids, caption_ids, target_metrics, Ks, directions))
+        return means(self.per_query_from_scores(scores, image_ids, caption_ids, target_metrics, Ks, directions))
 
     # -- per-query API ----------------------------------------------------------
 
@@ -137,7 +139,31 @@ class Metrics:
         sources: dict[str, Source] = {}
         for direction, rankings in (("i2t", i2t_retrieved_items), ("t2i", t2i_retrieved_items)):
             if rankings is not None:
-                sources[direction] = DictSource(rankings, direction, self.gt)
+                sources[direction] = ListSource(from_dict(rankings, direction, self.gt), self.gt)
+        return self._evaluate(sources, target_metrics, Ks)
+
+    def per_query_from_arrays(
+        self,
+        i2t: tuple | None = None,
+        t2i: tuple | None = None,
+        target_metrics: Iterable[str] = DEFAULT_TARGETS,
+        Ks: Iterable[int] = (1, 5, 10),  # noqa: N803
+    ) -> PerQuery:
+        """Like :meth:`per_query`, with each direction as arrays instead of a dict.
+
+        ``i2t`` / ``t2i``: ``(query_ids, ranked_ids)`` with a 2-D ``ranked_ids``
+        (one row per query), or ``(query_ids, flat_ids, lengths)`` for lists of
+        different lengths. No Python list is built: the fast path for large inputs.
+        """
+        sources: dict[str, Source] = {}
+        for direction, arrays in (("i2t", i2t), ("t2i", t2i)):
+            if arrays is not None:
+                if not isinstance(arrays, tuple) or len(arrays) not in (2, 3):
+                    raise EvaluationError(f"{direction} must be (query_ids, ranked_ids[, lengths])")
+                lists = from_arrays(arrays[0], arrays[1], direction, self.gt, *arrays[2:])
+                sources[direction] = ListSource(lists, self.gt)
+        if not sources:
+            raise EvaluationError("no ranked lists: pass i2t and/or t2i")
         return self._evaluate(sources, target_metrics, Ks)
 
     def per_query_from_scores(
@@ -176,5 +202,6 @@ class Metrics:
         return self._pm.relevance(direction)
 
 
-def _means(per_query: PerQuery) -> Results:
+def means(per_query: PerQuery) -> Results:
+    """Per-query values -> the reported numbers ``{metric: {direction: mean}}``."""
     return {name: {d: scores.mean for d, scores in by_dir.items()} for name, by_dir in per_query.items()}

@@ -75,12 +75,7 @@ def from_dict(rankings: Mapping[int, Sequence[int]], direction: str, gt: GroundT
         )
     keys = list(rankings.keys())
     key_arr = _int_array(keys, f"{direction} query ids")
-    qpos = gt.query_index(direction).positions(key_arr)
-    if (qpos < 0).any():
-        raise EvaluationError(
-            f"{direction}: {int((qpos < 0).sum())} query id(s) are not test-split {QUERY_KIND[direction]}s: "
-            f"{preview(key_arr[qpos < 0])}"
-        )
+    qpos = _query_positions(key_arr, direction, gt)
     values = list(rankings.values())
     gallery = gt.gallery_index(direction)
     try:
@@ -101,6 +96,60 @@ def from_dict(rankings: Mapping[int, Sequence[int]], direction: str, gt: GroundT
     return RankedLists(direction, qpos, items, lengths, len(gallery))
 
 
+def from_arrays(
+    query_ids: object, ranked: object, direction: str, gt: GroundTruth, lengths: object = None
+) -> RankedLists:
+    """Validate and convert ranked lists given as arrays (no Python lists involved).
+
+    ``query_ids``: 1-D ints; ``ranked``: a 2-D int array (one row per query), or
+    a flat int array of all lists concatenated with their ``lengths``.
+    """
+    keys = _as_int_ndarray(query_ids, f"{direction} query ids")
+    ranked = _as_int_ndarray(ranked, f"{direction} ranked ids")
+    if keys.ndim != 1:
+        raise EvaluationError(f"{direction} query ids must be 1-D, got shape {keys.shape}")
+    if lengths is None:
+        if ranked.ndim != 2 or len(ranked) != len(keys):
+            raise EvaluationError(
+                f"{direction}: ranked ids must be a 2-D array with one row per query "
+                f"({len(keys)} queries), got shape {ranked.shape}"
+            )
+        lengths = np.full(len(keys), ranked.shape[1], dtype=np.int64)
+    else:
+        lengths = _as_int_ndarray(lengths, f"{direction} list lengths")
+        if lengths.shape != keys.shape or ranked.ndim != 1 or int(lengths.sum()) != len(ranked) or (lengths < 0).any():
+            raise EvaluationError(
+                f"{direction}: lengths must give one non-negative length per query summing to the ids"
+            )
+        if len(lengths) and (lengths == lengths[0]).all():
+            ranked = ranked.reshape(len(lengths), int(lengths[0]))  # equal lengths: no padding needed
+    qpos = _query_positions(keys, direction, gt)
+    gallery = gt.gallery_index(direction)
+    return RankedLists(direction, qpos, _dense_rows(ranked, lengths, keys, gallery, direction), lengths, len(gallery))
+
+
+def _as_int_ndarray(values: object, what: str) -> np.ndarray:
+    arr = values if isinstance(values, np.ndarray) else np.asarray(values)
+    if arr.size and arr.dtype.kind not in "iu":
+        raise EvaluationError(f"{what} must be integers, got {arr.dtype}")
+    return arr.astype(np.int64, copy=False)
+
+
+def _query_positions(keys: np.ndarray, direction: str, gt: GroundTruth) -> np.ndarray:
+    qpos = gt.query_index(direction).positions(keys)
+    if (qpos < 0).any():
+        raise EvaluationError(
+            f"{direction}: {int((qpos < 0).sum())} query id(s) are not test-split {QUERY_KIND[direction]}s: "
+            f"{preview(keys[qpos < 0])}"
+        )
+    seen = np.bincount(qpos, minlength=len(gt.query_index(direction)))
+    if (seen > 1).any():
+        raise EvaluationError(
+            f"{direction}: queries given more than once: {preview(gt.query_index(direction).ids[seen > 1])}"
+        )
+    return qpos
+
+
 def _int_array(values: list, what: str) -> np.ndarray:
     """``np.array`` of a (possibly nested) list, which must hold integers only."""
     try:
@@ -118,6 +167,30 @@ def _int_array(values: list, what: str) -> np.ndarray:
 
 def _convert(values: list, lengths: np.ndarray, keys: np.ndarray, gallery: IdIndex, direction: str) -> np.ndarray:
     """Ranked lists -> dense gallery indices (int32, rows padded with -1); errors name the query."""
+    ids, lengths = ranked_to_arrays(values, keys, f"{direction} query", lengths, flat=False)
+    return _dense_rows(ids, lengths, keys, gallery, direction)
+
+
+def ranked_to_arrays(
+    values: object, keys: np.ndarray, label: str = "query", lengths: np.ndarray | None = None, flat: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """Python (or numpy) ranked lists -> (int64 ids, lengths); non-integer ids raise naming the query.
+
+    The ids come back flat, or as a 2-D array when ``flat`` is False and all
+    lists have the same length.
+    """
+    if isinstance(values, np.ndarray) and values.ndim == 2:
+        if values.size and values.dtype.kind not in "iu":
+            raise EvaluationError(f"ranked ids must be integers, got {values.dtype}")
+        ids = values.astype(np.int64, copy=False)
+        return (ids.ravel() if flat else ids), np.full(len(ids), ids.shape[1], dtype=np.int64)
+    values = list(values)  # type: ignore[call-overload]
+    if lengths is None:
+        try:
+            lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+        except TypeError:
+            bad = next(k for k, v in zip(keys.tolist(), values, strict=True) if not hasattr(v, "__len__"))
+            raise EvaluationError(f"{label} {bad}: a ranked list must be a list of ids") from None
     width = int(lengths.max(initial=0))
     equal = bool((lengths == width).all())
     try:
@@ -127,14 +200,25 @@ def _convert(values: list, lengths: np.ndarray, keys: np.ndarray, gallery: IdInd
             try:
                 _int_array(list(value), "ranked ids")
             except EvaluationError as exc:
-                raise EvaluationError(f"{direction} query {key}: {exc}") from None
+                raise EvaluationError(f"{label} {key}: {exc}") from None
         raise
     if equal:
         ids = ids.reshape(len(values), width)
+        return (ids.ravel() if flat else ids), lengths
+    return ids, lengths
+
+
+def _dense_rows(ids: np.ndarray, lengths: np.ndarray, keys: np.ndarray, gallery: IdIndex, direction: str) -> np.ndarray:
+    """Ranked ids (2-D, or flat with ``lengths``) -> dense gallery indices, rows padded with -1.
+
+    Errors name the query whose list holds an id outside the gallery or a repeated id.
+    """
+    if ids.ndim == 2:
         valid = None
     else:
+        width = int(lengths.max(initial=0))
         valid = np.arange(width)[None, :] < lengths[:, None]
-        padded = np.full((len(values), width), -1, dtype=np.int64)
+        padded = np.full((len(lengths), width), -1, dtype=np.int64)
         padded[valid] = ids
         ids = padded
     dense = gallery.positions(ids)
