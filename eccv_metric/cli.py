@@ -124,7 +124,37 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_evaluate]
+def _add_build(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("build", help="build the Hub-ready ECCV Caption dataset folder (Parquet + card)")
+    p.add_argument("--output", "-o", required=True, help="folder to create (written atomically)")
+    p.add_argument("--source-dir", help="local copies: COCO captions/instances JSON, CxC CSVs, val2014 images")
+    p.add_argument("--configs", nargs="+", help="images captions positives cxc_ratings (default: all buildable)")
+    p.add_argument("--download", action="store_true", help="download missing sources from their canonical homes")
+    p.add_argument("--image-ids", help="embed only these images (a file of ids); default: every available one")
+    p.add_argument("--removed-captions", help="file of caption ids the ECCV Caption paper removed (appendix C.1)")
+    p.add_argument("--paper-results", help="the paper's results CSV, for the dataset card")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
+    p.set_defaults(func=_run_build)
+
+
+def _run_build(args: argparse.Namespace) -> int:
+    from eccv_caption_dataset.hub_folder import build
+
+    report = build(
+        args.output,
+        source_dir=args.source_dir,
+        configs=args.configs,
+        download=args.download,
+        embed_image_ids=load_ids(args.image_ids).tolist() if args.image_ids else None,
+        removed_captions=load_ids(args.removed_captions).tolist() if args.removed_captions else None,
+        paper_results=args.paper_results,
+        overwrite=args.overwrite,
+    )
+    print(f"wrote {args.output}: " + ", ".join(f"{k} ({v} rows)" for k, v in report["built"].items()))
+    return 0
+
+
+SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_evaluate, _add_build]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -139,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except EvaluationError as exc:
+    except (EvaluationError, FileExistsError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -329,6 +329,43 @@ class GroundTruth:
             cats, names = load_instance_categories(instances_json)
         return cls.from_id_lists(caption_ids, lists, cats, source=str(data), category_names=names)
 
+    @classmethod
+    def from_dataset(cls, source: str | Path, token: str | None = None) -> GroundTruth:
+        """Load from a built ECCV Caption dataset: a local folder or a Hub dataset repo id.
+
+        Reads the ``positives`` config (its t2i rows give the captions in
+        Karpathy order) and, when present, the ``images`` config's categories.
+        Only the needed Parquet columns are read (no image bytes).
+        """
+        import pyarrow.parquet as pq
+
+        files, fs = _dataset_files(source, "positives", token)
+        if not files:
+            raise EvaluationError(f"{source}: no data/positives/*.parquet (build it with `eccv-caption build`)")
+        table = pq.ParquetDataset(files, filesystem=fs).read(columns=["direction", "query_id", "coco", "cxc", "eccv"])
+        rows = table.to_pydict()
+        lists: dict[str, dict[str, dict[int, list[int]]]] = {b: {"i2t": {}, "t2i": {}} for b in BENCHMARKS}
+        caption_ids = []
+        for k, direction in enumerate(rows["direction"]):
+            query = rows["query_id"][k]
+            if direction == "t2i":
+                caption_ids.append(query)
+            for bench in BENCHMARKS:
+                if rows[bench][k]:
+                    lists[bench][direction][query] = rows[bench][k]
+        cats, names = None, None
+        image_files, fs = _dataset_files(source, "images", token)
+        if image_files:
+            images = pq.ParquetDataset(image_files, filesystem=fs).read(columns=["image_id", "categories"]).to_pydict()
+            if any(c is not None for c in images["categories"]):
+                vocab = sorted({n for c in images["categories"] if c for n in c})
+                code = {n: i + 1 for i, n in enumerate(vocab)}
+                names = {i: n for n, i in code.items()}
+                cats = {
+                    i: {code[n] for n in c} for i, c in zip(images["image_id"], images["categories"], strict=True) if c
+                }
+        return cls.from_id_lists(caption_ids, lists, cats, source=str(source), category_names=names)
+
     def with_categories(
         self, image_categories: Mapping[int, Iterable[int]], names: Mapping[int, str] | None = None
     ) -> GroundTruth:
@@ -394,3 +431,14 @@ def load_instance_categories(path: str | Path) -> tuple[dict[int, set[int]], dic
     except (OSError, KeyError, TypeError, ValueError) as exc:
         raise EvaluationError(f"cannot read COCO instances from {path}: {exc}") from exc
     return per_image, names
+
+
+def _dataset_files(source: str | Path, config: str, token: str | None = None) -> tuple[list[str], object]:
+    """Parquet files of one config of a built dataset: local folder, else a Hub dataset repo."""
+    local = Path(source)
+    if local.is_dir():
+        return sorted(str(p) for p in (local / "data" / config).glob("*.parquet")), None
+    from huggingface_hub import HfFileSystem
+
+    fs = HfFileSystem(token=token)
+    return sorted(fs.glob(f"datasets/{source}/data/{config}/*.parquet")), fs

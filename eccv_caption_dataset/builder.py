@@ -1,0 +1,127 @@
+"""The ``datasets.GeneratorBasedBuilder`` of ECCV Caption: run by our code, never a Hub loading script."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import datasets
+
+from eccv_caption_dataset import tables
+from eccv_caption_dataset.sources import Sources
+from eccv_caption_dataset.sources import resolve
+
+CONFIGS = ("images", "captions", "positives", "cxc_ratings")
+_IDS = datasets.List(datasets.Value("int64"))
+
+FEATURES = {
+    "images": datasets.Features(
+        {
+            "image_id": datasets.Value("int64"),
+            "file_name": datasets.Value("string"),
+            "coco_url": datasets.Value("string"),
+            "image": datasets.Image(),
+            "width": datasets.Value("int32"),
+            "height": datasets.Value("int32"),
+            "coco_1k_fold": datasets.Value("int8"),
+            "is_eccv_query": datasets.Value("bool"),
+            "categories": datasets.List(datasets.Value("string")),
+        }
+    ),
+    "captions": datasets.Features(
+        {
+            "caption_id": datasets.Value("int64"),
+            "image_id": datasets.Value("int64"),
+            "caption": datasets.Value("string"),
+            "coco_1k_fold": datasets.Value("int8"),
+            "is_eccv_query": datasets.Value("bool"),
+            "removed_in_eccv": datasets.Value("bool"),
+        }
+    ),
+    "positives": datasets.Features(
+        {
+            "direction": datasets.Value("string"),
+            "query_id": datasets.Value("int64"),
+            "coco": _IDS,
+            "cxc": _IDS,
+            "eccv": _IDS,
+            "pm": _IDS,
+        }
+    ),
+    "cxc_ratings": datasets.Features(
+        {
+            "kind": datasets.Value("string"),
+            "id_1": datasets.Value("int64"),
+            "type_1": datasets.Value("string"),
+            "id_2": datasets.Value("int64"),
+            "type_2": datasets.Value("string"),
+            "score": datasets.Value("float32"),
+            "sampling_method": datasets.Value("string"),
+        }
+    ),
+}
+
+DESCRIPTIONS = {
+    "images": "The 5,000 COCO Karpathy test images: ids, files, COCO 1K fold, ECCV query flag, COCO categories.",
+    "captions": "The 25,000 test captions in Karpathy order with their image, fold and ECCV query flag.",
+    "positives": "One row per query and direction (i2t: image -> caption ids, t2i: caption -> image ids) "
+    "with its COCO, CxC, ECCV Caption and Plausible Match positives.",
+    "cxc_ratings": "Raw graded CxC similarity ratings (SITS, STS, SIS) between test-split items.",
+}
+
+
+@dataclass
+class EccvCaptionConfig(datasets.BuilderConfig):
+    """Sources and options of a build (all optional: the wheel alone gives COCO/CxC/ECCV positives)."""
+
+    source_dir: str | None = None
+    download: bool = False
+    embed_image_ids: tuple[int, ...] | None = None
+    removed_captions: tuple[int, ...] | None = None
+    pm_zeta: int = 2
+    pm_include_own: bool = False
+
+
+class EccvCaption(datasets.GeneratorBasedBuilder):
+    """ECCV Caption: images, captions, categories and COCO / CxC / ECCV / PM positives of the 5K test split."""
+
+    BUILDER_CONFIG_CLASS = EccvCaptionConfig
+    BUILDER_CONFIGS = [EccvCaptionConfig(name=name, description=DESCRIPTIONS[name]) for name in CONFIGS]
+    DEFAULT_CONFIG_NAME = "positives"
+    VERSION = datasets.Version("1.0.0")
+
+    def __init__(self, *args, sources: Sources | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._sources = sources
+        self.report: dict = {}
+
+    def _info(self) -> datasets.DatasetInfo:
+        return datasets.DatasetInfo(
+            description=DESCRIPTIONS[self.config.name],
+            features=FEATURES[self.config.name],
+            homepage="https://github.com/naver-ai/eccv-caption",
+            license="cc-by-4.0",
+        )
+
+    def _split_generators(self, dl_manager: datasets.DownloadManager) -> list[datasets.SplitGenerator]:
+        cfg = self.config
+        sources = self._sources or resolve(cfg.source_dir, cfg.download)
+        return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs={"sources": sources})]
+
+    def _generate_examples(self, sources: Sources):
+        cfg = self.config
+        gt = tables.ground_truth(sources)
+        if cfg.name == "images":
+            embed = set(cfg.embed_image_ids) if cfg.embed_image_ids is not None else None
+            rows = tables.image_rows(sources, gt, embed, self.report)
+        elif cfg.name == "captions":
+            if sources.captions_json is None:
+                raise ValueError(sources.skipped.get("captions", "no COCO captions JSON"))
+            removed = set(cfg.removed_captions) if cfg.removed_captions is not None else None
+            rows = tables.caption_rows(sources, gt, removed)
+        elif cfg.name == "positives":
+            rows = tables.positive_rows(sources, gt, cfg.pm_zeta, cfg.pm_include_own, self.report)
+        else:
+            if sources.cxc_dir is None:
+                raise ValueError(sources.skipped.get("cxc_ratings", "no CxC CSVs"))
+            rows = tables.cxc_ratings(sources.cxc_dir, gt)
+        yield from enumerate(rows)

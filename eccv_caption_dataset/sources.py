@@ -1,0 +1,233 @@
+"""Where the builder's inputs come from: a user's local copies or their canonical homes.
+
+Every input is looked up in ``--source-dir`` first (by file name, anywhere below
+it); with ``download=True`` a missing one is fetched from its canonical URL
+into a cache (resumable, retried, sha256-checked where the digest is known).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+import zipfile
+from collections.abc import Callable
+from collections.abc import Iterable
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+
+from eccv_metric.groundtruth import WHEEL_FILES
+from eccv_metric.groundtruth import sha256_file
+from eccv_metric.groundtruth import wheel_data_dir
+
+WHEEL_RAW = "https://raw.githubusercontent.com/naver-ai/eccv-caption/master/eccv_caption/data/"
+CXC_RAW = "https://raw.githubusercontent.com/google-research-datasets/Crisscrossed-Captions/master/data/"
+COCO_ANNOTATIONS_ZIP = "http://images.cocodataset.org/annotations/annotations_trainval2014.zip"
+COCO_IMAGES = "http://images.cocodataset.org/val2014/"
+CXC_FILES = ("sits_test.csv", "sts_test.csv", "sis_test.csv")
+CAPTION_FILES = ("captions_val2014.json", "captions_karpathy_test.json")
+INSTANCE_FILES = ("instances_val2014.json", "instances_karpathy_test.json")
+
+
+class SourceError(RuntimeError):
+    """A source that cannot be found, downloaded or verified."""
+
+
+def default_cache_dir() -> Path:
+    root = os.environ.get("ECCV_CAPTION_CACHE") or Path(
+        os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")
+    )
+    return Path(root) / "eccv_caption_sources"
+
+
+def download(
+    url: str,
+    dest: Path,
+    sha256: str | None = None,
+    retries: int = 3,
+    timeout: float = 60.0,
+    progress: Callable[[int, int | None], None] | None = None,
+) -> Path:
+    """Fetch ``url`` to ``dest``: resumes a ``.part`` file, retries with backoff, checks sha256, renames atomically."""
+    if dest.is_file() and (sha256 is None or sha256_file(dest) == sha256):
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+    last: Exception | None = None
+    for attempt in range(retries):
+        try:
+            have = part.stat().st_size if part.exists() else 0
+            request = urllib.request.Request(url, headers={"Range": f"bytes={have}-"} if have else {})
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                if have and response.status != 206:  # the server ignored the range: start over
+                    have = 0
+                total = response.headers.get("Content-Length")
+                total = int(total) + have if total is not None else None
+                with open(part, "ab" if have else "wb") as fout:
+                    done = have
+                    for block in iter(lambda: response.read(1 << 20), b""):
+                        fout.write(block)
+                        done += len(block)
+                        if progress:
+                            progress(done, total)
+            if sha256 is not None and sha256_file(part) != sha256:
+                part.unlink()
+                raise SourceError(f"{url}: sha256 mismatch (expected {sha256})")
+            os.replace(part, dest)
+            return dest
+        except SourceError:
+            raise
+        except (urllib.error.URLError, OSError, TimeoutError) as exc:
+            last = exc
+            time.sleep(min(2**attempt, 10) * 0.1)
+    raise SourceError(f"could not download {url} after {retries} attempts: {last}")
+
+
+@dataclass
+class Sources:
+    """Resolved inputs; ``skipped`` says what is missing and why."""
+
+    wheel_dir: Path
+    captions_json: Path | None = None
+    instances_json: Path | None = None
+    cxc_dir: Path | None = None
+    image_dir: Path | None = None
+    image_zip: Path | None = None
+    download_images: bool = False
+    cache_dir: Path = field(default_factory=default_cache_dir)
+    skipped: dict[str, str] = field(default_factory=dict)
+    digests: dict[str, str] = field(default_factory=dict)
+
+    def image_bytes(self, file_name: str) -> bytes | None:
+        """The JPEG bytes of a test image, from the folder, the zip or its COCO URL; None if unavailable."""
+        if self.image_dir is not None and (self.image_dir / file_name).is_file():
+            return (self.image_dir / file_name).read_bytes()
+        if self.image_zip is not None:
+            with zipfile.ZipFile(self.image_zip) as archive:
+                try:
+                    return archive.read(f"val2014/{file_name}")
+                except KeyError:
+                    pass
+        if self.download_images:
+            dest = self.cache_dir / "val2014" / file_name
+            try:
+                return download(COCO_IMAGES + file_name, dest, retries=3).read_bytes()
+            except SourceError:
+                return None
+        return None
+
+
+def _find(root: Path | None, names: Iterable[str]) -> Path | None:
+    if root is None:
+        return None
+    for name in names:
+        hits = sorted(root.rglob(name))
+        if hits:
+            return hits[0]
+    return None
+
+
+def resolve(
+    source_dir: str | Path | None = None, download_missing: bool = False, cache_dir: Path | None = None
+) -> Sources:
+    """Find every input under ``source_dir`` (or download it); record sha256 of what is used."""
+    root = Path(source_dir) if source_dir else None
+    cache = Path(cache_dir) if cache_dir else default_cache_dir()
+    sources = Sources(wheel_dir=_wheel_dir(root, download_missing, cache), cache_dir=cache)
+
+    sources.captions_json = _find(root, CAPTION_FILES)
+    sources.instances_json = _find(root, INSTANCE_FILES)
+    if sources.captions_json is None or sources.instances_json is None:
+        zip_path = _find(root, ("annotations_trainval2014.zip",))
+        if zip_path is None and download_missing:
+            zip_path = download(COCO_ANNOTATIONS_ZIP, cache / "annotations_trainval2014.zip")
+        if zip_path is not None:
+            members = ("annotations/captions_val2014.json", "annotations/instances_val2014.json")
+            extracted = _extract(zip_path, members, cache)
+            sources.captions_json = sources.captions_json or extracted[0]
+            sources.instances_json = sources.instances_json or extracted[1]
+    if sources.captions_json is None:
+        sources.skipped["captions"] = "no COCO captions JSON (captions_val2014.json) in --source-dir; use --download"
+    if sources.instances_json is None:
+        sources.skipped["pm"] = "no COCO instances JSON (instances_val2014.json): PM lists and categories need it"
+
+    sits = _find(root, ("sits_test.csv",))
+    if sits is not None:
+        sources.cxc_dir = sits.parent
+    elif download_missing:
+        for name in CXC_FILES:
+            download(CXC_RAW + name, cache / "cxc" / name)
+        sources.cxc_dir = cache / "cxc"
+    else:
+        sources.skipped["cxc_ratings"] = "no CxC CSVs (sits_test.csv, sts_test.csv, sis_test.csv); use --download"
+
+    val_dir = _find(root, ("val2014",))
+    sample = next(iter(sorted(root.rglob("COCO_val2014_*.jpg"))), None) if root else None
+    sources.image_dir = val_dir if val_dir is not None and val_dir.is_dir() else (sample.parent if sample else None)
+    sources.image_zip = _find(root, ("val2014.zip",))
+    sources.download_images = download_missing
+    if sources.image_dir is None and sources.image_zip is None and not download_missing:
+        sources.skipped["images"] = "no COCO val2014 images (folder or val2014.zip); use --download for COCO URLs"
+
+    for path in (sources.captions_json, sources.instances_json):
+        if path is not None:
+            sources.digests[path.name] = sha256_file(path)
+    if sources.cxc_dir is not None:
+        for name in CXC_FILES:
+            if (sources.cxc_dir / name).is_file():
+                sources.digests[name] = sha256_file(sources.cxc_dir / name)
+    return sources
+
+
+def _wheel_dir(root: Path | None, download_missing: bool, cache: Path) -> Path:
+    """The eccv_caption data files: a local copy, the installed wheel, or GitHub raw files."""
+    local = _find(root, ("eccv_caption_to_image.json",))
+    if local is not None:
+        return local.parent
+    try:
+        return wheel_data_dir()
+    except Exception:
+        if not download_missing:
+            raise SourceError("the eccv_caption data files are missing: pip install eccv_caption==0.1.0") from None
+    for name, digest in WHEEL_FILES.items():
+        download(WHEEL_RAW + name, cache / "eccv_caption_data" / name, sha256=digest)
+    return cache / "eccv_caption_data"
+
+
+def _extract(zip_path: Path, members: tuple[str, ...], cache: Path) -> list[Path | None]:
+    out: list[Path | None] = []
+    with zipfile.ZipFile(zip_path) as archive:
+        names = set(archive.namelist())
+        for member in members:
+            if member not in names:
+                out.append(None)
+                continue
+            dest = cache / Path(member).name
+            if not dest.is_file():
+                tmp = dest.with_name(dest.name + ".part")
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                with archive.open(member) as fin, open(tmp, "wb") as fout:
+                    while block := fin.read(1 << 20):
+                        fout.write(block)
+                os.replace(tmp, dest)
+            out.append(dest)
+    return out
+
+
+def read_json(path: Path) -> dict:
+    with open(path) as fin:
+        return json.load(fin)
+
+
+def jpeg_size(data: bytes) -> tuple[int, int] | None:
+    """(width, height) of an image, via Pillow when installed."""
+    try:
+        from PIL import Image
+    except ImportError:
+        return None
+    with Image.open(io.BytesIO(data)) as img:
+        return img.size

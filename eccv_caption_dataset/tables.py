@@ -1,0 +1,195 @@
+"""Rows of every config, built from the resolved sources (plain Python/numpy, no datasets here)."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from eccv_caption_dataset.sources import CXC_FILES
+from eccv_caption_dataset.sources import Sources
+from eccv_caption_dataset.sources import jpeg_size
+from eccv_caption_dataset.sources import read_json
+from eccv_metric.groundtruth import GroundTruth
+from eccv_metric.groundtruth import Positives
+from eccv_metric.groundtruth import load_instance_categories
+from eccv_metric.plausible import PlausibleMatch
+
+CXC_POSITIVE = 3.0  # a SITS score >= 3 is a positive (CxC paper)
+_KINDS = {"sits": ("caption", "image"), "sts": ("caption", "caption"), "sis": ("image", "image")}
+
+
+def ground_truth(sources: Sources) -> GroundTruth:
+    gt = GroundTruth.from_wheel(data_dir=sources.wheel_dir)
+    if sources.instances_json is not None:
+        gt = gt.with_categories(*load_instance_categories(sources.instances_json))
+    return gt
+
+
+def caption_texts(sources: Sources, gt: GroundTruth) -> dict[int, str]:
+    raw = read_json(sources.captions_json)  # type: ignore[arg-type]
+    wanted = set(gt.caption_ids.tolist())
+    texts = {int(a["id"]): str(a["caption"]) for a in raw["annotations"] if int(a["id"]) in wanted}
+    missing = wanted - set(texts)
+    if missing:
+        raise ValueError(f"{sources.captions_json} lacks {len(missing)} test captions, e.g. {sorted(missing)[:5]}")
+    return texts
+
+
+def image_records(sources: Sources, gt: GroundTruth) -> dict[int, dict]:
+    """file_name / coco_url / width / height per test image, from the captions JSON when given."""
+    records = {
+        int(i): {
+            "file_name": f"COCO_val2014_{int(i):012d}.jpg",
+            "coco_url": f"http://images.cocodataset.org/val2014/COCO_val2014_{int(i):012d}.jpg",
+            "width": None,
+            "height": None,
+        }
+        for i in gt.image_ids
+    }
+    if sources.captions_json is not None:
+        for img in read_json(sources.captions_json)["images"]:
+            rec = records.get(int(img["id"]))
+            if rec is not None:
+                rec.update({k: img[k] for k in ("file_name", "coco_url", "width", "height") if k in img})
+    return records
+
+
+def eccv_query_masks(gt: GroundTruth) -> tuple[np.ndarray, np.ndarray]:
+    is_img = np.zeros(len(gt.image_ids), bool)
+    is_img[gt.positives["eccv"]["i2t"].query] = True
+    is_cap = np.zeros(len(gt.caption_ids), bool)
+    is_cap[gt.positives["eccv"]["t2i"].query] = True
+    return is_img, is_cap
+
+
+def image_rows(sources: Sources, gt: GroundTruth, embed: set[int] | None, report: dict) -> Iterator[dict]:
+    """One row per test image; ``image`` holds the JPEG where it is available (and wanted)."""
+    records = image_records(sources, gt)
+    names = gt.category_names
+    is_query, _ = eccv_query_masks(gt)
+    missing = []
+    for k, image_id in enumerate(gt.image_ids.tolist()):
+        rec = records[image_id]
+        data = sources.image_bytes(rec["file_name"]) if embed is None or image_id in embed else None
+        if data is None and (embed is None or image_id in embed):
+            missing.append(image_id)
+        if data is not None and rec["width"] is None:
+            size = jpeg_size(data)
+            rec["width"], rec["height"] = size if size else (None, None)
+        cats = None
+        if gt.image_categories is not None:
+            cats = [names.get(int(c), str(int(c))) for c in np.flatnonzero(gt.image_categories[k])]
+        yield {
+            "image_id": image_id,
+            "file_name": rec["file_name"],
+            "coco_url": rec["coco_url"],
+            "image": {"bytes": data, "path": rec["file_name"]} if data is not None else None,
+            "width": rec["width"],
+            "height": rec["height"],
+            "coco_1k_fold": int(gt.image_fold[k]),
+            "is_eccv_query": bool(is_query[k]),
+            "categories": cats,
+        }
+    report["images_missing"] = missing
+
+
+def caption_rows(sources: Sources, gt: GroundTruth, removed: set[int] | None) -> Iterator[dict]:
+    texts = caption_texts(sources, gt)
+    _, is_query = eccv_query_masks(gt)
+    for k, caption_id in enumerate(gt.caption_ids.tolist()):
+        yield {
+            "caption_id": caption_id,
+            "image_id": int(gt.image_ids[gt.caption_image[k]]),
+            "caption": texts[caption_id],
+            "coco_1k_fold": int(gt.caption_fold[k]),
+            "is_eccv_query": bool(is_query[k]),
+            "removed_in_eccv": None if removed is None else caption_id in removed,
+        }
+
+
+def cxc_sits_positives(cxc_dir: Path, gt: GroundTruth) -> dict[str, Positives]:
+    """CxC positives from the raw SITS ratings: score >= 3, caption and image both in the test split."""
+    caps, imgs = [], []
+    for row in cxc_ratings(cxc_dir, gt, kinds=("sits",)):
+        if row["score"] >= CXC_POSITIVE:
+            caps.append(row["id_1"])
+            imgs.append(row["id_2"])
+    c = gt.captions.positions(np.asarray(caps, np.int64))
+    i = gt.images.positions(np.asarray(imgs, np.int64))
+    return {
+        "i2t": Positives.from_pairs(i, c, len(gt.caption_ids)),
+        "t2i": Positives.from_pairs(c, i, len(gt.image_ids)),
+    }
+
+
+def _key_id(key: str) -> tuple[str, int]:
+    """``COCO_val2014:sentid:123`` -> (caption, 123); ``COCO_val2014_000000391895.jpg`` -> (image, 391895)."""
+    if ":sentid:" in key:
+        return "caption", int(key.rsplit(":", 1)[1])
+    return "image", int(key.rsplit("_", 1)[1].split(".")[0])
+
+
+def cxc_ratings(cxc_dir: Path, gt: GroundTruth, kinds: tuple[str, ...] = ("sits", "sts", "sis")) -> Iterator[dict]:
+    """Raw graded CxC rows whose two items are both in the test split."""
+    known = {"caption": set(gt.caption_ids.tolist()), "image": set(gt.image_ids.tolist())}
+    for name in CXC_FILES:
+        kind = name.split("_")[0]
+        if kind not in kinds:
+            continue
+        with open(Path(cxc_dir) / name, newline="") as fin:
+            reader = csv.reader(fin)
+            next(reader)
+            for first, second, score, method in reader:
+                (type_1, id_1), (type_2, id_2) = _key_id(first), _key_id(second)
+                if (type_1, type_2) != _KINDS[kind]:
+                    raise ValueError(f"{name}: unexpected pair {first}, {second}")
+                if id_1 not in known[type_1] or id_2 not in known[type_2]:
+                    continue
+                yield {
+                    "kind": kind,
+                    "id_1": id_1,
+                    "type_1": type_1,
+                    "id_2": id_2,
+                    "type_2": type_2,
+                    "score": float(score),
+                    "sampling_method": method,
+                }
+
+
+def positive_rows(
+    sources: Sources, gt: GroundTruth, pm_zeta: int = 2, pm_include_own: bool = False, report: dict | None = None
+) -> Iterator[dict]:
+    """One row per query and direction with its COCO, CxC, ECCV and PM positive id lists."""
+    lists = {b: gt.positives[b] for b in ("coco", "eccv")}
+    lists["cxc"] = cxc_sits_positives(sources.cxc_dir, gt) if sources.cxc_dir is not None else gt.positives["cxc"]
+    if report is not None:
+        report["cxc_source"] = "sits_test.csv" if sources.cxc_dir is not None else "eccv_caption wheel"
+    pm = None
+    if gt.image_categories is not None:
+        pm_rel = PlausibleMatch(gt, pm_zeta, pm_include_own)
+        pm = {d: pm_rel.relevance(d).to_positives() for d in ("i2t", "t2i")}
+    for direction in ("i2t", "t2i"):
+        q_ids, g_ids = gt.query_index(direction).ids, gt.gallery_index(direction).ids
+        per_bench = {b: _rows_of(lists[b][direction], g_ids, len(q_ids)) for b in lists}
+        pm_rows = _rows_of(pm[direction], g_ids, len(q_ids)) if pm is not None else None
+        for k, query_id in enumerate(q_ids.tolist()):
+            yield {
+                "direction": direction,
+                "query_id": query_id,
+                "coco": per_bench["coco"][k],
+                "cxc": per_bench["cxc"][k],
+                "eccv": per_bench["eccv"][k],
+                "pm": pm_rows[k] if pm_rows is not None else None,
+            }
+
+
+def _rows_of(pos: Positives, gallery_ids: np.ndarray, n_queries: int) -> list[list[int]]:
+    """Positive id lists (outside ids included) for every dense query, [] where there are none."""
+    out: list[list[int]] = [[] for _ in range(n_queries)]
+    gal = gallery_ids[pos.indices]
+    for k, q in enumerate(pos.query.tolist()):
+        out[q] = sorted(gal[pos.indptr[k] : pos.indptr[k + 1]].tolist() + list(pos.outside.get(q, ())))
+    return out

@@ -1,0 +1,174 @@
+"""The dataset builder on the real sources in ../shared/data, and the folder it writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from eccv_caption_dataset.hub_folder import build
+from eccv_metric import GroundTruth
+from eccv_metric import Metrics
+from eccv_metric.groundtruth import load_id_lists
+from eccv_metric.groundtruth import wheel_data_dir
+from tests.fixtures import INSTANCES
+from tests.fixtures import SHARED
+
+PAPER = SHARED / "paper" / "eccv_caption_paper_results.csv"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("build") / "eccv_caption"
+    report = build(out, source_dir=SHARED, paper_results=PAPER, log=lambda _: None)
+    return out, report
+
+
+def read(folder, config, columns=None):
+    return pq.read_table(sorted((folder / "data" / config).glob("*.parquet")), columns=columns).to_pydict()
+
+
+def test_counts_folds_and_order(built, gt):
+    folder, report = built
+    assert report["built"] == {"images": 5000, "captions": 25000, "positives": 30000, "cxc_ratings": 135597}
+    images = read(folder, "images", ["image_id", "coco_1k_fold", "is_eccv_query"])
+    captions = read(folder, "captions", ["caption_id", "image_id", "coco_1k_fold", "is_eccv_query"])
+    assert images["image_id"] == gt.image_ids.tolist() and captions["caption_id"] == gt.caption_ids.tolist()
+    assert np.bincount(images["coco_1k_fold"]).tolist() == [1000] * 5
+    assert captions["coco_1k_fold"] == [k // 5000 for k in range(25000)]
+    assert sum(images["is_eccv_query"]) == 1261 and sum(captions["is_eccv_query"]) == 1332
+    raw = json.loads((SHARED / "coco" / "captions_karpathy_test.json").read_text())
+    assert captions["image_id"] == [a["image_id"] for a in raw["annotations"]]
+
+
+def test_positives_equal_the_wheel_and_the_papers_counts(built):
+    folder, report = built
+    rows = read(folder, "positives")
+    assert report["cxc_source"] == "sits_test.csv"  # CxC rebuilt from the raw SITS ratings
+    for bench, prefix in (("coco", "original"), ("cxc", "cxc"), ("eccv", "eccv")):
+        for direction, name in (("i2t", "image_to_caption"), ("t2i", "caption_to_image")):
+            ours = {
+                q: lst
+                for q, d, lst in zip(rows["query_id"], rows["direction"], rows[bench], strict=True)
+                if d == direction and lst
+            }
+            wheel = load_id_lists(wheel_data_dir() / f"{prefix}_{name}.json")
+            assert ours == {k: sorted(set(v)) for k, v in wheel.items()}, (bench, direction)
+    eccv_i2t = [lst for d, lst in zip(rows["direction"], rows["eccv"], strict=True) if d == "i2t" and lst]
+    eccv_t2i = [lst for d, lst in zip(rows["direction"], rows["eccv"], strict=True) if d == "t2i" and lst]
+    assert (len(eccv_i2t), sum(map(len, eccv_i2t))) == (1261, 22550)
+    assert (len(eccv_t2i), sum(map(len, eccv_t2i))) == (1332, 11279)
+    cxc_t2i = [lst for d, lst in zip(rows["direction"], rows["cxc"], strict=True) if d == "t2i" and lst]
+    assert (len(cxc_t2i), sum(map(len, cxc_t2i))) == (24972, 35585)
+    pm_sizes = {
+        d: max(len(p) for dd, p in zip(rows["direction"], rows["pm"], strict=True) if dd == d) for d in ("i2t", "t2i")
+    }
+    assert pm_sizes == {"i2t": 13380, "t2i": 2676}
+
+
+def test_images_embed_what_is_available_in_small_row_groups(built):
+    folder, report = built
+    path = next((folder / "data" / "images").glob("*.parquet"))
+    meta = pq.ParquetFile(path).metadata
+    assert max(meta.row_group(i).num_rows for i in range(meta.num_row_groups)) <= 100
+    table = pq.read_table(path, columns=["image_id", "image", "width", "categories"]).to_pydict()
+    with_pixels = [i for i, im in zip(table["image_id"], table["image"], strict=True) if im is not None]
+    local = sorted(int(p.stem.rsplit("_", 1)[1]) for p in (SHARED / "coco" / "val2014").glob("*.jpg"))
+    assert sorted(with_pixels) == local and len(local) == 43
+    assert len(report["images_missing"]) == 5000 - 43
+    assert sum(c is None or c == [] for c in table["categories"]) == 48  # images without COCO instances
+
+
+def test_dataset_card_is_generated(built):
+    folder, _ = built
+    text = (folder / "README.md").read_text()
+    header = yaml.safe_load(text.split("---")[1])
+    assert header["license"] == "cc-by-4.0" and "image-to-text" in header["task_categories"]
+    configs = {c["config_name"]: c for c in header["configs"]}
+    assert set(configs) == {"images", "captions", "positives", "cxc_ratings"} and configs["positives"]["default"]
+    assert configs["captions"]["data_files"] == [{"split": "test", "path": "data/captions/test-*.parquet"}]
+    for info in header["dataset_info"]:
+        rows = pq.ParquetFile(next((folder / "data" / info["config_name"]).glob("*.parquet"))).metadata.num_rows
+        assert info["splits"][0]["num_examples"] == rows
+    assert "| BLIP | i2t | 36.02 |" in text and "@inproceedings{lin2014coco" in text
+
+
+def test_load_dataset_offline_every_config(built):
+    folder, _ = built
+    script = f"""
+import json
+from datasets import load_dataset
+out = {{}}
+for config in ("images", "captions", "positives", "cxc_ratings"):
+    ds = load_dataset({str(folder)!r}, config, split="test")
+    out[config] = [ds.num_rows, {{k: repr(v) for k, v in ds.features.items()}}]
+img = load_dataset({str(folder)!r}, "images", split="test").filter(lambda r: r["image"] is not None)
+out["decoded"] = [type(img[0]["image"]).__module__, img[0]["image"].size[0] == img[0]["width"]]
+print(json.dumps(out))
+"""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_CACHE": str(folder.parent / "cache")}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["positives"][0] == 30000 and out["positives"][1]["eccv"] == "List(Value('int64'))"
+    assert out["images"][1]["image"].startswith("Image(") and out["cxc_ratings"][0] == 135597
+    assert out["decoded"] == ["PIL.JpegImagePlugin", True]
+
+
+def test_metrics_from_the_dataset_equal_metrics_from_the_wheel(built, metrics, top50):
+    folder, _ = built
+    from_dataset = Metrics(ground_truth=GroundTruth.from_dataset(folder))
+    i2t, t2i = top50
+    targets = ("eccv_map_at_r", "eccv_rprecision", "eccv_r1", "coco_5k_recalls", "cxc_recalls", "pmrp")
+    assert from_dataset.compute_all_metrics(i2t, t2i, targets) == metrics.compute_all_metrics(i2t, t2i, targets)
+
+
+def test_no_sources_builds_the_wheel_positives_and_says_what_it_skipped(tmp_path):
+    messages = []
+    report = build(tmp_path / "out", log=messages.append)
+    assert report["built"] == {"positives": 30000}
+    assert set(report["skipped"]) >= {"images", "captions", "cxc_ratings", "pm"}
+    assert any("instances" in m for m in messages)
+    rows = read(tmp_path / "out", "positives", ["pm", "cxc"])
+    assert all(p is None for p in rows["pm"]) and sum(map(len, rows["cxc"])) == 2 * 35585
+
+
+def test_a_failed_build_leaves_nothing_behind(tmp_path):
+    sources = tmp_path / "src"
+    sources.mkdir()
+    (sources / "captions_val2014.json").write_text('{"images": [], "annotations": []}')  # lacks the test captions
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match="lacks 25000 test captions"):
+        build(out, source_dir=sources, configs=["captions"], log=lambda _: None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    with pytest.raises(FileExistsError):
+        build(out, log=lambda _: None)
+    assert (out / "keep.txt").read_text() == "mine"
+
+
+def test_cli_build(tmp_path):
+    from eccv_metric.cli import main
+
+    assert main(["build", "--output", str(tmp_path / "b"), "--configs", "positives"]) == 0
+    assert (tmp_path / "b" / "data" / "positives").is_dir() and (tmp_path / "b" / "README.md").is_file()
+    assert main(["build", "--output", str(tmp_path / "b"), "--configs", "positives"]) == 2  # exists
+
+
+def test_instances_json_categories_match_gt(built, gt):
+    folder, _ = built
+    table = read(folder, "images", ["image_id", "categories"])
+    raw = json.loads(INSTANCES.read_text())
+    names = {c["id"]: c["name"] for c in raw["categories"]}
+    expected = {}
+    for ann in raw["annotations"]:
+        expected.setdefault(ann["image_id"], set()).add(names[ann["category_id"]])
+    for image_id, cats in zip(table["image_id"], table["categories"], strict=True):
+        assert set(cats or []) == expected.get(image_id, set())
