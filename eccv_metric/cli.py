@@ -154,7 +154,28 @@ def _run_build(args: argparse.Namespace) -> int:
     return 0
 
 
-SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_evaluate, _add_build]
+def _add_push(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("push", help="upload the dataset folder and the metric Space to the Hub")
+    p.add_argument("--dataset-dir", help="a folder made by `eccv-caption build`")
+    p.add_argument("--dataset-repo", help="dataset repo id, e.g. user/eccv-caption")
+    p.add_argument("--space-repo", help="Space repo id for the evaluate metric, e.g. user/eccv_map_at_r")
+    p.add_argument("--private", action="store_true", help="create private repos")
+    p.add_argument("--revision", help="branch to push to (created if missing)")
+    p.add_argument("--wheel", help="a built eccv_caption_hf wheel for the Space (default: build one)")
+    p.add_argument("--dry-run", action="store_true", help="list exactly what would be sent, send nothing")
+    p.set_defaults(func=_run_push)
+
+
+def _run_push(args: argparse.Namespace) -> int:
+    from eccv_caption_dataset.push import push
+
+    if not (args.dataset_repo or args.space_repo):
+        raise EvaluationError("nothing to push: give --dataset-repo and/or --space-repo")
+    push(args.dataset_dir, args.dataset_repo, args.space_repo, args.private, args.revision, args.dry_run, args.wheel)
+    return 0
+
+
+SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_evaluate, _add_build, _add_push]
 
 
 def build_parser() -> argparse.ArgumentParser:

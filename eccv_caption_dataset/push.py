@@ -1,0 +1,103 @@
+"""Upload the built dataset folder to a Hub dataset repo and the metric module to a gradio Space.
+
+The token comes from huggingface_hub's usual places (``HF_TOKEN`` or
+``huggingface-cli login``). ``dry_run`` lists exactly what would be sent.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from eccv_metric.hf_evaluate import EVALUATE_MODULE_DIR
+
+ROOT = Path(__file__).resolve().parents[1]
+SPACE_FILES = ("eccv_map_at_r.py", "README.md", "app.py", "requirements.txt")
+
+
+def build_wheel(dest: Path) -> Path:
+    """Build this project's wheel (the Space's requirements.txt installs it from the Space repo)."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(dest)],
+        check=True,
+        capture_output=True,
+    )
+    return next(dest.glob("eccv_caption_hf-*.whl"))
+
+
+def stage_space(dest: Path, wheel: Path | None = None) -> Path:
+    """The Space folder: the metric module, its card, the gradio app, requirements and our wheel."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in SPACE_FILES:
+        shutil.copy2(EVALUATE_MODULE_DIR / name, dest / name)
+    wheel = wheel or build_wheel(Path(tempfile.mkdtemp()))
+    shutil.copy2(wheel, dest / wheel.name)
+    required = [line for line in (dest / "requirements.txt").read_text().split() if line.endswith(".whl")]
+    if required != [f"./{wheel.name}"]:
+        raise ValueError(f"requirements.txt names {required}, but the wheel is {wheel.name}")
+    return dest
+
+
+def listing(folder: Path) -> list[tuple[str, int]]:
+    return sorted((p.relative_to(folder).as_posix(), p.stat().st_size) for p in folder.rglob("*") if p.is_file())
+
+
+def push(
+    dataset_dir: str | Path | None = None,
+    dataset_repo: str | None = None,
+    space_repo: str | None = None,
+    private: bool = False,
+    revision: str | None = None,
+    dry_run: bool = False,
+    wheel: str | Path | None = None,
+    token: str | None = None,
+    log: Callable[[str], None] = print,
+) -> dict[str, list[tuple[str, int]]]:
+    """Create the repos if needed and upload; returns {repo: [(path, size), ...]} of what was (or would be) sent."""
+    if dataset_repo and not dataset_dir:
+        raise ValueError("a dataset repo needs --dataset-dir (a folder made by `eccv-caption build`)")
+    if dataset_dir and not (Path(dataset_dir) / "README.md").is_file():
+        raise ValueError(f"{dataset_dir} is not a built dataset folder (no README.md)")
+    plan: dict[str, tuple[str, Path]] = {}
+    staging = Path(tempfile.mkdtemp(prefix="eccv-space-"))
+    try:
+        if dataset_repo:
+            plan[dataset_repo] = ("dataset", Path(dataset_dir))  # type: ignore[arg-type]
+        if space_repo:
+            plan[space_repo] = ("space", stage_space(staging / "space", Path(wheel) if wheel else None))
+        sent = {}
+        for repo, (repo_type, folder) in plan.items():
+            files = listing(folder)
+            sent[repo] = files
+            log(
+                f"{'would upload' if dry_run else 'uploading'} {len(files)} files to {repo_type} {repo}"
+                + (f" @ {revision}" if revision else "")
+            )
+            for path, size in files:
+                log(f"  {path} ({size:,} bytes)")
+            if not dry_run:
+                _upload(repo, repo_type, folder, private, revision, token)
+        return sent
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _upload(repo: str, repo_type: str, folder: Path, private: bool, revision: str | None, token: str | None) -> None:
+    from huggingface_hub import HfApi
+
+    api = HfApi(token=token)
+    extra = {"space_sdk": "gradio"} if repo_type == "space" else {}
+    api.create_repo(repo, repo_type=repo_type, private=private, exist_ok=True, **extra)
+    if revision:
+        api.create_branch(repo, repo_type=repo_type, branch=revision, exist_ok=True)
+    api.upload_folder(
+        folder_path=str(folder),
+        repo_id=repo,
+        repo_type=repo_type,
+        revision=revision,
+        commit_message="Upload ECCV Caption " + ("dataset" if repo_type == "dataset" else "metric Space"),
+    )
