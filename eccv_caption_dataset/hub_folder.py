@@ -22,6 +22,7 @@ from eccv_caption_dataset.builder import CONFIGS
 from eccv_caption_dataset.builder import DESCRIPTIONS
 from eccv_caption_dataset.builder import EccvCaption
 from eccv_caption_dataset.sources import Sources
+from eccv_caption_dataset.sources import Urls
 from eccv_caption_dataset.sources import resolve
 
 IMAGE_ROW_GROUP = 100  # the Hub viewer re-converts Parquet whose row groups exceed 100 MB
@@ -49,12 +50,14 @@ def build(
     paper_results: str | Path | None = None,
     overwrite: bool = False,
     log: Callable[[str], None] = print,
+    cache_dir: str | Path | None = None,
+    urls: Urls | None = None,
 ) -> dict:
     """Build the requested (default: every buildable) config into ``output``; returns a report."""
     output = Path(output)
     if output.exists() and not overwrite:
         raise FileExistsError(f"{output} exists (use overwrite)")
-    sources = resolve(source_dir, download)
+    sources = resolve(source_dir, download, Path(cache_dir) if cache_dir else None, urls)
     can = buildable(sources)
     wanted = list(configs) if configs else list(CONFIGS)
     unknown = set(wanted) - set(CONFIGS)

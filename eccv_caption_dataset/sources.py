@@ -37,6 +37,16 @@ class SourceError(RuntimeError):
     """A source that cannot be found, downloaded or verified."""
 
 
+@dataclass(frozen=True)
+class Urls:
+    """Canonical homes of the sources (overridable, e.g. for a mirror)."""
+
+    wheel_raw: str = WHEEL_RAW
+    cxc_raw: str = CXC_RAW
+    coco_annotations_zip: str = COCO_ANNOTATIONS_ZIP
+    coco_images: str = COCO_IMAGES
+
+
 def default_cache_dir() -> Path:
     root = os.environ.get("ECCV_CAPTION_CACHE") or Path(
         os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")
@@ -99,6 +109,7 @@ class Sources:
     image_zip: Path | None = None
     download_images: bool = False
     cache_dir: Path = field(default_factory=default_cache_dir)
+    urls: Urls = field(default_factory=Urls)
     skipped: dict[str, str] = field(default_factory=dict)
     digests: dict[str, str] = field(default_factory=dict)
 
@@ -115,7 +126,7 @@ class Sources:
         if self.download_images:
             dest = self.cache_dir / "val2014" / file_name
             try:
-                return download(COCO_IMAGES + file_name, dest, retries=3).read_bytes()
+                return download(self.urls.coco_images + file_name, dest, retries=3).read_bytes()
             except SourceError:
                 return None
         return None
@@ -132,19 +143,23 @@ def _find(root: Path | None, names: Iterable[str]) -> Path | None:
 
 
 def resolve(
-    source_dir: str | Path | None = None, download_missing: bool = False, cache_dir: Path | None = None
+    source_dir: str | Path | None = None,
+    download_missing: bool = False,
+    cache_dir: Path | None = None,
+    urls: Urls | None = None,
 ) -> Sources:
     """Find every input under ``source_dir`` (or download it); record sha256 of what is used."""
     root = Path(source_dir) if source_dir else None
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
-    sources = Sources(wheel_dir=_wheel_dir(root, download_missing, cache), cache_dir=cache)
+    urls = urls or Urls()
+    sources = Sources(wheel_dir=_wheel_dir(root, download_missing, cache, urls), cache_dir=cache, urls=urls)
 
     sources.captions_json = _find(root, CAPTION_FILES)
     sources.instances_json = _find(root, INSTANCE_FILES)
     if sources.captions_json is None or sources.instances_json is None:
         zip_path = _find(root, ("annotations_trainval2014.zip",))
         if zip_path is None and download_missing:
-            zip_path = download(COCO_ANNOTATIONS_ZIP, cache / "annotations_trainval2014.zip")
+            zip_path = download(urls.coco_annotations_zip, cache / "annotations_trainval2014.zip")
         if zip_path is not None:
             members = ("annotations/captions_val2014.json", "annotations/instances_val2014.json")
             extracted = _extract(zip_path, members, cache)
@@ -160,7 +175,7 @@ def resolve(
         sources.cxc_dir = sits.parent
     elif download_missing:
         for name in CXC_FILES:
-            download(CXC_RAW + name, cache / "cxc" / name)
+            download(urls.cxc_raw + name, cache / "cxc" / name)
         sources.cxc_dir = cache / "cxc"
     else:
         sources.skipped["cxc_ratings"] = "no CxC CSVs (sits_test.csv, sts_test.csv, sis_test.csv); use --download"
@@ -183,7 +198,7 @@ def resolve(
     return sources
 
 
-def _wheel_dir(root: Path | None, download_missing: bool, cache: Path) -> Path:
+def _wheel_dir(root: Path | None, download_missing: bool, cache: Path, urls: Urls) -> Path:
     """The eccv_caption data files: a local copy, the installed wheel, or GitHub raw files."""
     local = _find(root, ("eccv_caption_to_image.json",))
     if local is not None:
@@ -194,7 +209,7 @@ def _wheel_dir(root: Path | None, download_missing: bool, cache: Path) -> Path:
         if not download_missing:
             raise SourceError("the eccv_caption data files are missing: pip install eccv_caption==0.1.0") from None
     for name, digest in WHEEL_FILES.items():
-        download(WHEEL_RAW + name, cache / "eccv_caption_data" / name, sha256=digest)
+        download(urls.wheel_raw + name, cache / "eccv_caption_data" / name, sha256=digest)
     return cache / "eccv_caption_data"
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from eccv_caption_dataset.sources import CXC_FILES
 from eccv_caption_dataset.sources import Sources
@@ -71,7 +72,8 @@ def image_rows(sources: Sources, gt: GroundTruth, embed: set[int] | None, report
     names = gt.category_names
     is_query, _ = eccv_query_masks(gt)
     missing = []
-    for k, image_id in enumerate(gt.image_ids.tolist()):
+    progress = tqdm(gt.image_ids.tolist(), desc="images", unit="img", disable=not sources.download_images)
+    for k, image_id in enumerate(progress):
         rec = records[image_id]
         data = sources.image_bytes(rec["file_name"]) if embed is None or image_id in embed else None
         if data is None and (embed is None or image_id in embed):

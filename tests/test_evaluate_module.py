@@ -151,3 +151,16 @@ def test_space_requirements_install_what_the_module_imports():
     header = (EVALUATE_MODULE_DIR / "README.md").read_text().split("---")[1]
     for key in ("title:", "emoji:", "sdk: gradio", "app_file: app.py", "- evaluate", "- metric", "description:"):
         assert key in header
+
+
+def test_ground_truth_from_a_built_dataset_folder(top50, tmp_path):
+    from eccv_caption_dataset.hub_folder import build
+
+    build(tmp_path / "ds", log=lambda _: None)
+    i2t, t2i = top50
+    targets = ["eccv_map_at_r", "cxc_r1", "coco_1k_r1"]
+    default = evaluate.load(str(EVALUATE_MODULE_DIR)).compute(**as_inputs(i2t, t2i), target_metrics=targets)
+    via_load = evaluate.load(str(EVALUATE_MODULE_DIR), ground_truth=str(tmp_path / "ds"))
+    assert via_load.compute(**as_inputs(i2t, t2i), target_metrics=targets) == default
+    module = evaluate.load(str(EVALUATE_MODULE_DIR))
+    assert module.compute(**as_inputs(i2t, t2i), target_metrics=targets, ground_truth=str(tmp_path / "ds")) == default
