@@ -15,6 +15,7 @@ import numpy as np
 
 from eccv_metric.errors import EvaluationError
 from eccv_metric.metrics import Metrics
+from eccv_metric.metrics import means
 from eccv_metric.targets import ALL_TARGETS
 from eccv_metric.targets import DEFAULT_TARGETS
 
@@ -104,6 +105,7 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--instances-json", help="COCO-format instances JSON: categories for pmrp")
     p.add_argument("--pm-r-cap", type=int, default=50, help="PMRP uses R = min(R, cap); 0 = no cap (default 50)")
     p.add_argument("--output", "-o", help="write the results as JSON here")
+    p.add_argument("--per-query", help="also write per-query values as JSON here (for `eccv-caption compare`)")
     p.set_defaults(func=_run_evaluate)
 
 
@@ -111,16 +113,26 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     metrics = Metrics(instances_json=args.instances_json, pm_r_cap=args.pm_r_cap or None)
     if args.rankings:
         rankings = load_rankings(args.rankings)
-        results = metrics.compute_all_metrics(rankings.get("i2t"), rankings.get("t2i"), args.metrics, args.ks)
+        per_query = metrics.per_query(rankings.get("i2t"), rankings.get("t2i"), args.metrics, args.ks)
     else:
         scores = demo_scores(metrics) if args.demo else np.load(args.scores, mmap_mode="r", allow_pickle=False)
         image_ids = load_ids(args.image_ids) if args.image_ids else None
         caption_ids = load_ids(args.caption_ids) if args.caption_ids else None
-        results = metrics.compute_all_metrics_from_scores(scores, image_ids, caption_ids, args.metrics, args.ks)
+        per_query = metrics.per_query_from_scores(scores, image_ids, caption_ids, args.metrics, args.ks)
+    results = means(per_query)
     print(format_table(results))
     if args.output:
         write_json_atomic(args.output, results)
         print(f"wrote {args.output}")
+    if args.per_query:
+        write_json_atomic(
+            args.per_query,
+            {
+                name: {d: {"query_ids": q.query_ids.tolist(), "values": q.values.tolist()} for d, q in by.items()}
+                for name, by in per_query.items()
+            },
+        )
+        print(f"wrote {args.per_query}")
     return 0
 
 
@@ -175,7 +187,111 @@ def _run_push(args: argparse.Namespace) -> int:
     return 0
 
 
-SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [_add_evaluate, _add_build, _add_push]
+def _add_compare(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="two systems' per-query results: CIs and paired significance")
+    p.add_argument("a", help="per-query JSON of system A (evaluate --per-query)")
+    p.add_argument("b", help="per-query JSON of system B")
+    p.add_argument("--n-resamples", type=int, default=10_000)
+    p.add_argument("--confidence", type=float, default=0.95)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--method", choices=["randomization", "bootstrap"], default="randomization")
+    p.add_argument("--output", "-o", help="write the comparison as JSON here")
+    p.set_defaults(func=_run_compare)
+
+
+def _run_compare(args: argparse.Namespace) -> int:
+    from eccv_metric.compare import compare_files
+
+    rows = compare_files(args.a, args.b, args.n_resamples, args.confidence, args.seed, args.method)
+    width = max(len(r["metric"]) for r in rows) + 4
+    print(f"{'metric':<{width}} {'A':>7} {'CI A':>15} {'B':>7} {'CI B':>15} {'A-B':>7} {'p':>8}")
+    for r in rows:
+        print(
+            f"{r['metric'] + '/' + r['direction']:<{width}} {100 * r['a']:7.2f} "
+            f"[{100 * r['a_low']:5.2f}, {100 * r['a_high']:5.2f}] {100 * r['b']:7.2f} "
+            f"[{100 * r['b_low']:5.2f}, {100 * r['b_high']:5.2f}] {100 * r['diff']:+7.2f} {r['p_value']:8.4f}"
+        )
+    print(
+        f"{args.confidence:.0%} percentile bootstrap CIs ({args.n_resamples} resamples, seed {args.seed}); "
+        f"p: two-sided paired {args.method} test; COCO 1K resampled within folds."
+    )
+    if args.output:
+        write_json_atomic(args.output, rows)
+    return 0
+
+
+def _add_correlate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("correlate", help="Kendall tau-b between metrics over the paper's leaderboard (+ yours)")
+    p.add_argument("--paper-dir", help="folder of the paper's CSVs (default: $ECCV_CAPTION_PAPER_DIR)")
+    p.add_argument("--with", dest="extra", nargs="+", default=[], help="your results JSON files (evaluate -o)")
+    p.add_argument("--plot", help="write a heatmap PNG here (needs matplotlib: pip install '.[plot]')")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.set_defaults(func=_run_correlate)
+
+
+def _leaderboard(args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    from eccv_metric import leaderboard
+
+    table = leaderboard.paper_table(leaderboard.paper_dir(args.paper_dir))
+    extra = {Path(p).stem: json.loads(Path(p).read_text()) for p in args.extra}
+    return leaderboard.merge(table, extra)
+
+
+def _run_correlate(args: argparse.Namespace) -> int:
+    from eccv_metric.leaderboard import CORRELATE_METRICS
+    from eccv_metric.stats import tau_matrix
+
+    taus = tau_matrix(_leaderboard(args), CORRELATE_METRICS)
+    if args.format == "json":
+        print(json.dumps(taus, indent=1))
+    else:
+        short = [m.replace("eccv_", "").replace("coco_", "") for m in CORRELATE_METRICS]
+        print(f"{'':<16}" + "".join(f"{s:>9}" for s in short))
+        for m in CORRELATE_METRICS:
+            print(f"{m:<16}" + "".join(f"{taus[m][n]:9.2f}" for n in CORRELATE_METRICS))
+    if args.plot:
+        from eccv_metric.plots import tau_heatmap
+
+        tau_heatmap(taus, args.plot)
+        print(f"wrote {args.plot}", file=sys.stderr if args.format == "json" else sys.stdout)
+    return 0
+
+
+def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("leaderboard", help="the paper's 25 models (i2t/t2i averages) with your models ranked in")
+    p.add_argument("--paper-dir", help="folder of the paper's CSVs (default: $ECCV_CAPTION_PAPER_DIR)")
+    p.add_argument("--with", dest="extra", nargs="+", default=[], help="your results JSON files (evaluate -o)")
+    p.add_argument("--sort", default="eccv_map_at_r", help="metric to sort by")
+    p.set_defaults(func=_run_leaderboard)
+
+
+def _run_leaderboard(args: argparse.Namespace) -> int:
+    from eccv_metric.leaderboard import CORRELATE_METRICS
+    from eccv_metric.leaderboard import ranks
+
+    table = _leaderboard(args)
+    order = sorted(table, key=lambda m: -table[m].get(args.sort, float("-inf")))
+    print(f"{'model':<44}" + "".join(f"{m.replace('eccv_', '').replace('coco_', ''):>10}" for m in CORRELATE_METRICS))
+    for model in order:
+        cells = "".join(f"{table[model][m]:10.2f}" if m in table[model] else f"{'-':>10}" for m in CORRELATE_METRICS)
+        print(f"{model[:43]:<44}{cells}")
+    for path in args.extra:
+        name = Path(path).stem
+        rank = ranks(table, name)
+        print(
+            f"\n{name} ranks (of {len(table)}): " + ", ".join(f"{m} #{rank[m]}" for m in CORRELATE_METRICS if m in rank)
+        )
+    return 0
+
+
+SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
+    _add_evaluate,
+    _add_build,
+    _add_push,
+    _add_compare,
+    _add_correlate,
+    _add_leaderboard,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -190,7 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except (EvaluationError, FileExistsError, ValueError, OSError) as exc:
+    except (EvaluationError, FileExistsError, FileNotFoundError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

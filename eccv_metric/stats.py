@@ -1,0 +1,148 @@
+"""Uncertainty over queries and agreement between metrics.
+
+- :func:`bootstrap_ci`: percentile bootstrap confidence interval of a mean over
+  queries (resampling queries with replacement; optionally within groups such
+  as COCO 1K folds, which keeps each fold's size: stratified bootstrap).
+- :func:`paired_test`: two systems scored on the same queries; the per-query
+  differences ``d = a - b`` are tested for a zero mean, two-sided, by a
+  randomization (sign-flip) test or a paired bootstrap.
+- :func:`kendall_tau_b`: rank correlation with ties (tau-b).
+
+All resampling is seeded and vectorised in chunks of resamples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+_CHUNK = 256
+
+
+@dataclass(frozen=True)
+class Interval:
+    mean: float
+    low: float
+    high: float
+    confidence: float
+    n_resamples: int
+
+
+@dataclass(frozen=True)
+class PairedResult:
+    """Mean difference a - b, its bootstrap interval, and the two-sided p-value of 'no difference'."""
+
+    diff: float
+    low: float
+    high: float
+    p_value: float
+    method: str
+    n_resamples: int
+
+
+def _strata(n: int, groups: np.ndarray | None) -> list[np.ndarray]:
+    if groups is None:
+        return [np.arange(n)]
+    groups = np.asarray(groups)
+    if groups.shape != (n,):
+        raise ValueError(f"groups must give one group per query ({n}), got shape {groups.shape}")
+    return [np.flatnonzero(groups == g) for g in np.unique(groups)]
+
+
+def resample_means(values: np.ndarray, n_resamples: int, seed: int = 0, groups: np.ndarray | None = None) -> np.ndarray:
+    """Means of ``n_resamples`` bootstrap resamples of ``values`` (within each group if given)."""
+    values = np.asarray(values, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    strata = _strata(len(values), groups)
+    out = np.empty(n_resamples)
+    for start in range(0, n_resamples, _CHUNK):
+        b = min(_CHUNK, n_resamples - start)
+        total = np.zeros(b)
+        for idx in strata:
+            draws = rng.integers(0, len(idx), size=(b, len(idx)))
+            total += values[idx][draws].sum(axis=1)
+        out[start : start + b] = total / len(values)
+    return out
+
+
+def bootstrap_ci(
+    values: np.ndarray,
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    groups: np.ndarray | None = None,
+) -> Interval:
+    """Percentile bootstrap interval of the mean of per-query ``values``."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 1 or len(values) == 0:
+        raise ValueError("values must be a non-empty 1-D array of per-query scores")
+    means = resample_means(values, n_resamples, seed, groups)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(means, [alpha, 1 - alpha])
+    return Interval(float(values.mean()), float(low), float(high), confidence, n_resamples)
+
+
+def paired_test(
+    a: np.ndarray,
+    b: np.ndarray,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    method: str = "randomization",
+    confidence: float = 0.95,
+    groups: np.ndarray | None = None,
+) -> PairedResult:
+    """Is mean(a) != mean(b) on the same queries?
+
+    ``randomization``: under the null each difference's sign is arbitrary;
+    ``p = (1 + #{|mean(s * d)| >= |mean(d)|}) / (1 + B)`` over B random sign
+    vectors ``s``. ``bootstrap``: resample queries;
+    ``p = (1 + #{|mean(d*) - mean(d)| >= |mean(d)|}) / (1 + B)``.
+    The interval is the percentile bootstrap interval of the mean difference.
+    """
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 1 or len(a) == 0:
+        raise ValueError("a and b must be per-query scores of the same queries, in the same order")
+    d = a - b
+    observed = float(d.mean())
+    boot = resample_means(d, n_resamples, seed, groups)
+    tol = 1e-12 * max(1.0, abs(observed))
+    if method == "randomization":
+        rng = np.random.default_rng(seed + 1)
+        extreme = 0
+        for start in range(0, n_resamples, _CHUNK):
+            k = min(_CHUNK, n_resamples - start)
+            signs = rng.integers(0, 2, size=(k, len(d))) * 2 - 1
+            extreme += int((np.abs((signs * d).mean(axis=1)) >= abs(observed) - tol).sum())
+    elif method == "bootstrap":
+        extreme = int((np.abs(boot - observed) >= abs(observed) - tol).sum())
+    else:
+        raise ValueError(f"method must be 'randomization' or 'bootstrap', not {method!r}")
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(boot, [alpha, 1 - alpha])
+    return PairedResult(observed, float(low), float(high), (1 + extreme) / (1 + n_resamples), method, n_resamples)
+
+
+def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:
+    """Kendall's tau-b: ``(C - D) / sqrt((n0 - n1) * (n0 - n2))``.
+
+    C / D = concordant / discordant pairs, n0 = n(n-1)/2, n1 / n2 = pairs tied
+    in x / in y. Pairs with a NaN in either are left out. NaN when undefined.
+    """
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    keep = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[keep], y[keep]
+    iu = np.triu_indices(len(x), k=1)
+    dx = np.sign(x[:, None] - x[None, :])[iu]
+    dy = np.sign(y[:, None] - y[None, :])[iu]
+    n0 = len(dx)
+    n1, n2 = int((dx == 0).sum()), int((dy == 0).sum())
+    denom = np.sqrt(float(n0 - n1) * float(n0 - n2))
+    return float((dx * dy).sum() / denom) if denom > 0 else float("nan")
+
+
+def tau_matrix(table: dict[str, dict[str, float]], metrics: list[str]) -> dict[str, dict[str, float]]:
+    """tau-b between every pair of metrics over the models of ``table[model][metric]``."""
+    models = list(table)
+    cols = {m: np.array([table[r].get(m, np.nan) for r in models], dtype=np.float64) for m in metrics}
+    return {m1: {m2: kendall_tau_b(cols[m1], cols[m2]) for m2 in metrics} for m1 in metrics}
