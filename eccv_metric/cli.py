@@ -245,10 +245,10 @@ def _run_correlate(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(taus, indent=1))
     else:
-        short = [m.replace("eccv_", "").replace("coco_", "") for m in CORRELATE_METRICS]
-        print(f"{'':<16}" + "".join(f"{s:>9}" for s in short))
+        short = [m.replace("eccv_", "").replace("coco_", "").replace("rprecision", "r-p") for m in CORRELATE_METRICS]
+        print(f"{'':<16}" + "".join(f"{s:>10}" for s in short))
         for m in CORRELATE_METRICS:
-            print(f"{m:<16}" + "".join(f"{taus[m][n]:9.2f}" for n in CORRELATE_METRICS))
+            print(f"{m:<16}" + "".join(f"{taus[m][n]:10.2f}" for n in CORRELATE_METRICS))
     if args.plot:
         from eccv_metric.plots import tau_heatmap
 

@@ -22,7 +22,7 @@ def tau_heatmap(taus: dict[str, dict[str, float]], path: str | Path) -> Path:
     ax.set_yticks(range(len(names)), names)
     for i, row in enumerate(values):
         for j, v in enumerate(row):
-            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7)
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color="white" if abs(v) > 0.6 else "black")
     fig.colorbar(image, ax=ax, label="Kendall tau-b")
     ax.set_title("Rank correlation between metrics")
     fig.tight_layout()
