@@ -175,8 +175,8 @@ def positive_rows(
         pm = {d: pm_rel.relevance(d).to_positives() for d in ("i2t", "t2i")}
     for direction in ("i2t", "t2i"):
         q_ids, g_ids = gt.query_index(direction).ids, gt.gallery_index(direction).ids
-        per_bench = {b: _rows_of(lists[b][direction], g_ids, len(q_ids)) for b in lists}
-        pm_rows = _rows_of(pm[direction], g_ids, len(q_ids)) if pm is not None else None
+        per_bench = {b: _rows_of(lists[b][direction], g_ids, q_ids) for b in lists}
+        pm_rows = _rows_of(pm[direction], g_ids, q_ids) if pm is not None else None
         for k, query_id in enumerate(q_ids.tolist()):
             yield {
                 "direction": direction,
@@ -188,10 +188,7 @@ def positive_rows(
             }
 
 
-def _rows_of(pos: Positives, gallery_ids: np.ndarray, n_queries: int) -> list[list[int]]:
-    """Positive id lists (outside ids included) for every dense query, [] where there are none."""
-    out: list[list[int]] = [[] for _ in range(n_queries)]
-    gal = gallery_ids[pos.indices]
-    for k, q in enumerate(pos.query.tolist()):
-        out[q] = sorted(gal[pos.indptr[k] : pos.indptr[k + 1]].tolist() + list(pos.outside.get(q, ())))
-    return out
+def _rows_of(pos: Positives, gallery_ids: np.ndarray, query_ids: np.ndarray) -> list[list[int]]:
+    """Positive id lists (outside ids included) for every query, [] where there are none."""
+    lists = pos.to_id_lists(query_ids, gallery_ids)
+    return [lists.get(q, []) for q in query_ids.tolist()]
