@@ -76,9 +76,15 @@ def arrays_by_direction(predictions: object, references: object, directions: obj
     out = {}
     for direction in DIRECTIONS:
         mask = pc.equal(dirs, direction).to_numpy(zero_copy_only=False) if len(refs) else np.zeros(0, bool)
-        if mask.any():
-            keep = np.repeat(mask, lengths)
-            out[direction] = (refs[mask], flat[keep], lengths[mask])
+        rows = np.flatnonzero(mask)
+        if len(rows) == 0:
+            continue
+        lo, hi = int(rows[0]), int(rows[-1]) + 1
+        if hi - lo == len(rows):  # one contiguous block of queries: slices, no copies
+            start, stop = offsets[lo] - offsets[0], offsets[hi] - offsets[0]
+            out[direction] = (refs[lo:hi], flat[start:stop], lengths[lo:hi])
+        else:
+            out[direction] = (refs[mask], flat[np.repeat(mask, lengths)], lengths[mask])
     return out
 
 

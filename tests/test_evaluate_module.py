@@ -164,3 +164,12 @@ def test_ground_truth_from_a_built_dataset_folder(top50, tmp_path):
     assert via_load.compute(**as_inputs(i2t, t2i), target_metrics=targets) == default
     module = evaluate.load(str(EVALUATE_MODULE_DIR))
     assert module.compute(**as_inputs(i2t, t2i), target_metrics=targets, ground_truth=str(tmp_path / "ds")) == default
+
+
+def test_interleaved_directions_give_the_same_numbers(module, top50):
+    i2t, t2i = top50
+    inputs = as_inputs(i2t, t2i)
+    order = np.random.default_rng(0).permutation(len(inputs["references"]))
+    shuffled = {k: [v[i] for i in order] for k, v in inputs.items()}
+    targets = ["eccv_map_at_r", "coco_5k_r1", "cxc_r1"]
+    assert module.compute(**shuffled, target_metrics=targets) == module.compute(**inputs, target_metrics=targets)
