@@ -168,6 +168,8 @@ class Positives:
     def hits(self, items: np.ndarray) -> np.ndarray:
         """``hits[k, i]``: is ``items[k, i]`` a positive of ``query[k]`` (rows aligned with ``query``)."""
         counts = np.diff(self.indptr)
+        if items.shape[1] == 0:
+            return np.zeros(items.shape, dtype=bool)
         if len(self.indices) * items.shape[1] > (1 << 25):
             return self.lookup(self.query[:, None], items)
         # compare each positive with its query's ranked items: O(positives x depth)

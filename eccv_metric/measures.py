@@ -18,6 +18,8 @@ NO_HIT = np.iinfo(np.int64).max
 
 def first_hit(rel: np.ndarray) -> np.ndarray:
     """0-based rank of each query's best-ranked positive (``NO_HIT`` when none is in ``rel``)."""
+    if rel.shape[1] == 0:
+        return np.full(len(rel), NO_HIT, dtype=np.int64)
     pos = rel.argmax(axis=1)
     return np.where(rel[np.arange(len(rel)), pos], pos, NO_HIT)
 
@@ -41,9 +43,8 @@ def map_at_r(rel: np.ndarray, n_pos: np.ndarray, available: np.ndarray) -> tuple
     ``mAP@R(q) = (1/R) * sum_{i=1..R} rel(i) * P@i``, ``P@i = (1/i) * sum_{j<=i} rel(j)``
     (ranks 1-based). Needs the first R items of the list.
     """
-    depth = int(n_pos.max(initial=0))
-    rel = rel[:, :depth]
-    ranks = np.arange(1, depth + 1)
+    rel = rel[:, : int(n_pos.max(initial=0))]  # may be narrower: those queries are undecided
+    ranks = np.arange(1, rel.shape[1] + 1)
     precision = np.cumsum(rel, axis=1) / ranks
     counted = rel & (ranks[None, :] <= n_pos[:, None])
     values = np.where(counted, precision, 0.0).sum(axis=1) / n_pos
@@ -59,7 +60,6 @@ def r_precision(
     PMRP uses 50). Needs the first ``min(R, r_cap)`` items of the list.
     """
     r = n_pos if r_cap is None else np.minimum(n_pos, r_cap)
-    depth = int(r.max(initial=0))
-    rel = rel[:, :depth]
-    counted = rel & (np.arange(1, depth + 1)[None, :] <= r[:, None])
+    rel = rel[:, : int(r.max(initial=0))]  # may be narrower: those queries are undecided
+    counted = rel & (np.arange(1, rel.shape[1] + 1)[None, :] <= r[:, None])
     return counted.sum(axis=1) / r, available < r

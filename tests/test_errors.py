@@ -165,3 +165,24 @@ def test_pmrp_without_categories_says_how_to_provide_them(top50):
     with pytest.raises(EvaluationError, match="pmrp needs COCO categories: pass instances_json="):
         bare.compute_all_metrics(i2t, t2i, ("pmrp",))
     assert "pmrp" not in bare.compute_all_metrics(i2t, t2i)
+
+
+def test_all_lists_shorter_than_the_largest_r(gt, metrics, top50):
+    """Top-20 lists: every ECCV i2t query with R > 20 is named, none crashes."""
+    i2t, t2i = top50
+    short = {k: v[:20] for k, v in i2t.items()}
+    eccv = gt.positives["eccv"]["i2t"]
+    too_long = int((eccv.n_positives > 20).sum())
+    with pytest.raises(EvaluationError, match=rf"i2t eccv_map_at_r: the ranked lists of {too_long} query image"):
+        metrics.compute_all_metrics(short, t2i, ("eccv_map_at_r",))
+    with pytest.raises(EvaluationError, match=rf"i2t eccv_rprecision: the ranked lists of {too_long} query image"):
+        metrics.compute_all_metrics(short, t2i, ("eccv_rprecision",))
+    assert set(metrics.compute_all_metrics(short, t2i, ("coco_5k_r10", "eccv_r5"))) == {"coco_5k_r10", "eccv_r5"}
+
+
+def test_all_lists_empty(gt, metrics):
+    i2t = {int(q): [] for q in gt.image_ids}
+    t2i = {int(q): [] for q in gt.caption_ids}
+    for target in ("coco_5k_r1", "coco_1k_r1", "eccv_map_at_r", "eccv_rprecision"):
+        with pytest.raises(EvaluationError, match="too short"):
+            metrics.compute_all_metrics(i2t, t2i, (target,))
