@@ -20,7 +20,7 @@ from eccv_metric.errors import preview
 from eccv_metric.groundtruth import DIRECTIONS
 from eccv_metric.groundtruth import N_FOLDS
 from eccv_metric.groundtruth import GroundTruth
-from eccv_metric.groundtruth import IdIndex
+from eccv_metric.groundtruth import require_unique
 from eccv_metric.ranking import QUERY_KIND
 from eccv_metric.ranking import RankedLists
 from eccv_metric.ranking import _int_array
@@ -257,7 +257,7 @@ class ScoreSource:
                     f"scores have shape {self.scores.shape} but {len(arr)} {index.kind} ids were given "
                     f"(scores[i, j] must be image_ids[i] x caption_ids[j])"
                 )
-            IdIndex(arr, f"given {index.kind}")  # raises on duplicate ids
+            require_unique(arr, f"given {index.kind}")
             dense = index.positions(arr)
             pos = np.full(len(index), -1, dtype=np.int64)
             pos[dense[dense >= 0]] = np.flatnonzero(dense >= 0)

@@ -65,6 +65,13 @@ def load_id_lists(path: Path) -> dict[int, list[int]]:
     return {int(k): [int(v) for v in vals] for k, vals in raw.items()}
 
 
+def require_unique(ids: np.ndarray, kind: str) -> None:
+    """Raise an :class:`EvaluationError` naming the ids that occur more than once."""
+    uniq, counts = np.unique(ids, return_counts=True)
+    if (counts > 1).any():
+        raise EvaluationError(f"duplicate {kind} ids: {preview(uniq[counts > 1])}")
+
+
 class IdIndex:
     """Dense index of a set of non-negative integer ids, via a lookup table."""
 
@@ -72,9 +79,7 @@ class IdIndex:
         ids = np.asarray(ids, dtype=np.int64)
         if ids.ndim != 1 or len(ids) == 0 or ids.min() < 0:
             raise EvaluationError(f"{kind} ids must be a non-empty 1-D array of non-negative ints")
-        uniq, counts = np.unique(ids, return_counts=True)
-        if (counts > 1).any():
-            raise EvaluationError(f"duplicate {kind} ids: {preview(uniq[counts > 1])}")
+        require_unique(ids, kind)
         self.ids = ids
         self.kind = kind
         self.table = np.full(int(ids.max()) + 1, -1, dtype=np.int32)
