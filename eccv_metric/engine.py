@@ -83,26 +83,13 @@ def _jobs(
             )
     eccv = gt.positives["eccv"][direction]
     max_r = int(eccv.n_positives.max())
-    if request.map_at_r:
-        jobs.append(
-            _Job(
-                "eccv_map_at_r",
-                eccv,
-                max_r,
-                lambda rel, n, a, g: measures.map_at_r(rel, n, a),
-                "mAP@R needs the first R items (R = its number of positives)",
-            )
-        )
-    if request.rprecision:
-        jobs.append(
-            _Job(
-                "eccv_rprecision",
-                eccv,
-                max_r,
-                lambda rel, n, a, g: measures.r_precision(rel, n, a),
-                "R-Precision needs the first R items (R = its number of positives)",
-            )
-        )
+    for wanted, name, measure, label in (
+        (request.map_at_r, "eccv_map_at_r", measures.map_at_r, "mAP@R"),
+        (request.rprecision, "eccv_rprecision", measures.r_precision, "R-Precision"),
+    ):
+        if wanted:
+            needs = f"{label} needs the first R items (R = its number of positives)"
+            jobs.append(_Job(name, eccv, max_r, lambda rel, n, a, g, m=measure: m(rel, n, a), needs))
     if request.pmrp:
         prel = pm(direction)
         cap_r = prel.n_positives if r_cap is None else np.minimum(prel.n_positives, r_cap)
