@@ -23,8 +23,8 @@ from eccv_metric.groundtruth import GroundTruth
 from eccv_metric.groundtruth import require_unique
 from eccv_metric.ranking import QUERY_KIND
 from eccv_metric.ranking import RankedLists
-from eccv_metric.ranking import _int_array
 from eccv_metric.ranking import as_score_matrix
+from eccv_metric.ranking import int_ids
 from eccv_metric.ranking import top_ranked
 from eccv_metric.targets import Request
 
@@ -214,18 +214,6 @@ class ListSource:
         return RankedLists(direction, lists.query, out, available, self.gt.fold_size(direction))
 
 
-def _id_vector(ids: object, what: str) -> np.ndarray:
-    """A 1-D int64 array of ids from a list, numpy array or tensor; floats and strings are refused."""
-    if hasattr(ids, "detach") and hasattr(ids, "cpu"):
-        ids = ids.detach().cpu().numpy()  # type: ignore[attr-defined]
-    arr = np.asarray(ids) if isinstance(ids, np.ndarray) else _int_array(list(ids), what)  # type: ignore[call-overload]
-    if arr.dtype.kind not in "iu" and arr.size:
-        raise EvaluationError(f"{what} must be integers, got {arr.dtype}")
-    if arr.ndim != 1:
-        raise EvaluationError(f"{what} must be a flat list, got shape {arr.shape}")
-    return arr.astype(np.int64, copy=False)
-
-
 class ScoreSource:
     """A similarity matrix ``scores[i, j]`` of ``image_ids[i]`` and ``caption_ids[j]``."""
 
@@ -238,7 +226,7 @@ class ScoreSource:
         self.pos: dict[str, np.ndarray] = {}
         self.dense: dict[str, np.ndarray] = {}
         for axis, (ids, index) in enumerate(((image_ids, gt.images), (caption_ids, gt.captions))):
-            arr = _id_vector(ids, f"{index.kind} ids")
+            arr = int_ids(ids, f"{index.kind} ids", ndim=1)
             if len(arr) != self.scores.shape[axis]:
                 raise EvaluationError(
                     f"scores have shape {self.scores.shape} but {len(arr)} {index.kind} ids were given "

@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from eccv_metric.errors import EvaluationError
-from eccv_metric.errors import preview
 from eccv_metric.metrics import Metrics
 from eccv_metric.metrics import Results
+from eccv_metric.ranking import int_ids
 from eccv_metric.ranking import ranked_to_arrays
 
 DIRECTIONS = ("i2t", "t2i")
@@ -31,7 +31,7 @@ def batch_table(predictions: object, references: object, directions: object, sch
     """Validate one batch and build its Arrow table; float or string ids are refused (evaluate would truncate)."""
     if predictions is None or references is None or directions is None:
         raise EvaluationError("each batch needs predictions (ranked ids), references (query ids) and directions")
-    refs = _ints(references, "references (query ids)")
+    refs = int_ids(references, "references (query ids)", ndim=1)
     n = len(refs)
     dirs = pa.array([directions] * n if isinstance(directions, str) else directions, type=pa.string())
     if len(dirs) != n or len(predictions) != n:  # type: ignore[arg-type]
@@ -54,15 +54,6 @@ def batch_table(predictions: object, references: object, directions: object, sch
         "directions": dirs,
     }
     return pa.Table.from_pydict(columns, schema=schema)
-
-
-def _ints(values: object, what: str) -> np.ndarray:
-    arr = np.asarray(values)
-    if arr.size and arr.dtype.kind not in "iu":
-        raise EvaluationError(f"{what} must be integers, got {arr.dtype}: {preview(arr.ravel()[:5].tolist())}")
-    if arr.ndim != 1:
-        raise EvaluationError(f"{what} must be a flat list, got shape {arr.shape}")
-    return arr.astype(np.int64, copy=False)
 
 
 def arrays_by_direction(predictions: object, references: object, directions: object) -> dict[str, tuple]:

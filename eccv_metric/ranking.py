@@ -104,10 +104,8 @@ def from_arrays(
     ``query_ids``: 1-D ints; ``ranked``: a 2-D int array (one row per query), or
     a flat int array of all lists concatenated with their ``lengths``.
     """
-    keys = _as_int_ndarray(query_ids, f"{direction} query ids")
-    ranked = _as_int_ndarray(ranked, f"{direction} ranked ids")
-    if keys.ndim != 1:
-        raise EvaluationError(f"{direction} query ids must be 1-D, got shape {keys.shape}")
+    keys = int_ids(query_ids, f"{direction} query ids", ndim=1)
+    ranked = int_ids(ranked, f"{direction} ranked ids")
     if lengths is None:
         if ranked.ndim != 2 or len(ranked) != len(keys):
             raise EvaluationError(
@@ -116,7 +114,7 @@ def from_arrays(
             )
         lengths = np.full(len(keys), ranked.shape[1], dtype=np.int64)
     else:
-        lengths = _as_int_ndarray(lengths, f"{direction} list lengths")
+        lengths = int_ids(lengths, f"{direction} list lengths")
         if lengths.shape != keys.shape or ranked.ndim != 1 or int(lengths.sum()) != len(ranked) or (lengths < 0).any():
             raise EvaluationError(
                 f"{direction}: lengths must give one non-negative length per query summing to the ids"
@@ -128,11 +126,14 @@ def from_arrays(
     return RankedLists(direction, qpos, _dense_rows(ranked, lengths, keys, gallery, direction), lengths, len(gallery))
 
 
-def _as_int_ndarray(values: object, what: str) -> np.ndarray:
-    arr = values if isinstance(values, np.ndarray) else np.asarray(values)
-    if arr.size and arr.dtype.kind not in "iu":
-        raise EvaluationError(f"{what} must be integers, got {arr.dtype}")
-    return arr.astype(np.int64, copy=False)
+def int_ids(values: object, what: str, ndim: int | None = None) -> np.ndarray:
+    """An int64 array of ids from a list, numpy array or torch tensor; floats, strings and mixed values raise."""
+    if hasattr(values, "detach") and hasattr(values, "cpu"):
+        values = values.detach().cpu().numpy()  # type: ignore[attr-defined]
+    arr = _int_array(values if isinstance(values, (np.ndarray, list)) else list(values), what)  # type: ignore[call-overload]
+    if ndim is not None and arr.ndim != ndim:
+        raise EvaluationError(f"{what} must be {'a flat list' if ndim == 1 else f'{ndim}-D'}, got shape {arr.shape}")
+    return arr
 
 
 def _query_positions(keys: np.ndarray, direction: str, gt: GroundTruth) -> np.ndarray:
@@ -153,7 +154,7 @@ def _query_positions(keys: np.ndarray, direction: str, gt: GroundTruth) -> np.nd
 def _int_array(values: list, what: str) -> np.ndarray:
     """``np.array`` of a (possibly nested) list, which must hold integers only."""
     try:
-        arr = np.array(values)
+        arr = values if isinstance(values, np.ndarray) else np.array(values)
     except (ValueError, OverflowError):
         arr = np.array(values, dtype=object)
     if arr.size == 0:
