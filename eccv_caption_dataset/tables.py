@@ -25,7 +25,7 @@ _KINDS = {"sits": ("caption", "image"), "sts": ("caption", "caption"), "sis": ("
 def ground_truth(sources: Sources) -> GroundTruth:
     gt = GroundTruth.from_wheel(data_dir=sources.wheel_dir)
     if sources.instances_json is not None:
-        gt = gt.with_categories(*load_instance_categories(sources.instances_json))
+        gt = gt.with_categories(*load_instance_categories(sources.instances_json, gt.image_ids))
     return gt
 
 

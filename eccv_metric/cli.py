@@ -14,6 +14,10 @@ from pathlib import Path
 import numpy as np
 
 from eccv_metric.errors import EvaluationError
+from eccv_metric.jsonio import id_keys
+from eccv_metric.jsonio import int_list
+from eccv_metric.jsonio import read_json
+from eccv_metric.jsonio import require_object
 from eccv_metric.metrics import Metrics
 from eccv_metric.metrics import means
 from eccv_metric.targets import ALL_TARGETS
@@ -47,35 +51,82 @@ def write_json_atomic(path: str | Path, payload: object) -> None:
         raise
 
 
+RANKINGS_FORMAT = 'a JSON object {"i2t": {"<image id>": [caption ids, best first]}, "t2i": {"<caption id>": [...]}}'
+
+
 def load_rankings(path: str | Path) -> dict[str, dict[int, list[int]]]:
-    """Read ``{"i2t": {query id: [ids]}, "t2i": {...}}`` (JSON keys are strings; converted to int)."""
-    with open(path) as fin:
-        raw = json.load(fin)
-    if not isinstance(raw, dict) or not ({"i2t", "t2i"} & set(raw)):
-        raise EvaluationError(f"{path}: expected a JSON object with 'i2t' and/or 't2i' rankings")
+    """Read ``{"i2t": {query id: [ids]}, "t2i": {...}}``; keys must be canonical decimal ids, each id once."""
+    raw = require_object(read_json(path, RANKINGS_FORMAT), path, RANKINGS_FORMAT)
+    unknown = sorted(set(raw) - {"i2t", "t2i"})
+    if unknown or not raw:
+        raise EvaluationError(
+            f"{path}: top-level keys must be 'i2t' and/or 't2i' (lower case), got {unknown or 'none'}; "
+            f"expected {RANKINGS_FORMAT}"
+        )
     out: dict[str, dict[int, list[int]]] = {}
-    for direction in ("i2t", "t2i"):
-        if direction not in raw:
-            continue
-        try:
-            out[direction] = {int(k): v for k, v in raw[direction].items()}
-        except (AttributeError, ValueError) as exc:
-            raise EvaluationError(f"{path}: {direction} must map integer query ids to lists: {exc}") from None
+    for direction, lists in raw.items():
+        lists = require_object(lists, path, f'"{direction}" to map query ids to ranked lists')
+        keys = id_keys(lists, path, f"{direction} query id")
+        out[direction] = dict(zip(keys.tolist(), lists.values(), strict=True))
     return out
 
 
-def load_ids(path: str | Path) -> np.ndarray:
-    """Ids from a .npy file, a JSON list, or a text file with one id per line."""
+def load_ids(path: str | Path, what: str = "ids") -> np.ndarray:
+    """Ids from a .npy file, a JSON list, or a text file with one id per line (integers only)."""
     path = Path(path)
     if path.suffix == ".npy":
-        return np.load(path, allow_pickle=False)
-    text = path.read_text()
-    if path.suffix == ".json":
-        return np.asarray(json.loads(text))
+        arr = load_npy(path, f"a .npy array of {what}")
+    elif path.suffix == ".json":
+        arr = np.asarray(int_list(read_json(path, f"a JSON list of {what}"), path, what), dtype=np.int64)
+    else:
+        try:
+            arr = np.asarray([int(tok) for tok in read_text(path).split()], dtype=np.int64)
+        except ValueError as exc:
+            raise EvaluationError(f"{path}: {what} must be integers, one per line: {exc}") from None
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+        raise EvaluationError(f"{path}: {what} must be a flat list of integers, got {arr.dtype} shape {arr.shape}")
+    return arr.astype(np.int64, copy=False)
+
+
+def read_text(path: Path) -> str:
     try:
-        return np.asarray([int(line) for line in text.split()], dtype=np.int64)
-    except ValueError as exc:
-        raise EvaluationError(f"{path}: ids must be integers, one per line: {exc}") from None
+        return path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvaluationError(f"cannot read {path} as UTF-8 text: {exc}") from None
+
+
+def load_npy(path: str | Path, expected: str) -> np.ndarray:
+    """A .npy array (memory-mapped; no pickles); other formats are named in the error."""
+    path = Path(path)
+    try:
+        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+        if not isinstance(arr, np.ndarray):  # an .npz archive loads as a lazy NpzFile
+            arr.close()
+            raise ValueError("an archive of several arrays")
+        return arr
+    except IsADirectoryError:
+        raise EvaluationError(f"{path} is a folder; expected {expected}") from None
+    except FileNotFoundError:
+        raise EvaluationError(f"{path}: no such file; expected {expected}") from None
+    except (OSError, ValueError, EOFError) as exc:
+        with open(path, "rb") as fin:
+            head = fin.read(6)
+        kind = "a .npz archive" if head[:2] == b"PK" else "not a .npy file" if head != b"\x93NUMPY" else "a broken .npy"
+        raise EvaluationError(f"{path}: {kind} ({exc}); expected {expected}") from None
+
+
+def check_output_path(path: str | Path | None) -> None:
+    """Fail before any work when an output path cannot be written as a file."""
+    if path is None:
+        return
+    path = Path(path)
+    if path.is_dir():
+        raise EvaluationError(f"output {path} is a folder: give a file name, e.g. {path / 'results.json'}")
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise EvaluationError(f"output {path}: cannot create it under {parent}")
 
 
 def demo_scores(metrics: Metrics, seed: int = 0) -> np.ndarray:
@@ -103,21 +154,35 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--ks", nargs="+", type=int, default=[1, 5, 10], help="K values for *_recalls")
     p.add_argument("--instances-json", help="COCO-format instances JSON: categories for pmrp")
-    p.add_argument("--pm-r-cap", type=int, default=50, help="PMRP uses R = min(R, cap); 0 = no cap (default 50)")
+    p.add_argument(
+        "--pm-r-cap", type=pm_r_cap, default=50, help="PMRP uses R = min(R, cap); 'none' = no cap (default 50)"
+    )
     p.add_argument("--output", "-o", help="write the results as JSON here")
     p.add_argument("--per-query", help="also write per-query values as JSON here (for `eccv-caption compare`)")
     p.set_defaults(func=_run_evaluate)
 
 
+def pm_r_cap(text: str) -> int | None:
+    """``--pm-r-cap``: a positive integer, or ``none`` for the uncapped R-Precision (0 is refused, as in the API)."""
+    if text.strip().lower() == "none":
+        return None
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer or 'none', not {text!r}")
+    return int(text)
+
+
 def _run_evaluate(args: argparse.Namespace) -> int:
-    metrics = Metrics(instances_json=args.instances_json, pm_r_cap=args.pm_r_cap or None)
+    check_output_path(args.output)
+    check_output_path(args.per_query)
+    metrics = Metrics(instances_json=args.instances_json, pm_r_cap=args.pm_r_cap)
     if args.rankings:
         rankings = load_rankings(args.rankings)
         per_query = metrics.per_query(rankings.get("i2t"), rankings.get("t2i"), args.metrics, args.ks)
     else:
-        scores = demo_scores(metrics) if args.demo else np.load(args.scores, mmap_mode="r", allow_pickle=False)
-        image_ids = load_ids(args.image_ids) if args.image_ids else None
-        caption_ids = load_ids(args.caption_ids) if args.caption_ids else None
+        expected = "a .npy float matrix, scores[i, j] = similarity(image i, caption j)"
+        scores = demo_scores(metrics) if args.demo else load_npy(args.scores, expected)
+        image_ids = load_ids(args.image_ids, "image ids") if args.image_ids else None
+        caption_ids = load_ids(args.caption_ids, "caption ids") if args.caption_ids else None
         per_query = metrics.per_query_from_scores(scores, image_ids, caption_ids, args.metrics, args.ks)
     results = means(per_query)
     print(format_table(results))

@@ -24,6 +24,7 @@ from eccv_metric.groundtruth import require_unique
 from eccv_metric.ranking import QUERY_KIND
 from eccv_metric.ranking import RankedLists
 from eccv_metric.ranking import as_score_matrix
+from eccv_metric.ranking import check_extra_ids
 from eccv_metric.ranking import int_ids
 from eccv_metric.ranking import top_ranked
 from eccv_metric.targets import Request
@@ -49,6 +50,8 @@ class QueryScores:
 
     @property
     def mean(self) -> float:
+        if len(self.values) == 0:
+            raise EvaluationError(f"{self.direction} {self.metric}: no query has a positive, nothing to average")
         return float(np.mean(self.values))
 
 
@@ -233,6 +236,7 @@ class ScoreSource:
                     f"(scores[i, j] must be image_ids[i] x caption_ids[j])"
                 )
             require_unique(arr, f"given {index.kind}")
+            check_extra_ids(arr, index, gt.captions if axis == 0 else gt.images)
             dense = index.positions(arr)
             pos = np.full(len(index), -1, dtype=np.int64)
             pos[dense[dense >= 0]] = np.flatnonzero(dense >= 0)

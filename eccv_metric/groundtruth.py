@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,6 +23,10 @@ import numpy as np
 
 from eccv_metric.errors import EvaluationError
 from eccv_metric.errors import preview
+from eccv_metric.jsonio import id_keys
+from eccv_metric.jsonio import int_list
+from eccv_metric.jsonio import read_json
+from eccv_metric.jsonio import require_object
 
 DIRECTIONS = ("i2t", "t2i")
 BENCHMARKS = ("coco", "cxc", "eccv")
@@ -59,10 +62,11 @@ def sha256_file(path: Path) -> str:
 
 
 def load_id_lists(path: Path) -> dict[int, list[int]]:
-    """Read an official ``{id: [ids]}`` JSON file with int keys and values."""
-    with open(path) as fin:
-        raw = json.load(fin)
-    return {int(k): [int(v) for v in vals] for k, vals in raw.items()}
+    """Read an official ``{id: [ids]}`` JSON file: canonical integer keys, lists of integer ids."""
+    expected = 'a JSON object {"<query id>": [<positive ids>]}'
+    raw = require_object(read_json(path, expected), path, expected)
+    keys = id_keys(raw, path, "query id")
+    return {k: int_list(v, path, f"the list of query {k}") for k, v in zip(keys.tolist(), raw.values(), strict=True)}
 
 
 def require_unique(ids: np.ndarray, kind: str) -> None:
@@ -331,10 +335,10 @@ class GroundTruth:
             }
             for bench, prefix in _WHEEL_PREFIX.items()
         }
-        cats, names = (None, None)
-        if instances_json is not None:
-            cats, names = load_instance_categories(instances_json)
-        return cls.from_id_lists(caption_ids, lists, cats, source=str(data), category_names=names)
+        gt = cls.from_id_lists(caption_ids, lists, source=str(data))
+        if instances_json is None:
+            return gt
+        return gt.with_categories(*load_instance_categories(instances_json, gt.image_ids))
 
     @classmethod
     def from_dataset(cls, source: str | Path, token: str | None = None) -> GroundTruth:
@@ -423,21 +427,74 @@ def categories_matrix(image_categories: Mapping[int, Iterable[int]], images: IdI
     return out
 
 
-def load_instance_categories(path: str | Path) -> tuple[dict[int, set[int]], dict[int, str]]:
+def load_instance_categories(
+    path: str | Path, image_ids: np.ndarray | None = None
+) -> tuple[dict[int, set[int]], dict[int, str]]:
     """Category ids present in each image of a COCO-format instances JSON, and category names.
 
-    Only ``annotations[*].image_id``/``category_id`` and ``categories`` are read.
+    Reads ``annotations[*].image_id`` / ``category_id``, ``images[*].id`` and
+    ``categories``. A folder is read as a built dataset (its ``images``
+    config's categories). With ``image_ids`` (the test split), every test
+    image must be covered: annotated, or listed in ``images`` (COCO lists the
+    images that have no annotation there); a partial file would silently
+    shrink PMRP to the images it covers.
     """
-    try:
-        with open(path) as fin:
-            raw = json.load(fin)
-        per_image: dict[int, set[int]] = {}
-        for ann in raw["annotations"]:
-            per_image.setdefault(int(ann["image_id"]), set()).add(int(ann["category_id"]))
-        names = {int(c["id"]): str(c["name"]) for c in raw.get("categories", [])}
-    except (OSError, KeyError, TypeError, ValueError) as exc:
-        raise EvaluationError(f"cannot read COCO instances from {path}: {exc}") from exc
+    if Path(path).is_dir():
+        per_image, names = _dataset_categories(path)
+        listed: set[int] = set(per_image)
+    else:
+        per_image, names, listed = _read_instances(path)
+    if image_ids is not None:
+        covered = np.fromiter(set(per_image) | listed, np.int64)
+        missing = np.asarray(image_ids)[~np.isin(image_ids, covered)]
+        if len(missing):
+            raise EvaluationError(
+                f"{path}: the COCO instances do not cover the test split: {len(missing)} of the "
+                f"{len(image_ids)} test images are neither annotated nor listed in 'images': {preview(missing)} "
+                "(give the full instances_val2014.json)"
+            )
     return per_image, names
+
+
+def _read_instances(path: str | Path) -> tuple[dict[int, set[int]], dict[int, str], set[int]]:
+    expected = "a COCO-format instances JSON (e.g. annotations/instances_val2014.json)"
+    raw = require_object(read_json(path, expected), path, expected)
+    per_image: dict[int, set[int]] = {}
+    try:
+        for k, ann in enumerate(raw["annotations"]):
+            image, category = ann["image_id"], ann["category_id"]
+            if type(image) is not int or type(category) is not int or category < 0:
+                raise EvaluationError(
+                    f"{path}: annotations[{k}]: image_id and category_id must be non-negative integers, "
+                    f"got {image!r}, {category!r}"
+                )
+            per_image.setdefault(image, set()).add(category)
+        listed = {img["id"] for img in raw.get("images", [])}
+        names = {int(c["id"]): str(c["name"]) for c in raw.get("categories", [])}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise EvaluationError(f"{path}: not {expected}: missing or malformed field {exc}") from None
+    if any(type(i) is not int for i in listed):
+        raise EvaluationError(f"{path}: images[*].id must be integers")
+    return per_image, names, listed
+
+
+def _dataset_categories(folder: str | Path) -> tuple[dict[int, set[int]], dict[int, str]]:
+    """Categories from a built dataset folder's ``images`` config (names coded 1..n)."""
+    import pyarrow.parquet as pq
+
+    files = sorted(Path(folder).glob("data/images/*.parquet"))
+    if not files:
+        raise EvaluationError(
+            f"{folder} is a folder without data/images/*.parquet: give a COCO instances JSON file "
+            "or a folder built by `eccv-caption build`"
+        )
+    table = pq.ParquetDataset([str(f) for f in files]).read(columns=["image_id", "categories"]).to_pydict()
+    vocab = sorted({n for c in table["categories"] if c for n in c})
+    code = {n: i + 1 for i, n in enumerate(vocab)}
+    per_image = {int(i): {code[n] for n in c} for i, c in zip(table["image_id"], table["categories"], strict=True)}
+    if not vocab:
+        raise EvaluationError(f"{folder}: the images config has no COCO categories (built without instances)")
+    return per_image, {i: n for n, i in code.items()}
 
 
 def _dataset_files(source: str | Path, config: str, token: str | None = None) -> tuple[list[str], object]:

@@ -63,7 +63,7 @@ class Metrics:
     ):
         gt = ground_truth if ground_truth is not None else GroundTruth.from_wheel()
         if instances_json is not None:
-            gt = gt.with_categories(*load_instance_categories(instances_json))
+            gt = gt.with_categories(*load_instance_categories(instances_json, gt.image_ids))
         if extra_file_dir is not None:
             folder = Path(extra_file_dir)
             gt = gt.with_positives(
@@ -181,9 +181,7 @@ class Metrics:
             self.gt.caption_ids if caption_ids is None else caption_ids,
             self.gt,
         )
-        directions = list(directions)
-        if not directions or set(directions) - {"i2t", "t2i"}:
-            raise EvaluationError(f"directions must be 'i2t' and/or 't2i', not {directions}")
+        directions = parse_directions(directions)
         return self._evaluate({d: source for d in directions}, target_metrics, Ks)
 
     # -- internals ----------------------------------------------------------------
@@ -200,6 +198,17 @@ class Metrics:
         if self._pm is None:
             self._pm = PlausibleMatch(self.gt, self.pm_options.zeta, self.pm_options.include_own)
         return self._pm.relevance(direction)
+
+
+def parse_directions(directions: Iterable[str] | str) -> list[str]:
+    """``"i2t"``, ``"t2i"`` or a list of them (each once)."""
+    given = [directions] if isinstance(directions, str) else directions
+    if isinstance(given, Mapping) or not isinstance(given, Iterable):
+        raise EvaluationError(f"directions must be 'i2t' and/or 't2i', not {directions!r:.40}")
+    given = list(given)
+    if not given or any(d not in ("i2t", "t2i") for d in given) or len(set(given)) != len(given):
+        raise EvaluationError(f"directions must be 'i2t' and/or 't2i' (each once), not {given!r:.60}")
+    return given
 
 
 def means(per_query: PerQuery) -> Results:

@@ -75,14 +75,13 @@ def from_dict(rankings: Mapping[int, Sequence[int]], direction: str, gt: GroundT
         )
     keys = list(rankings.keys())
     key_arr = _int_array(keys, f"{direction} query ids")
+    if key_arr.ndim != 1:
+        raise EvaluationError(f"{direction} query ids must be single integers")
     qpos = _query_positions(key_arr, direction, gt)
     values = list(rankings.values())
     gallery = gt.gallery_index(direction)
-    try:
-        lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
-    except TypeError:
-        bad = next(k for k, v in zip(keys, values, strict=True) if not hasattr(v, "__len__"))
-        raise EvaluationError(f"{direction} query {bad}: a ranked list must be a list of ids") from None
+    require_sequences(values, keys, f"{direction} query")
+    lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
     width = int(lengths.max(initial=0))
     rows_per_chunk = max(1, _CHUNK_ELEMENTS // max(1, width))
     if len(values) <= rows_per_chunk:
@@ -130,10 +129,60 @@ def int_ids(values: object, what: str, ndim: int | None = None) -> np.ndarray:
     """An int64 array of ids from a list, numpy array or torch tensor; floats, strings and mixed values raise."""
     if hasattr(values, "detach") and hasattr(values, "cpu"):
         values = values.detach().cpu().numpy()  # type: ignore[attr-defined]
+    scalar = not hasattr(values, "__iter__") or (isinstance(values, np.ndarray) and values.ndim == 0)
+    if scalar or isinstance(values, (str, bytes, Mapping, set, frozenset)):
+        raise EvaluationError(
+            f"{what} must be a list or array of integer ids (in order), not {type(values).__name__} {values!r:.40}"
+        )
     arr = _int_array(values if isinstance(values, (np.ndarray, list)) else list(values), what)  # type: ignore[call-overload]
     if ndim is not None and arr.ndim != ndim:
         raise EvaluationError(f"{what} must be {'a flat list' if ndim == 1 else f'{ndim}-D'}, got shape {arr.shape}")
     return arr
+
+
+def check_extra_ids(ids: np.ndarray, index: IdIndex, other: IdIndex) -> None:
+    """Ids beside the test split (extra gallery items) must be non-negative and not ids of the other modality.
+
+    A negative id, or a test-split caption id among image ids (or the
+    reverse), is a mix-up, not a distractor: refused rather than ranked as a
+    negative.
+    """
+    if len(ids) and ids.min() < 0:
+        raise EvaluationError(f"{index.kind} ids must be non-negative: {preview(ids[ids < 0])}")
+    extra = ids[index.positions(ids) < 0]
+    crossed = extra[other.positions(extra) >= 0]
+    if len(crossed):
+        raise EvaluationError(
+            f"{len(crossed)} of the {index.kind} ids beside the test split are test-split {other.kind} ids "
+            f"(a mix-up of image and caption ids?): {preview(crossed)}"
+        )
+
+
+def require_sequences(values: list, keys: Sequence[object], label: str) -> None:
+    """Each ranked list must be a sequence: a list, a tuple or a 1-D integer array.
+
+    A dict (``{id: score}``) or a set has no rank order we may trust (its
+    insertion or hash order is not the order of its scores): refused, as are
+    strings and scalars. Checked per distinct type, not per list.
+    """
+    kinds = set(map(type, values))
+    if kinds <= {list, tuple}:
+        return
+    for key, value in zip(keys, values, strict=True):
+        if isinstance(value, (list, tuple)):
+            continue
+        if isinstance(value, np.ndarray) and value.ndim == 1 and (value.size == 0 or value.dtype.kind in "iu"):
+            continue
+        what = type(value).__name__
+        if isinstance(value, np.ndarray):
+            what = f"a {value.ndim}-D {value.dtype} array"
+        elif isinstance(value, Mapping):
+            what = "a dict (scores are not ranks: sort the ids by score, best first)"
+        elif isinstance(value, (set, frozenset)):
+            what = "a set (it has no order: give the ids best first)"
+        raise EvaluationError(
+            f"{label} {key}: a ranked list must be a list, tuple or 1-D integer array of ids (best first), not {what}"
+        )
 
 
 def _query_positions(keys: np.ndarray, direction: str, gt: GroundTruth) -> np.ndarray:
@@ -187,11 +236,8 @@ def ranked_to_arrays(
         return (ids.ravel() if flat else ids), np.full(len(ids), ids.shape[1], dtype=np.int64)
     values = list(values)  # type: ignore[call-overload]
     if lengths is None:
-        try:
-            lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
-        except TypeError:
-            bad = next(k for k, v in zip(keys.tolist(), values, strict=True) if not hasattr(v, "__len__"))
-            raise EvaluationError(f"{label} {bad}: a ranked list must be a list of ids") from None
+        require_sequences(values, keys.tolist(), label)
+        lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
     width = int(lengths.max(initial=0))
     equal = bool((lengths == width).all())
     try:

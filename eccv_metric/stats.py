@@ -17,6 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from eccv_metric.errors import EvaluationError
+from eccv_metric.errors import preview
+
 _CHUNK = 256
 
 
@@ -41,12 +44,34 @@ class PairedResult:
     n_resamples: int
 
 
+MAX_RESAMPLES = 1_000_000
+
+
+def check_resampling(n_resamples: object, confidence: object) -> None:
+    """``n_resamples`` in [1, 1,000,000] (memory grows with it) and ``confidence`` in (0, 1)."""
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)):
+        raise EvaluationError(f"n_resamples must be an integer, not {n_resamples!r:.40}")
+    if not 1 <= n_resamples <= MAX_RESAMPLES:
+        raise EvaluationError(f"n_resamples must be between 1 and {MAX_RESAMPLES:,}, not {n_resamples}")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating)):
+        raise EvaluationError(f"confidence must be a number in (0, 1), not {confidence!r:.40}")
+    if not 0 < float(confidence) < 1:
+        raise EvaluationError(f"confidence must be in (0, 1) (e.g. 0.95), not {confidence}")
+
+
+def _check_values(values: np.ndarray, what: str) -> None:
+    if values.ndim != 1 or len(values) == 0:
+        raise EvaluationError(f"{what} must be a non-empty 1-D array of per-query scores")
+    if not np.isfinite(values).all():
+        raise EvaluationError(f"{what} hold NaN or inf (at positions {preview(np.flatnonzero(~np.isfinite(values)))})")
+
+
 def _strata(n: int, groups: np.ndarray | None) -> list[np.ndarray]:
     if groups is None:
         return [np.arange(n)]
     groups = np.asarray(groups)
     if groups.shape != (n,):
-        raise ValueError(f"groups must give one group per query ({n}), got shape {groups.shape}")
+        raise EvaluationError(f"groups must give one group per query ({n}), got shape {groups.shape}")
     return [np.flatnonzero(groups == g) for g in np.unique(groups)]
 
 
@@ -75,8 +100,8 @@ def bootstrap_ci(
 ) -> Interval:
     """Percentile bootstrap interval of the mean of per-query ``values``."""
     values = np.asarray(values, dtype=np.float64)
-    if values.ndim != 1 or len(values) == 0:
-        raise ValueError("values must be a non-empty 1-D array of per-query scores")
+    _check_values(values, "values")
+    check_resampling(n_resamples, confidence)
     means = resample_means(values, n_resamples, seed, groups)
     alpha = (1 - confidence) / 2
     low, high = np.quantile(means, [alpha, 1 - alpha])
@@ -102,7 +127,10 @@ def paired_test(
     """
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1 or len(a) == 0:
-        raise ValueError("a and b must be per-query scores of the same queries, in the same order")
+        raise EvaluationError("a and b must be per-query scores of the same queries, in the same order")
+    _check_values(a, "a")
+    _check_values(b, "b")
+    check_resampling(n_resamples, confidence)
     d = a - b
     observed = float(d.mean())
     boot = resample_means(d, n_resamples, seed, groups)
@@ -117,7 +145,7 @@ def paired_test(
     elif method == "bootstrap":
         extreme = int((np.abs(boot - observed) >= abs(observed) - tol).sum())
     else:
-        raise ValueError(f"method must be 'randomization' or 'bootstrap', not {method!r}")
+        raise EvaluationError(f"method must be 'randomization' or 'bootstrap', not {method!r}")
     alpha = (1 - confidence) / 2
     low, high = np.quantile(boot, [alpha, 1 - alpha])
     return PairedResult(observed, float(low), float(high), (1 + extreme) / (1 + n_resamples), method, n_resamples)
@@ -127,14 +155,16 @@ def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:
     """Kendall's tau-b: ``(C - D) / sqrt((n0 - n1) * (n0 - n2))``.
 
     C / D = concordant / discordant pairs, n0 = n(n-1)/2, n1 / n2 = pairs tied
-    in x / in y. Pairs with a NaN in either are left out. NaN when undefined.
+    in x / in y. Items with a NaN in either are left out (missing); +-inf are
+    ordinary extreme values (compared, not subtracted). NaN when undefined
+    (fewer than two items, or a constant column).
     """
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     keep = ~(np.isnan(x) | np.isnan(y))
     x, y = x[keep], y[keep]
     iu = np.triu_indices(len(x), k=1)
-    dx = np.sign(x[:, None] - x[None, :])[iu]
-    dy = np.sign(y[:, None] - y[None, :])[iu]
+    dx = (np.greater(x[:, None], x[None, :]).astype(np.int8) - np.less(x[:, None], x[None, :]))[iu]
+    dy = (np.greater(y[:, None], y[None, :]).astype(np.int8) - np.less(y[:, None], y[None, :]))[iu]
     n0 = len(dx)
     n1, n2 = int((dx == 0).sum()), int((dy == 0).sum())
     denom = np.sqrt(float(n0 - n1) * float(n0 - n2))

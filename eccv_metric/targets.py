@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import dataclass
+
+import numpy as np
 
 from eccv_metric.errors import EvaluationError
 
@@ -45,7 +48,14 @@ def parse_targets(target_metrics: Iterable[str] | str, ks: Iterable[int] = (1, 5
     ``{set}_recalls`` expands to R@K for every K in ``ks``. Unknown names raise
     (the official package silently ignores them).
     """
-    names = [target_metrics] if isinstance(target_metrics, str) else list(target_metrics)
+    if isinstance(target_metrics, str):
+        names = [target_metrics]
+    elif isinstance(target_metrics, Iterable) and not isinstance(target_metrics, Mapping):
+        names = list(target_metrics)
+    else:
+        raise EvaluationError(
+            f"target_metrics must be a metric name or a list of names, not {type(target_metrics).__name__}"
+        )
     ks = _parse_ks(ks)
     recalls: dict[str, set[int]] = {}
     flags = {"eccv_map_at_r": False, "eccv_rprecision": False, "pmrp": False}
@@ -56,6 +66,8 @@ def parse_targets(target_metrics: Iterable[str] | str, ks: Iterable[int] = (1, 5
         if name in flags:
             flags[name] = True
         elif name.endswith("_recalls") and name[: -len("_recalls")] in RECALL_SETS:
+            if not ks:
+                raise EvaluationError(f"{name} needs at least one K: Ks is empty")
             recalls.setdefault(name[: -len("_recalls")], set()).update(ks)
         elif match:
             recalls.setdefault(match.group(1), set()).add(int(match.group(2)))
@@ -75,11 +87,14 @@ def parse_targets(target_metrics: Iterable[str] | str, ks: Iterable[int] = (1, 5
 
 
 def _parse_ks(ks: Iterable[int]) -> tuple[int, ...]:
-    if isinstance(ks, int):
-        ks = (ks,)
+    """Ks: an int (Python or numpy) or an iterable of them, each >= 1 (bools, floats and strings refused)."""
+    if hasattr(ks, "__index__") and not isinstance(ks, bool) and getattr(ks, "ndim", 0) == 0:
+        ks = (ks,)  # type: ignore[assignment]
+    if isinstance(ks, (str, bytes, Mapping)) or not isinstance(ks, Iterable):
+        raise EvaluationError(f"Ks must be a positive integer or a list of them, not {ks!r:.40}")
     out = []
     for k in ks:
-        if isinstance(k, bool) or not hasattr(k, "__index__") or int(k) < 1:
-            raise EvaluationError(f"Ks must be positive integers, not {k!r}")
+        if isinstance(k, (bool, np.bool_)) or not hasattr(k, "__index__") or getattr(k, "ndim", 0) or int(k) < 1:
+            raise EvaluationError(f"Ks must be positive integers, not {k!r:.40}")
         out.append(int(k))
     return tuple(sorted(set(out)))

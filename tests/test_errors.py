@@ -81,7 +81,7 @@ def test_not_a_dict_or_not_lists(metrics, top50):
     with pytest.raises(EvaluationError, match="must be a dict"):
         metrics.compute_all_metrics(list(i2t.items()), t2i)
     i2t[391895] = 5
-    with pytest.raises(EvaluationError, match="i2t query 391895: a ranked list must be a list of ids"):
+    with pytest.raises(EvaluationError, match="i2t query 391895: a ranked list must be a list, tuple or 1-D"):
         metrics.compute_all_metrics(i2t, t2i)
 
 
