@@ -32,8 +32,9 @@ def recall_at_k(rel: np.ndarray, available: np.ndarray, k: int, gallery_size: in
     among the items it has (a hit before the list ends is a hit in the top K).
     ``rel`` may also be given as the output of :func:`first_hit`.
     """
+    k = min(k, gallery_size)  # K beyond the gallery is R@(gallery size); also keeps K within int64
     hit = (rel if rel.ndim == 1 else first_hit(rel)) < k
-    undecided = ~hit & (available < min(k, gallery_size))
+    undecided = ~hit & (available < k)
     return hit.astype(np.float64), undecided
 
 
