@@ -204,6 +204,7 @@ class ListSource:
         qfold = self.gt.query_fold(direction)[lists.query]
         gfold = self.gt.gallery_fold(direction)
         n, width = lists.items.shape
+        depth = min(depth, width, self.gt.fold_size(direction))  # a filtered list never holds more: memory by input
         out = np.full((n, depth), -1, dtype=np.int32)
         available = np.zeros(n, dtype=np.int64)
         step = max(1, (1 << 22) // max(1, width))
