@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from eccv_metric.cli_trec import add_export_trec
+from eccv_metric.cli_trec import add_import_trec
 from eccv_metric.errors import EvaluationError
 from eccv_metric.jsonio import id_keys
 from eccv_metric.jsonio import int_list
@@ -38,13 +40,17 @@ def format_table(results: Results) -> str:
 
 def write_json_atomic(path: str | Path, payload: object) -> None:
     """Write JSON through a temporary file and rename, so a failure never leaves half a file."""
+    write_text_atomic(path, json.dumps(payload, indent=2) + "\n")
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write text through a temporary file in the same folder, then rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as fout:
-            json.dump(payload, fout, indent=2)
-            fout.write("\n")
+        with os.fdopen(fd, "w", encoding="utf-8") as fout:
+            fout.write(text)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -143,6 +149,7 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--rankings", help='JSON {"i2t": {image id: [caption ids]}, "t2i": {caption id: [image ids]}}')
     src.add_argument("--scores", help=".npy matrix, scores[i, j] = similarity(image_ids[i], caption_ids[j])")
+    src.add_argument("--run", help="a TREC run file (image-<id> / caption-<id> ids; see `eccv-caption export-trec`)")
     src.add_argument("--demo", action="store_true", help="a synthetic seeded score matrix (offline smoke run)")
     p.add_argument("--image-ids", help="image ids of the score rows (.npy, .json or text); default Karpathy order")
     p.add_argument("--caption-ids", help="caption ids of the score columns; default Karpathy order")
@@ -175,8 +182,13 @@ def _run_evaluate(args: argparse.Namespace) -> int:
     check_output_path(args.output)
     check_output_path(args.per_query)
     metrics = Metrics(instances_json=args.instances_json, pm_r_cap=args.pm_r_cap)
-    if args.rankings:
-        rankings = load_rankings(args.rankings)
+    if args.rankings or args.run:
+        if args.run:
+            from eccv_metric.trec import read_run
+
+            rankings = read_run(args.run)
+        else:
+            rankings = load_rankings(args.rankings)
         per_query = metrics.per_query(rankings.get("i2t"), rankings.get("t2i"), args.metrics, args.ks)
     else:
         expected = "a .npy float matrix, scores[i, j] = similarity(image i, caption j)"
@@ -351,6 +363,8 @@ def _run_leaderboard(args: argparse.Namespace) -> int:
 
 SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     _add_evaluate,
+    add_export_trec,
+    add_import_trec,
     _add_build,
     _add_push,
     _add_compare,

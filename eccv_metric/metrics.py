@@ -184,6 +184,16 @@ class Metrics:
         directions = parse_directions(directions)
         return self._evaluate({d: source for d in directions}, target_metrics, Ks)
 
+    def relevance(self, benchmark: str, direction: str) -> Relevance:
+        """Positives of ``coco``, ``cxc``, ``eccv`` or ``pm`` (PM needs categories) in one direction."""
+        if direction not in ("i2t", "t2i"):
+            raise EvaluationError(f"direction must be 'i2t' or 't2i', not {direction!r}")
+        if benchmark == "pm":
+            return self._pm_relevance(direction)
+        if benchmark not in self.gt.positives:
+            raise EvaluationError(f"unknown benchmark {benchmark!r}; known: {', '.join(self.gt.positives)}, pm")
+        return self.gt.positives[benchmark][direction]
+
     # -- internals ----------------------------------------------------------------
 
     def _evaluate(self, sources: Mapping[str, Source], target_metrics: Iterable[str], ks: Iterable[int]) -> PerQuery:
