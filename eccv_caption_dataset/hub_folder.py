@@ -18,6 +18,9 @@ import pyarrow.parquet as pq
 import yaml
 from datasets.exceptions import DatasetGenerationError
 
+from eccv_caption_dataset.beir import CARD_SECTION
+from eccv_caption_dataset.beir import write_beir
+from eccv_caption_dataset.beir import yaml_configs
 from eccv_caption_dataset.builder import CONFIGS
 from eccv_caption_dataset.builder import DESCRIPTIONS
 from eccv_caption_dataset.builder import EccvCaption
@@ -107,7 +110,9 @@ def build(
             log(f"built {name}: {dataset.num_rows} rows")
             del dataset
         shutil.rmtree(tmp / "cache", ignore_errors=True)
-        (tmp / "README.md").write_text(dataset_card(infos, report, paper_results))
+        beir = write_beir(tmp, IMAGE_ROW_GROUP)
+        report["beir"] = {name: info["rows"] for name, info in beir.items()}
+        (tmp / "README.md").write_text(dataset_card(infos, report, paper_results, beir))
         _swap_into_place(tmp, output)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -128,7 +133,7 @@ def _swap_into_place(new: Path, output: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def dataset_card(infos: dict, report: dict, paper_results: str | Path | None = None) -> str:
+def dataset_card(infos: dict, report: dict, paper_results: str | Path | None = None, beir: dict | None = None) -> str:
     """README.md with YAML ``configs`` and generated ``dataset_info``, license, citations, usage."""
     default = "positives" if "positives" in infos else next(iter(infos), None)
     configs = []
@@ -145,6 +150,15 @@ def dataset_card(infos: dict, report: dict, paper_results: str | Path | None = N
                 "splits": [{"name": "test", "num_bytes": size, "num_examples": rows}],
                 "download_size": size,
                 "dataset_size": size,
+            }
+        )
+    configs += yaml_configs(beir or {})
+    for name, info in (beir or {}).items():
+        dataset_info.append(
+            {
+                "config_name": name,
+                "features": info["features"]._to_yaml_list(),
+                "splits": [{"name": split, "num_examples": info["rows"]} for split in info["splits"]],
             }
         )
     header = {
@@ -164,6 +178,7 @@ def dataset_card(infos: dict, report: dict, paper_results: str | Path | None = N
         + yaml.safe_dump(header, sort_keys=False, allow_unicode=True)
         + "---\n\n"
         + CARD_BODY.format(configs=rows, skipped=skipped, results=_paper_table(paper_results))
+        + ("\n" + CARD_SECTION.replace("REPO", '"<this repo>"') if beir else "")
     )
 
 

@@ -50,3 +50,14 @@ def top50(gt, scores_gauss):
     i2t = {int(q): gt.caption_ids[row].tolist() for q, row in zip(gt.image_ids, i2t_idx, strict=True)}
     t2i = {int(q): gt.image_ids[row].tolist() for q, row in zip(gt.caption_ids, t2i_idx, strict=True)}
     return i2t, t2i
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    """One real build of the dataset folder from ../shared/data (every config), shared by the tests."""
+    from eccv_caption_dataset.hub_folder import build
+
+    out = tmp_path_factory.mktemp("build") / "eccv_caption"
+    paper = SHARED / "paper" / "eccv_caption_paper_results.csv"
+    report = build(out, source_dir=SHARED, paper_results=paper, log=lambda _: None)
+    return out, report

@@ -23,13 +23,6 @@ from tests.fixtures import SHARED
 PAPER = SHARED / "paper" / "eccv_caption_paper_results.csv"
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    out = tmp_path_factory.mktemp("build") / "eccv_caption"
-    report = build(out, source_dir=SHARED, paper_results=PAPER, log=lambda _: None)
-    return out, report
-
-
 def read(folder, config, columns=None):
     return pq.read_table(sorted((folder / "data" / config).glob("*.parquet")), columns=columns).to_pydict()
 
@@ -91,7 +84,10 @@ def test_dataset_card_is_generated(built):
     header = yaml.safe_load(text.split("---")[1])
     assert header["license"] == "cc-by-4.0" and "image-to-text" in header["task_categories"]
     configs = {c["config_name"]: c for c in header["configs"]}
-    assert set(configs) == {"images", "captions", "positives", "cxc_ratings"} and configs["positives"]["default"]
+    beir = {"beir-images", "beir-captions"} | {
+        f"{b}-{d}-qrels" for b in ("coco", "cxc", "eccv") for d in ("i2t", "t2i")
+    }
+    assert set(configs) == {"images", "captions", "positives", "cxc_ratings"} | beir and configs["positives"]["default"]
     assert configs["captions"]["data_files"] == [{"split": "test", "path": "data/captions/test-*.parquet"}]
     for info in header["dataset_info"]:
         rows = pq.ParquetFile(next((folder / "data" / info["config_name"]).glob("*.parquet"))).metadata.num_rows
