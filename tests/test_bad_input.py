@@ -425,3 +425,43 @@ def test_pm_r_cap_zero_is_one_rule_everywhere(module, top50, tmp_path, capsys, s
     with pytest.raises(SystemExit):
         main(["evaluate", "--rankings", str(tmp_path / "r.json"), "--metrics", "pmrp", "--pm-r-cap", "0"])
     assert "must be a positive integer or 'none', not '0'" in capsys.readouterr().err
+
+
+# the Space's scoring function ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def space():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("space_app", EVALUATE_MODULE_DIR / "app.py")
+    app = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(app)
+    return app
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (lambda raw: raw["i2t"].__setitem__("0391895", raw["i2t"]["391895"]), "plain decimal integers"),
+        (lambda raw: raw.__setitem__("T2I", raw.pop("t2i")), "got ['T2I']"),
+        (lambda raw: raw["i2t"].__setitem__("391895", {"770337": 0.9}), "i2t query 391895: a ranked list must be"),
+        (lambda raw: raw["i2t"]["391895"].__setitem__(0, 1.5), "i2t query 391895: ranked ids must be integers"),
+    ],
+)
+def test_space_scoring_function_refuses_bad_files(space, small, tmp_path, change, message):
+    raw = json.loads(json.dumps(small))
+    change(raw)
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(raw))
+    table, results = space.score(str(path), list(TOP50), "1")
+    assert table.startswith("error: ") and message in table and results == "{}"
+
+
+def test_space_scoring_function_huge_k_and_bad_ks(space, small, tmp_path):
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(small))
+    table, _ = space.score(str(path), ["coco_5k_recalls"], str(10**12))
+    assert table.startswith("error: i2t coco_5k_r1000000000000: the ranked lists of")
+    table, _ = space.score(str(path), ["coco_5k_recalls"], "1.5")
+    assert table.startswith("error: ")
