@@ -54,33 +54,23 @@ def _prefixed(kind: str, ids: pa.Array) -> pa.Array:
     return pc.binary_join_element_wise(pa.scalar(f"{kind}-"), pc.cast(ids, pa.string()), "")
 
 
+def _items(kind: str, ids: pa.ChunkedArray, modality: str, text: object, image: object) -> pa.Table:
+    n = len(ids)
+    columns = {"id": _prefixed(kind, ids), "modality": pa.array([modality] * n), "text": text, "image": image}
+    return pa.table(columns, schema=ITEM_FEATURES.arrow_schema)
+
+
 def item_tables(folder: Path) -> dict[str, pa.Table]:
     """``beir-images`` and ``beir-captions`` tables (only for the configs the folder has)."""
     out = {}
     images = _read(folder, "images", ["image_id", "image"])
     if images is not None:
-        n = images.num_rows
-        out["beir-images"] = pa.table(
-            {
-                "id": _prefixed("image", images["image_id"]),
-                "modality": pa.array(["image"] * n),
-                "text": pa.nulls(n, pa.string()),
-                "image": images["image"],
-            },
-            schema=ITEM_FEATURES.arrow_schema,
-        )
+        text = pa.nulls(images.num_rows, pa.string())
+        out["beir-images"] = _items("image", images["image_id"], "image", text, images["image"])
     captions = _read(folder, "captions", ["caption_id", "caption"])
     if captions is not None:
-        n = captions.num_rows
-        out["beir-captions"] = pa.table(
-            {
-                "id": _prefixed("caption", captions["caption_id"]),
-                "modality": pa.array(["text"] * n),
-                "text": captions["caption"],
-                "image": pa.nulls(n, ITEM_FEATURES.arrow_schema.field("image").type),
-            },
-            schema=ITEM_FEATURES.arrow_schema,
-        )
+        image = pa.nulls(captions.num_rows, ITEM_FEATURES.arrow_schema.field("image").type)
+        out["beir-captions"] = _items("caption", captions["caption_id"], "text", captions["caption"], image)
     return out
 
 

@@ -20,6 +20,7 @@ from eccv_metric.jsonio import id_keys
 from eccv_metric.jsonio import int_list
 from eccv_metric.jsonio import read_json
 from eccv_metric.jsonio import require_object
+from eccv_metric.leaderboard import CORRELATE_METRICS
 from eccv_metric.metrics import Metrics
 from eccv_metric.metrics import means
 from eccv_metric.targets import ALL_TARGETS
@@ -281,16 +282,18 @@ def _run_compare(args: argparse.Namespace) -> int:
 
     rows = compare_files(args.a, args.b, args.n_resamples, args.confidence, args.seed, args.method)
     width = max(len(r["metric"]) for r in rows) + 4
-    print(f"{'metric':<{width}} {'A':>7} {'CI A':>15} {'B':>7} {'CI B':>15} {'A-B':>7} {'p':>8}")
+    print(f"{'metric':<{width}} {'A':>7} {'CI A':>15} {'B':>7} {'CI B':>15} {'A-B':>7} {'p':>8} {'p Holm':>8}")
     for r in rows:
         print(
             f"{r['metric'] + '/' + r['direction']:<{width}} {100 * r['a']:7.2f} "
             f"[{100 * r['a_low']:5.2f}, {100 * r['a_high']:5.2f}] {100 * r['b']:7.2f} "
-            f"[{100 * r['b_low']:5.2f}, {100 * r['b_high']:5.2f}] {100 * r['diff']:+7.2f} {r['p_value']:8.4f}"
+            f"[{100 * r['b_low']:5.2f}, {100 * r['b_high']:5.2f}] {100 * r['diff']:+7.2f} {r['p_value']:8.4f} "
+            f"{r['p_holm']:8.4f}"
         )
     print(
         f"{args.confidence:.0%} percentile bootstrap CIs ({args.n_resamples} resamples, seed {args.seed}); "
-        f"p: two-sided paired {args.method} test; COCO 1K resampled within folds."
+        f"p: two-sided paired {args.method} test; p Holm: Holm-Bonferroni adjusted over the {len(rows)} rows; "
+        "COCO 1K resampled within folds."
     )
     if args.output:
         write_json_atomic(args.output, rows)
@@ -299,7 +302,7 @@ def _run_compare(args: argparse.Namespace) -> int:
 
 def _add_correlate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("correlate", help="Kendall tau-b between metrics over the paper's leaderboard (+ yours)")
-    p.add_argument("--paper-dir", help="folder of the paper's CSVs (default: $ECCV_CAPTION_PAPER_DIR)")
+    p.add_argument("--paper-dir", help="folder of the paper's two CSVs (default: the copy shipped with the package)")
     p.add_argument("--with", dest="extra", nargs="+", default=[], help="your results JSON files (evaluate -o)")
     p.add_argument("--plot", help="write a heatmap PNG here (needs matplotlib: pip install '.[plot]')")
     p.add_argument("--format", choices=["table", "json"], default="table")
@@ -316,14 +319,14 @@ def _leaderboard(args: argparse.Namespace) -> dict[str, dict[str, float]]:
 
 def _run_correlate(args: argparse.Namespace) -> int:
     from eccv_metric.leaderboard import CORRELATE_METRICS
+    from eccv_metric.leaderboard import LABELS
     from eccv_metric.stats import tau_matrix
 
     taus = tau_matrix(_leaderboard(args), CORRELATE_METRICS)
     if args.format == "json":
         print(json.dumps(taus, indent=1))
     else:
-        short = [m.replace("eccv_", "").replace("coco_", "").replace("rprecision", "r-p") for m in CORRELATE_METRICS]
-        print(f"{'':<16}" + "".join(f"{s:>10}" for s in short))
+        print(f"{'':<16}" + "".join(f" {LABELS[m]:>9}" for m in CORRELATE_METRICS))
         for m in CORRELATE_METRICS:
             print(f"{m:<16}" + "".join(f"{taus[m][n]:10.2f}" for n in CORRELATE_METRICS))
     if args.plot:
@@ -336,21 +339,21 @@ def _run_correlate(args: argparse.Namespace) -> int:
 
 def _add_leaderboard(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("leaderboard", help="the paper's 25 models (i2t/t2i averages) with your models ranked in")
-    p.add_argument("--paper-dir", help="folder of the paper's CSVs (default: $ECCV_CAPTION_PAPER_DIR)")
+    p.add_argument("--paper-dir", help="folder of the paper's two CSVs (default: the copy shipped with the package)")
     p.add_argument("--with", dest="extra", nargs="+", default=[], help="your results JSON files (evaluate -o)")
-    p.add_argument("--sort", default="eccv_map_at_r", help="metric to sort by")
+    p.add_argument("--sort", default="eccv_map_at_r", choices=CORRELATE_METRICS, help="metric to sort by")
     p.set_defaults(func=_run_leaderboard)
 
 
 def _run_leaderboard(args: argparse.Namespace) -> int:
-    from eccv_metric.leaderboard import CORRELATE_METRICS
+    from eccv_metric.leaderboard import LABELS
     from eccv_metric.leaderboard import ranks
 
     table = _leaderboard(args)
     order = sorted(table, key=lambda m: -table[m].get(args.sort, float("-inf")))
-    print(f"{'model':<44}" + "".join(f"{m.replace('eccv_', '').replace('coco_', ''):>10}" for m in CORRELATE_METRICS))
+    print(f"{'model':<44}" + "".join(f" {LABELS[m]:>9}" for m in CORRELATE_METRICS))
     for model in order:
-        cells = "".join(f"{table[model][m]:10.2f}" if m in table[model] else f"{'-':>10}" for m in CORRELATE_METRICS)
+        cells = "".join(f" {table[model][m]:9.2f}" if m in table[model] else f" {'-':>9}" for m in CORRELATE_METRICS)
         print(f"{model[:43]:<44}{cells}")
     for path in args.extra:
         name = Path(path).stem
@@ -385,6 +388,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
+    except BrokenPipeError:  # the reader (e.g. `| head`) left: stop quietly, as Unix tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except (EvaluationError, FileExistsError, FileNotFoundError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

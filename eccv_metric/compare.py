@@ -15,6 +15,7 @@ from eccv_metric.jsonio import read_json
 from eccv_metric.jsonio import require_object
 from eccv_metric.stats import bootstrap_ci
 from eccv_metric.stats import check_resampling
+from eccv_metric.stats import holm
 from eccv_metric.stats import paired_test
 
 
@@ -28,6 +29,9 @@ def compare(
     gt: GroundTruth | None = None,
 ) -> list[dict]:
     """One row per metric and direction found in both: means, CIs, mean difference, paired p-value.
+
+    ``p_holm``: the p-values adjusted over all rows of the comparison
+    (Holm-Bonferroni), for claims about several metrics at once.
 
     Queries are aligned by id (both systems must cover the same queries). COCO 1K
     metrics are resampled within their folds (stratified bootstrap).
@@ -68,6 +72,8 @@ def compare(
             )
     if not rows:
         raise EvaluationError("the two files share no metric/direction")
+    for row, adjusted in zip(rows, holm([r["p_value"] for r in rows]), strict=True):
+        row["p_holm"] = adjusted
     return rows
 
 

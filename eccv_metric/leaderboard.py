@@ -1,9 +1,11 @@
 """The ECCV Caption paper's results as a leaderboard, with a user's models merged in.
 
-The paper's figures (arXiv 2204.03359v5: appendix Tables D.2/D.3 per direction,
-Table 4 of i2t/t2i averages) are read from the two CSVs given by the user
-(``--paper-dir``, or ``ECCV_CAPTION_PAPER_DIR``): ``eccv_caption_paper_results.csv``
-and ``eccv_caption_paper_table4.csv``. Values are percent.
+The paper's figures (Chun et al., ECCV 2022, arXiv 2204.03359v5: appendix
+Tables D.2/D.3 per direction, Table 4 of i2t/t2i averages) ship with the
+package as two cited CSVs in ``eccv_metric/data`` (``eccv_caption_paper_results.csv``
+and ``eccv_caption_paper_table4.csv``, ``#`` lines = citation); another folder
+with the same two files can be given (``--paper-dir`` or
+``ECCV_CAPTION_PAPER_DIR``). Values are percent.
 
 The correlation table follows the paper: Table 4's values where it has the
 metric (its PMRP column is what the paper correlated, though it disagrees with
@@ -32,31 +34,57 @@ CORRELATE_METRICS = [
     "pmrp",
     "rsum",
 ]
+LABELS = {
+    "eccv_map_at_r": "mAP@R",
+    "eccv_rprecision": "R-P",
+    "eccv_r1": "ECCV R@1",
+    "cxc_r1": "CxC R@1",
+    "coco_1k_r1": "1K R@1",
+    "coco_1k_r5": "1K R@5",
+    "coco_1k_r10": "1K R@10",
+    "coco_5k_r1": "5K R@1",
+    "coco_5k_r5": "5K R@5",
+    "coco_5k_r10": "5K R@10",
+    "pmrp": "PMRP",
+    "rsum": "RSUM",
+}
 RESULTS_CSV = "eccv_caption_paper_results.csv"
 TABLE4_CSV = "eccv_caption_paper_table4.csv"
 
 Table = dict[str, dict[str, float]]
 
 
+PAPER_CITATION = (
+    "Chun, Kim, Park, Chang, Oh. ECCV Caption: Correcting False Negatives by Collecting Machine-and-Human-verified "
+    "Image-Caption Associations for MS-COCO. ECCV 2022. arXiv:2204.03359v5, Table 4 and Tables D.2/D.3."
+)
+SHIPPED = Path(__file__).resolve().parent / "data"
+
+
 def paper_dir(path: str | Path | None = None) -> Path:
-    folder = Path(path or os.environ.get("ECCV_CAPTION_PAPER_DIR", ""))
-    if not path and not os.environ.get("ECCV_CAPTION_PAPER_DIR"):
-        raise FileNotFoundError("give the folder of the paper's CSVs: --paper-dir or ECCV_CAPTION_PAPER_DIR")
+    """The folder of the paper's two CSVs: ``path``, else ``$ECCV_CAPTION_PAPER_DIR``, else the shipped copy."""
+    given = path or os.environ.get("ECCV_CAPTION_PAPER_DIR")
+    folder = Path(given) if given else SHIPPED
     for name in (RESULTS_CSV, TABLE4_CSV):
         if not (folder / name).is_file():
             raise FileNotFoundError(f"{folder / name} is missing")
     return folder
 
 
+def _rows(path: Path) -> csv.DictReader:
+    with open(path, newline="") as fin:
+        lines = [line for line in fin if not line.startswith("#")]
+    return csv.DictReader(lines)
+
+
 def per_direction(folder: Path) -> dict[str, dict[str, dict[str, float]]]:
     """``{model: {metric: {'i2t': x, 't2i': y}}}`` from the appendix tables."""
     out: dict[str, dict[str, dict[str, float]]] = {}
-    with open(folder / RESULTS_CSV, newline="") as fin:
-        for row in csv.DictReader(fin):
-            by_metric = out.setdefault(row["model"], {})
-            for key, value in row.items():
-                if key not in ("model", "group", "direction") and value not in ("", None):
-                    by_metric.setdefault(key, {})[row["direction"]] = float(value)
+    for row in _rows(folder / RESULTS_CSV):
+        by_metric = out.setdefault(row["model"], {})
+        for key, value in row.items():
+            if key not in ("model", "group", "direction") and value not in ("", None):
+                by_metric.setdefault(key, {})[row["direction"]] = float(value)
     return out
 
 
@@ -72,10 +100,9 @@ def averages(results: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
 def paper_table(folder: Path) -> Table:
     """The models x metrics table the paper correlated (see the module docstring)."""
     table = {model: averages(res) for model, res in per_direction(folder).items()}
-    with open(folder / TABLE4_CSV, newline="") as fin:
-        for row in csv.DictReader(fin):
-            entry = table.setdefault(row["model"], {})
-            entry.update({k: float(v) for k, v in row.items() if k != "model" and v not in ("", None)})
+    for row in _rows(folder / TABLE4_CSV):
+        entry = table.setdefault(row["model"], {})
+        entry.update({k: float(v) for k, v in row.items() if k != "model" and v not in ("", None)})
     return table
 
 

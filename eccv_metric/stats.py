@@ -7,6 +7,7 @@
   differences ``d = a - b`` are tested for a zero mean, two-sided, by a
   randomization (sign-flip) test or a paired bootstrap.
 - :func:`kendall_tau_b`: rank correlation with ties (tau-b).
+- :func:`holm`: Holm-Bonferroni adjusted p-values for several tests at once.
 
 All resampling is seeded and vectorised in chunks of resamples.
 """
@@ -149,6 +150,23 @@ def paired_test(
     alpha = (1 - confidence) / 2
     low, high = np.quantile(boot, [alpha, 1 - alpha])
     return PairedResult(observed, float(low), float(high), (1 + extreme) / (1 + n_resamples), method, n_resamples)
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm-Bonferroni step-down adjusted p-values (family-wise error rate), in the input order.
+
+    With p sorted ascending, ``p_adj(i) = max_{j <= i} min(1, (m - j + 1) * p(j))`` (1-based, m tests);
+    rejecting where ``p_adj <= alpha`` controls the FWER at ``alpha``.
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    if p.ndim != 1 or not np.isfinite(p).all() or ((p < 0) | (p > 1)).any():
+        raise EvaluationError("p-values must be a list of numbers in [0, 1]")
+    order = np.argsort(p, kind="stable")
+    m = len(p)
+    adjusted = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
+    out = np.empty(m)
+    out[order] = adjusted
+    return out.tolist()
 
 
 def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -11,6 +13,7 @@ from eccv_metric.cli import main
 from eccv_metric.leaderboard import CORRELATE_METRICS
 from eccv_metric.leaderboard import paper_table
 from eccv_metric.stats import bootstrap_ci
+from eccv_metric.stats import holm
 from eccv_metric.stats import kendall_tau_b
 from eccv_metric.stats import paired_test
 from tests.fixtures import SHARED
@@ -130,7 +133,36 @@ def test_cli_evaluate_compare_and_leaderboard(tmp_path, capsys, gt, top50):
     assert "model_a_results ranks (of 26)" in text and "BLIP" in text
 
 
-def test_cli_correlate_needs_the_paper_figures(monkeypatch, capsys):
+def test_shipped_paper_figures_are_the_transcription_and_need_no_flag(monkeypatch, capsys):
+    """The package's cited copy holds the same figures as ../shared/data/paper (its transcription)."""
+    from eccv_metric.leaderboard import SHIPPED
+
     monkeypatch.delenv("ECCV_CAPTION_PAPER_DIR", raising=False)
-    assert main(["correlate"]) == 2
-    assert "--paper-dir" in capsys.readouterr().err
+    assert paper_table(SHIPPED) == paper_table(PAPER)
+    assert main(["correlate", "--format", "json"]) == 0
+    taus = json.loads(capsys.readouterr().out)
+    assert taus["coco_1k_r1"]["eccv_map_at_r"] == pytest.approx(0.47, abs=0.005)
+    assert main(["leaderboard"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[1:4] == ["mAP@R", "R-P", "ECCV"] and len(lines) == 26
+    assert lines[1].startswith("VSE-infinity (WSL grid)")  # the best ECCV mAP@R of Table 4 (42.41)
+
+
+def test_leaderboard_sort_is_validated_and_a_closed_pipe_is_quiet(capsys):
+    with pytest.raises(SystemExit):
+        main(["leaderboard", "--sort", "map"])
+    assert "invalid choice: 'map'" in capsys.readouterr().err
+    done = subprocess.run(
+        f"{sys.executable} -m eccv_metric.cli leaderboard --sort coco_1k_r1 | head -n 2",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and len(done.stdout.splitlines()) == 2 and done.stderr == ""
+
+
+def test_holm_bonferroni_hand_computed():
+    # sorted p: 0.005, 0.01, 0.03, 0.04 (m = 4) -> 0.02, 0.03, max(0.03, 0.06), max(0.06, 0.04)
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0]) and holm([0.2]) == [0.2]
