@@ -24,6 +24,7 @@ FEATURES = {
             "height": datasets.Value("int32"),
             "coco_1k_fold": datasets.Value("int8"),
             "is_eccv_query": datasets.Value("bool"),
+            "removed_in_eccv": datasets.Value("bool"),
             "categories": datasets.List(datasets.Value("string")),
         }
     ),

@@ -214,12 +214,14 @@ Plausible Match (PM) positives. Built by `eccv-caption build`.
   = original pairs; `cxc` = CxC SITS ratings >= 3; `eccv` = ECCV Caption
   (empty for the queries outside its subset); `pm` = plausible matches (images
   whose COCO category sets differ in at most 2 categories; own image left out;
-  null when categories were not available at build time). Rows follow the
+  null for the 48 images without COCO instance annotations and their
+  captions, and everywhere when categories were not available at build time). Rows follow the
   Karpathy order (t2i rows = the 25,000 captions in order).
 - `images` / `captions`: `coco_1k_fold` is the COCO 1K fold (0-4), i.e. captions
   `[5000f, 5000f+5000)` in Karpathy order and their images; `is_eccv_query`
-  marks ECCV Caption queries. `removed_in_eccv` is null unless the build was
-  given the list of captions the paper removed (appendix C.1).
+  marks ECCV Caption queries. `removed_in_eccv` flags what the paper left out
+  (appendix C.1): 32 captions (18 meaningless, 14 semantically wrong) and
+  image 578492 (a duplicate of training images 388662 and 397819).
 - `cxc_ratings`: raw graded CxC ratings (0-5) between test items: `sits`
   (caption, image), `sts` (caption, caption), `sis` (image, image).
 

@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
+from eccv_caption_dataset.paper import REMOVED_CAPTIONS
+from eccv_caption_dataset.paper import REMOVED_IMAGES
 from eccv_caption_dataset.sources import CXC_FILES
 from eccv_caption_dataset.sources import Sources
 from eccv_caption_dataset.sources import jpeg_size
@@ -93,12 +95,15 @@ def image_rows(sources: Sources, gt: GroundTruth, embed: set[int] | None, report
             "height": rec["height"],
             "coco_1k_fold": int(gt.image_fold[k]),
             "is_eccv_query": bool(is_query[k]),
+            "removed_in_eccv": image_id in REMOVED_IMAGES,
             "categories": cats,
         }
     report["images_missing"] = missing
 
 
-def caption_rows(sources: Sources, gt: GroundTruth, removed: set[int] | None) -> Iterator[dict]:
+def caption_rows(sources: Sources, gt: GroundTruth, removed: set[int] | None = None) -> Iterator[dict]:
+    """One row per test caption; ``removed`` defaults to the paper's appendix C.1 list."""
+    removed = REMOVED_CAPTIONS if removed is None else removed
     texts = caption_texts(sources, gt)
     _, is_query = eccv_query_masks(gt)
     for k, caption_id in enumerate(gt.caption_ids.tolist()):
@@ -108,7 +113,7 @@ def caption_rows(sources: Sources, gt: GroundTruth, removed: set[int] | None) ->
             "caption": texts[caption_id],
             "coco_1k_fold": int(gt.caption_fold[k]),
             "is_eccv_query": bool(is_query[k]),
-            "removed_in_eccv": None if removed is None else caption_id in removed,
+            "removed_in_eccv": caption_id in removed,
         }
 
 
@@ -177,6 +182,10 @@ def positive_rows(
         q_ids, g_ids = gt.query_index(direction).ids, gt.gallery_index(direction).ids
         per_bench = {b: _rows_of(lists[b][direction], g_ids, q_ids) for b in lists}
         pm_rows = _rows_of(pm[direction], g_ids, q_ids) if pm is not None else None
+        if pm_rows is not None:  # no categories (48 images, their captions): unknown, not "no match"
+            annotated = gt.image_categories.any(axis=1)  # type: ignore[union-attr]
+            query_annotated = annotated if direction == "i2t" else annotated[gt.caption_image]
+            pm_rows = [row if ok else None for row, ok in zip(pm_rows, query_annotated.tolist(), strict=True)]
         for k, query_id in enumerate(q_ids.tolist()):
             yield {
                 "direction": direction,

@@ -221,7 +221,9 @@ def _add_build(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--configs", nargs="+", help="images captions positives cxc_ratings (default: all buildable)")
     p.add_argument("--download", action="store_true", help="download missing sources from their canonical homes")
     p.add_argument("--image-ids", help="embed only these images (a file of ids); default: every available one")
-    p.add_argument("--removed-captions", help="file of caption ids the ECCV Caption paper removed (appendix C.1)")
+    p.add_argument(
+        "--removed-captions", help="caption ids to flag as removed_in_eccv (default: the paper's appendix C.1 list)"
+    )
     p.add_argument("--paper-results", help="the paper's results CSV, for the dataset card")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     p.set_defaults(func=_run_build)

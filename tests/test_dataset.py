@@ -60,7 +60,8 @@ def test_positives_equal_the_wheel_and_the_papers_counts(built):
     cxc_t2i = [lst for d, lst in zip(rows["direction"], rows["cxc"], strict=True) if d == "t2i" and lst]
     assert (len(cxc_t2i), sum(map(len, cxc_t2i))) == (24972, 35585)
     pm_sizes = {
-        d: max(len(p) for dd, p in zip(rows["direction"], rows["pm"], strict=True) if dd == d) for d in ("i2t", "t2i")
+        d: max(len(p or []) for dd, p in zip(rows["direction"], rows["pm"], strict=True) if dd == d)
+        for d in ("i2t", "t2i")
     }
     assert pm_sizes == {"i2t": 13380, "t2i": 2676}
 
@@ -168,3 +169,24 @@ def test_instances_json_categories_match_gt(built, gt):
         expected.setdefault(ann["image_id"], set()).add(names[ann["category_id"]])
     for image_id, cats in zip(table["image_id"], table["categories"], strict=True):
         assert set(cats or []) == expected.get(image_id, set())
+
+
+def test_removed_in_eccv_flags_exactly_the_papers_items_and_pm_is_null_without_categories(built):
+    folder, _ = built
+    captions = read(folder, "captions", ["caption_id", "removed_in_eccv"])
+    flagged = {c for c, r in zip(captions["caption_id"], captions["removed_in_eccv"], strict=True) if r}
+    assert flagged == {
+        607516, 607486, 433639, 248212, 469834, 462530, 469102, 743575, 246706, 61717, 500797, 19273, 630298,
+        576409, 390637, 296557, 450553, 44809, 610564, 359139, 218995, 609235, 143250, 375316, 712683, 75083,
+        625605, 620511, 613949, 129825, 605566, 634829,
+    }  # fmt: skip
+    assert None not in captions["removed_in_eccv"]
+    images = read(folder, "images", ["image_id", "removed_in_eccv", "categories"])
+    assert [i for i, r in zip(images["image_id"], images["removed_in_eccv"], strict=True) if r] == [578492]
+    no_categories = {i for i, c in zip(images["image_id"], images["categories"], strict=True) if not c}
+    rows = read(folder, "positives", ["direction", "query_id", "pm"])
+    null_i2t = {
+        q for d, q, p in zip(rows["direction"], rows["query_id"], rows["pm"], strict=True) if d == "i2t" and p is None
+    }
+    null_t2i = sum(d == "t2i" and p is None for d, p in zip(rows["direction"], rows["pm"], strict=True))
+    assert null_i2t == no_categories and len(no_categories) == 48 and null_t2i == 5 * 48
