@@ -20,6 +20,7 @@ when built, ``cxc_ratings``) Parquet, so nothing is read twice from the sources:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import datasets
@@ -117,29 +118,39 @@ def qrels_tables(folder: Path) -> dict[str, pa.Table]:
     return out
 
 
-def write_beir(folder: Path, row_group_size: int | None = None) -> dict[str, dict]:
-    """Write the BEIR configs into ``folder/data``; returns ``{config: {rows, features, splits}}`` for the card."""
+def write_beir(folder: Path, write: Callable[[pa.Table, Path, int | None], int], image_rows: int) -> dict[str, dict]:
+    """Write the BEIR configs into ``folder/data`` with ``write(table, path, rows_per_group)``; card infos."""
     written = {}
     for name, table in item_tables(folder).items():
-        (folder / "data" / name).mkdir(parents=True, exist_ok=True)
-        size = row_group_size if name == "beir-images" else None
-        pq.write_table(table, folder / "data" / name / ITEM_FILE, row_group_size=size, write_page_index=True)
-        written[name] = {"rows": table.num_rows, "features": ITEM_FEATURES, "splits": ("corpus", "test")}
+        size = write(table, folder / "data" / name / ITEM_FILE, image_rows if name == "beir-images" else None)
+        written[name] = _info(table, ITEM_FEATURES, size, ("corpus", "test")) | {"files": "items-*.parquet"}
     for name, table in qrels_tables(folder).items():
-        (folder / "data" / name).mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, folder / "data" / name / QRELS_FILE, write_page_index=True)
-        written[name] = {"rows": table.num_rows, "features": QRELS_FEATURES, "splits": ("test",)}
+        size = write(table, folder / "data" / name / QRELS_FILE, None)
+        written[name] = _info(table, QRELS_FEATURES, size, ("test",))
     return written
 
 
-def yaml_configs(written: dict[str, dict]) -> list[dict]:
+def _info(table: pa.Table, features: datasets.Features, size: int, splits: tuple[str, ...]) -> dict:
+    return {
+        "features": features,
+        "rows": table.num_rows,
+        "num_bytes": table.nbytes,
+        "download_size": size,
+        "splits": splits,
+    }
+
+
+def yaml_configs(infos: dict[str, dict]) -> list[dict]:
     """The card's ``configs`` entries: item configs expose the same files as ``corpus`` and ``test``."""
     return [
         {
             "config_name": name,
-            "data_files": [{"split": split, "path": f"data/{name}/*.parquet"} for split in info["splits"]],
+            "data_files": [
+                {"split": split, "path": f"data/{name}/{info.get('files', 'test-*.parquet')}"}
+                for split in info["splits"]
+            ],
         }
-        for name, info in written.items()
+        for name, info in infos.items()
     ]
 
 

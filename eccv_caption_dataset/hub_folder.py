@@ -6,7 +6,6 @@ place at the end: a failed build leaves nothing half-written.
 
 from __future__ import annotations
 
-import csv
 import os
 import shutil
 import tempfile
@@ -14,9 +13,12 @@ from collections.abc import Callable
 from collections.abc import Sequence
 from pathlib import Path
 
-import pyarrow.parquet as pq
+import datasets
+import pyarrow as pa
 import yaml
+from datasets import Features
 from datasets.exceptions import DatasetGenerationError
+from datasets.table import InMemoryTable
 
 from eccv_caption_dataset.beir import CARD_SECTION
 from eccv_caption_dataset.beir import write_beir
@@ -55,8 +57,13 @@ def build(
     log: Callable[[str], None] = print,
     cache_dir: str | Path | None = None,
     urls: Urls | None = None,
+    repo_id: str | None = None,
 ) -> dict:
-    """Build the requested (default: every buildable) config into ``output``; returns a report."""
+    """Build the requested (default: every buildable) config into ``output``; returns a report.
+
+    ``repo_id``: the Hub dataset repo the card's usage snippet loads (default:
+    the folder's name; ``push`` writes the repo it uploads to).
+    """
     output = Path(output)
     if output.exists() and not overwrite:
         raise FileExistsError(f"{output} exists (use overwrite)")
@@ -94,14 +101,10 @@ def build(
             except DatasetGenerationError as exc:  # surface our own clear error, not datasets' wrapper
                 raise (exc.__cause__ or exc) from None
             dataset = builder.as_dataset(split="test")
-            folder = tmp / "data" / name
-            folder.mkdir(parents=True)
-            pq.write_table(
-                dataset.data.table,
-                folder / "test-00000-of-00001.parquet",
-                row_group_size=IMAGE_ROW_GROUP if name == "images" else None,
+            path = tmp / "data" / name / "test-00000-of-00001.parquet"
+            infos[name] = _card_info(
+                dataset, write_parquet(dataset, path, IMAGE_ROW_GROUP if name == "images" else None)
             )
-            infos[name] = (builder.info, dataset.num_rows, (folder / "test-00000-of-00001.parquet").stat().st_size)
             report["built"][name] = dataset.num_rows
             if builder.report.get("images_missing"):
                 report["images_missing"] = builder.report["images_missing"]
@@ -110,9 +113,10 @@ def build(
             log(f"built {name}: {dataset.num_rows} rows")
             del dataset
         shutil.rmtree(tmp / "cache", ignore_errors=True)
-        beir = write_beir(tmp, IMAGE_ROW_GROUP)
+        beir = write_beir(tmp, lambda table, path, rows: write_parquet(_as_dataset(table), path, rows), IMAGE_ROW_GROUP)
         report["beir"] = {name: info["rows"] for name, info in beir.items()}
-        (tmp / "README.md").write_text(dataset_card(infos, report, paper_results, beir))
+        infos.update(beir)
+        (tmp / "README.md").write_text(dataset_card(infos, report, paper_results, repo_id or output.name))
         _swap_into_place(tmp, output)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -120,6 +124,32 @@ def build(
     if report.get("images_missing"):
         log(f"{len(report['images_missing'])} images were not available and are stored without pixels")
     return report
+
+
+def write_parquet(dataset: datasets.Dataset, path: Path, rows_per_group: int | None = None) -> int:
+    """Write through ``datasets``' own Parquet writer (what ``push_to_hub`` uses): row groups of at most
+    ~100 MB of Arrow data (``rows_per_group`` rows for image tables), page index and content-defined
+    chunking (the Hub deduplicates uploads by chunk). Returns the file size."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    dataset.to_parquet(str(path), batch_size=rows_per_group)
+    return path.stat().st_size
+
+
+def _as_dataset(table: pa.Table) -> datasets.Dataset:
+    return datasets.Dataset(
+        InMemoryTable(table), info=datasets.DatasetInfo(features=Features.from_arrow_schema(table.schema))
+    )
+
+
+def _card_info(dataset: datasets.Dataset, parquet_size: int, splits: tuple[str, ...] = ("test",)) -> dict:
+    """What the card's ``dataset_info`` needs: features, rows, Arrow bytes (datasets' num_bytes), Parquet bytes."""
+    return {
+        "features": dataset.features,
+        "rows": dataset.num_rows,
+        "num_bytes": dataset.data.nbytes,
+        "download_size": parquet_size,
+        "splits": splits,
+    }
 
 
 def _swap_into_place(new: Path, output: Path) -> None:
@@ -133,75 +163,98 @@ def _swap_into_place(new: Path, output: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def dataset_card(infos: dict, report: dict, paper_results: str | Path | None = None, beir: dict | None = None) -> str:
-    """README.md with YAML ``configs`` and generated ``dataset_info``, license, citations, usage."""
-    default = "positives" if "positives" in infos else next(iter(infos), None)
-    configs = []
-    dataset_info = []
-    for name, (info, rows, size) in infos.items():
-        entry = {"config_name": name, "data_files": [{"split": "test", "path": f"data/{name}/test-*.parquet"}]}
-        if name == default:
+SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"))
+
+
+def size_category(rows: int) -> str:
+    """The Hub's ``size_categories`` tag for a number of examples (huggingface_hub's DatasetCardData options)."""
+    return next((tag for bound, tag in SIZE_CATEGORIES if rows < bound), "1M<n<10M")
+
+
+def dataset_card(
+    infos: dict, report: dict, paper_results: str | Path | None = None, repo_id: str = "eccv_caption"
+) -> str:
+    """README.md: YAML ``configs`` and ``dataset_info`` (num_bytes = Arrow bytes, as datasets writes them;
+    download_size = Parquet bytes), licenses per part, the paper's leaderboard, usage, citations."""
+    configs, dataset_info = [], []
+    for entry in yaml_configs(infos):
+        if entry["config_name"] == "positives":
             entry["default"] = True
         configs.append(entry)
-        dataset_info.append(
-            {
-                "config_name": name,
-                "features": info.features._to_yaml_list(),
-                "splits": [{"name": "test", "num_bytes": size, "num_examples": rows}],
-                "download_size": size,
-                "dataset_size": size,
-            }
-        )
-    configs += yaml_configs(beir or {})
-    for name, info in (beir or {}).items():
+    for name, info in infos.items():
+        splits = [{"name": sp, "num_bytes": info["num_bytes"], "num_examples": info["rows"]} for sp in info["splits"]]
         dataset_info.append(
             {
                 "config_name": name,
                 "features": info["features"]._to_yaml_list(),
-                "splits": [{"name": split, "num_examples": info["rows"]} for split in info["splits"]],
+                "splits": splits,
+                "download_size": info["download_size"],
+                "dataset_size": info["num_bytes"] * len(splits),
             }
         )
     header = {
-        "license": "cc-by-4.0",
+        "license": ["cc-by-4.0", "mit", "other"],
         "language": ["en"],
         "pretty_name": "ECCV Caption",
         "task_categories": ["image-to-text", "text-to-image"],
-        "tags": ["image-text-retrieval", "coco", "eccv-caption", "cxc", "pmrp"],
-        "size_categories": ["10K<n<100K"],
+        "tags": ["image-text-retrieval", "coco", "eccv-caption", "cxc", "pmrp", "beir", "mteb"],
+        "size_categories": [size_category(max(info["rows"] for info in infos.values()))],
         "configs": configs,
         "dataset_info": dataset_info,
     }
-    rows = "\n".join(f"| `{name}` | {rows:,} | {DESCRIPTIONS[name]} |" for name, (_, rows, _) in infos.items())
-    skipped = "\n".join(f"- `{k}`: {v}" for k, v in report.get("skipped", {}).items()) or "- nothing"
-    return (
-        "---\n"
-        + yaml.safe_dump(header, sort_keys=False, allow_unicode=True)
-        + "---\n\n"
-        + CARD_BODY.format(configs=rows, skipped=skipped, results=_paper_table(paper_results))
-        + ("\n" + CARD_SECTION.replace("REPO", '"<this repo>"') if beir else "")
-    )
+    main = {name: info for name, info in infos.items() if name in DESCRIPTIONS}
+    rows = "\n".join(f"| `{name}` | {info['rows']:,} | {DESCRIPTIONS[name]} |" for name, info in main.items())
+    skipped = report.get("skipped", {})
+    notes = ["Not built here (missing sources):"] + [f"- `{k}`: {v}" for k, v in skipped.items()] if skipped else []
+    missing = report.get("images_missing") or []
+    if "images" in infos:
+        notes.append(
+            f"{len(missing):,} of the {infos['images']['rows']:,} images are stored without pixels (`image` is null; "
+            "`coco_url` points to the file): the builder embeds only the images it was given or asked to download."
+            if missing
+            else "Every image is stored with its pixels."
+        )
+    body = CARD_BODY.format(configs=rows, notes="\n".join(notes), results=_paper_table(paper_results), repo=repo_id)
+    beir = CARD_SECTION.replace("REPO", repr(repo_id)) if any(n.startswith("beir-") for n in infos) else ""
+    return "---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True) + "---\n\n" + body + beir
 
 
 def _paper_table(path: str | Path | None) -> str:
-    if path is None:
-        return "See Tables D.2 and D.3 of the paper (arXiv 2204.03359v5) for 25 models' results."
-    with open(path, newline="") as fin:
-        rows = list(csv.DictReader(fin))
+    """The paper's Table 4 (shipped with the package), sorted by ECCV mAP@R; or a given results CSV."""
+    from eccv_metric.leaderboard import LABELS
+    from eccv_metric.leaderboard import SHIPPED
+    from eccv_metric.leaderboard import TABLE4_CSV
+    from eccv_metric.leaderboard import _rows
+
+    rows = list(_rows(Path(path) if path else SHIPPED / TABLE4_CSV))
     cols = [c for c in rows[0] if c not in ("model", "group", "direction")]
-    lines = ["| model | direction | " + " | ".join(cols) + " |", "|---|---|" + "---|" * len(cols)]
-    lines += [f"| {r['model']} | {r['direction']} | " + " | ".join(r[c] for c in cols) + " |" for r in rows]
-    return "From the ECCV Caption paper (arXiv 2204.03359v5, Tables D.2/D.3), in percent:\n\n" + "\n".join(lines)
+    rows.sort(key=lambda r: -float(r.get("eccv_map_at_r") or 0))
+    first = ["model"] + (["direction"] if "direction" in rows[0] else [])
+    lines = [
+        "| " + " | ".join(first + [LABELS.get(c, c) for c in cols]) + " |",
+        "|---" * (len(first) + len(cols)) + "|",
+    ]
+    lines += ["| " + " | ".join([r[f] for f in first] + [r[c] for c in cols]) + " |" for r in rows]
+    source = "Table 4, i2t/t2i averages" if not path else "Tables D.2/D.3"
+    return (
+        f"From the ECCV Caption paper ([arXiv:2204.03359](https://arxiv.org/abs/2204.03359), {source}), "
+        "in percent; `eccv-caption leaderboard --with your_results.json` ranks a model among them:\n\n"
+        + "\n".join(lines)
+    )
 
 
 CARD_BODY = """\
 # ECCV Caption
 
 The COCO Karpathy 5K test split (5,000 val2014 images, 25,000 captions) with the
-positives of ECCV Caption (Chun et al., ECCV 2022): machine-and-human-verified
+positives of ECCV Caption (Chun et al., ECCV 2022,
+[arXiv:2204.03359](https://arxiv.org/abs/2204.03359)): machine-and-human-verified
 image-caption associations for 1,261 image queries (22,550 positive captions)
 and 1,332 caption queries (11,279 positive images), next to the original COCO
-positives, Crisscrossed Captions (CxC) positives and ratings, and PCME's
-Plausible Match (PM) positives. Built by `eccv-caption build`.
+positives, Crisscrossed Captions (CxC, [arXiv:2004.15020](https://arxiv.org/abs/2004.15020))
+positives and ratings, and PCME's Plausible Match (PM,
+[arXiv:2101.05068](https://arxiv.org/abs/2101.05068)) positives. Built by
+`eccv-caption build` (pip package `eccv-caption-hf`).
 
 ## Configs
 
@@ -225,19 +278,19 @@ Plausible Match (PM) positives. Built by `eccv-caption build`.
 - `cxc_ratings`: raw graded CxC ratings (0-5) between test items: `sits`
   (caption, image), `sts` (caption, caption), `sis` (image, image).
 
-Not built here: {skipped}
+{notes}
 
 ## Usage
 
 ```python
 from datasets import load_dataset
 
-positives = load_dataset("<this repo>", "positives", split="test")
+positives = load_dataset("{repo}", "positives", split="test")
 eccv_i2t = positives.filter(lambda r: r["direction"] == "i2t" and len(r["eccv"]) > 0)
 
-# score a model with the companion metric (pip package eccv-caption-hf)
+# score a model with the companion metric (pip install eccv-caption-hf)
 from eccv_metric import GroundTruth, Metrics
-metrics = Metrics(ground_truth=GroundTruth.from_dataset("<this repo>"))
+metrics = Metrics(ground_truth=GroundTruth.from_dataset("{repo}"))
 ```
 
 ## Results from the paper
@@ -246,12 +299,15 @@ metrics = Metrics(ground_truth=GroundTruth.from_dataset("<this repo>"))
 
 ## License
 
-- Captions, categories and positive lists derived from COCO annotations: CC BY 4.0
-  (COCO annotations license); ECCV Caption positives: the `eccv_caption` package (MIT).
-- Images: COCO images are Flickr photos under their own licenses; see the COCO
-  terms of use (https://cocodataset.org/#termsofuse). Only embedded when the
-  builder was given local copies or asked to download them.
-- CxC ratings: Google's Crisscrossed Captions, free to use with acknowledgement of Google.
+Each part keeps the license of its source:
+
+| part | license |
+|---|---|
+| captions, COCO categories, COCO positive pairs (from the COCO annotations) | CC BY 4.0 |
+| ECCV Caption positives (the `eccv_caption` package) | MIT |
+| CxC ratings and positives (Google's Crisscrossed Captions) | free use, acknowledging Google |
+| PM positives | derived here from the COCO categories (CC BY 4.0) |
+| image pixels | Flickr photos, their owners' licenses ([COCO terms](https://cocodataset.org/#termsofuse)) |
 
 ## Citation
 

@@ -6,6 +6,8 @@ The token comes from huggingface_hub's usual places (``HF_TOKEN`` or
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -67,6 +69,8 @@ def push(
     try:
         if dataset_repo:
             plan[dataset_repo] = ("dataset", Path(dataset_dir))  # type: ignore[arg-type]
+            if not dry_run:
+                set_card_repo(Path(dataset_dir), dataset_repo)  # type: ignore[arg-type]
         if space_repo:
             plan[space_repo] = ("space", stage_space(staging / "space", Path(wheel) if wheel else None))
         sent = {}
@@ -84,6 +88,19 @@ def push(
         return sent
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def set_card_repo(folder: Path, repo: str) -> None:
+    """Point the card's usage snippets at ``repo`` (they name the repo the folder was built for)."""
+    card = folder / "README.md"
+    text = card.read_text()
+    new = re.sub(r'load_dataset\("[^"]*"', f'load_dataset("{repo}"', text)
+    new = re.sub(r'GroundTruth\.from_dataset\("[^"]*"\)', f'GroundTruth.from_dataset("{repo}")', new)
+    new = re.sub(r"load_dataset\('[^']*'", f"load_dataset({repo!r}", new)
+    if new != text:
+        tmp = card.with_name(".README.md.tmp")
+        tmp.write_text(new)
+        os.replace(tmp, card)
 
 
 def _upload(repo: str, repo_type: str, folder: Path, private: bool, revision: str | None, token: str | None) -> None:

@@ -174,14 +174,19 @@ def positive_rows(
     lists["cxc"] = cxc_sits_positives(sources.cxc_dir, gt) if sources.cxc_dir is not None else gt.positives["cxc"]
     if report is not None:
         report["cxc_source"] = "sits_test.csv" if sources.cxc_dir is not None else "eccv_caption wheel"
-    pm = None
-    if gt.image_categories is not None:
-        pm_rel = PlausibleMatch(gt, pm_zeta, pm_include_own)
-        pm = {d: pm_rel.relevance(d).to_positives() for d in ("i2t", "t2i")}
+    pm_rel = PlausibleMatch(gt, pm_zeta, pm_include_own) if gt.image_categories is not None else None
+    # PM lists hold ~10M pairs a direction: show progress while they are listed (about 30 s in all)
+    steps = tqdm(total=2 + 2 * (pm_rel is not None), desc="positives (PM: ~10M pairs a direction)", unit="step")
     for direction in ("i2t", "t2i"):
         q_ids, g_ids = gt.query_index(direction).ids, gt.gallery_index(direction).ids
         per_bench = {b: _rows_of(lists[b][direction], g_ids, q_ids) for b in lists}
-        pm_rows = _rows_of(pm[direction], g_ids, q_ids) if pm is not None else None
+        steps.update()
+        pm_rows = None
+        if pm_rel is not None:
+            pm_rows = _rows_of(pm_rel.relevance(direction).to_positives(), g_ids, q_ids)
+            steps.update()
+        if direction == "t2i":
+            steps.close()
         if pm_rows is not None:  # no categories (48 images, their captions): unknown, not "no match"
             annotated = gt.image_categories.any(axis=1)  # type: ignore[union-attr]
             query_annotated = annotated if direction == "i2t" else annotated[gt.caption_image]

@@ -224,7 +224,8 @@ def _add_build(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--removed-captions", help="caption ids to flag as removed_in_eccv (default: the paper's appendix C.1 list)"
     )
-    p.add_argument("--paper-results", help="the paper's results CSV, for the dataset card")
+    p.add_argument("--paper-results", help="a results CSV for the card (default: the paper's Table 4, shipped)")
+    p.add_argument("--repo-id", help="the Hub dataset repo the card's usage snippet loads (push also sets it)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     p.set_defaults(func=_run_build)
 
@@ -241,6 +242,7 @@ def _run_build(args: argparse.Namespace) -> int:
         removed_captions=load_ids(args.removed_captions).tolist() if args.removed_captions else None,
         paper_results=args.paper_results,
         overwrite=args.overwrite,
+        repo_id=args.repo_id,
     )
     print(f"wrote {args.output}: " + ", ".join(f"{k} ({v} rows)" for k, v in report["built"].items()))
     return 0

@@ -58,6 +58,5 @@ def built(tmp_path_factory):
     from eccv_caption_dataset.hub_folder import build
 
     out = tmp_path_factory.mktemp("build") / "eccv_caption"
-    paper = SHARED / "paper" / "eccv_caption_paper_results.csv"
-    report = build(out, source_dir=SHARED, paper_results=paper, log=lambda _: None)
+    report = build(out, source_dir=SHARED, log=lambda _: None)
     return out, report

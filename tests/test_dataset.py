@@ -7,10 +7,10 @@ import os
 import subprocess
 import sys
 
+import datasets
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-import yaml
 
 from eccv_caption_dataset.hub_folder import build
 from eccv_metric import GroundTruth
@@ -19,8 +19,6 @@ from eccv_metric.groundtruth import load_id_lists
 from eccv_metric.groundtruth import wheel_data_dir
 from tests.fixtures import INSTANCES
 from tests.fixtures import SHARED
-
-PAPER = SHARED / "paper" / "eccv_caption_paper_results.csv"
 
 
 def read(folder, config, columns=None):
@@ -80,10 +78,14 @@ def test_images_embed_what_is_available_in_small_row_groups(built):
 
 
 def test_dataset_card_is_generated(built):
-    folder, _ = built
+    from huggingface_hub import DatasetCard
+
+    folder, report = built
     text = (folder / "README.md").read_text()
-    header = yaml.safe_load(text.split("---")[1])
-    assert header["license"] == "cc-by-4.0" and "image-to-text" in header["task_categories"]
+    card = DatasetCard(text)  # huggingface_hub's card classes parse and type the YAML
+    header = card.data.to_dict()
+    assert header["license"] == ["cc-by-4.0", "mit", "other"] and "image-to-text" in header["task_categories"]
+    assert header["size_categories"] == ["100K<n<1M"]  # cxc_ratings: 135,597 rows
     configs = {c["config_name"]: c for c in header["configs"]}
     beir = {"beir-images", "beir-captions"} | {
         f"{b}-{d}-qrels" for b in ("coco", "cxc", "eccv") for d in ("i2t", "t2i")
@@ -91,9 +93,34 @@ def test_dataset_card_is_generated(built):
     assert set(configs) == {"images", "captions", "positives", "cxc_ratings"} | beir and configs["positives"]["default"]
     assert configs["captions"]["data_files"] == [{"split": "test", "path": "data/captions/test-*.parquet"}]
     for info in header["dataset_info"]:
-        rows = pq.ParquetFile(next((folder / "data" / info["config_name"]).glob("*.parquet"))).metadata.num_rows
-        assert info["splits"][0]["num_examples"] == rows
-    assert "| BLIP | i2t | 36.02 |" in text and "@inproceedings{lin2014coco" in text
+        path = next((folder / "data" / info["config_name"]).glob("*.parquet"))
+        arrow = datasets.Dataset.from_parquet(str(path), cache_dir=str(folder.parent / "pq_cache")).data.nbytes
+        assert info["splits"][0]["num_examples"] == pq.ParquetFile(path).metadata.num_rows
+        assert abs(info["splits"][0]["num_bytes"] - arrow) <= 0.001 * arrow  # Arrow bytes, datasets' convention
+        assert info["download_size"] == path.stat().st_size
+    positives = {i["config_name"]: i for i in header["dataset_info"]}["positives"]
+    assert positives["splits"][0]["num_bytes"] > 4 * positives["download_size"]
+    assert "| VSE-infinity (WSL grid) | 42.41 |" in text and "@inproceedings{lin2014coco" in text
+    assert "https://arxiv.org/abs/2204.03359" in text and "<this repo>" not in text and "- nothing" not in text
+    assert f"{len(report['images_missing']):,} of the 5,000 images are stored without pixels" in text
+    assert 'load_dataset("eccv_caption", "positives"' in text and "| image pixels | Flickr photos" in text
+
+
+def test_parquet_is_written_as_the_hub_writes_it(built):
+    """datasets' own writer: row groups <= ~100 MB of Arrow data (100 rows for images), page index, CDC."""
+    folder, _ = built
+    for config in ("positives", "images", "cxc_ratings", "beir-images", "eccv-i2t-qrels"):
+        parquet = pq.ParquetFile(next((folder / "data" / config).glob("*.parquet")))
+        meta = parquet.metadata
+        assert b"content_defined_chunking" in meta.metadata
+        for g in range(meta.num_row_groups):
+            group = meta.row_group(g)
+            assert group.total_byte_size <= 100 * 2**20
+            columns = [group.column(c) for c in range(group.num_columns)]
+            assert all(c.has_offset_index for c in columns)  # page index (datasets: no statistics on image bytes)
+            assert all(c.has_column_index for c in columns if c.path_in_schema != "image.bytes")
+            if config in ("images", "beir-images"):
+                assert group.num_rows <= 100
 
 
 def test_load_dataset_offline_every_config(built):

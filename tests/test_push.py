@@ -117,6 +117,9 @@ def test_push_sends_byte_identical_files(hub, dataset_dir, wheel, tmp_path):
     sent = FakeHub.files["datasets/me/eccv-caption"]
     local = {p.relative_to(dataset_dir).as_posix(): p.read_bytes() for p in dataset_dir.rglob("*") if p.is_file()}
     assert sent == local and "data/positives/test-00000-of-00001.parquet" in sent
+    card = sent["README.md"].decode()  # the usage snippets now load the repo it was pushed to
+    assert 'load_dataset("me/eccv-caption", "positives"' in card and 'from_dataset("me/eccv-caption")' in card
+    assert 'load_dataset("ds"' not in card
     space = FakeHub.files["spaces/me/eccv_map_at_r"]
     for name in ("eccv_map_at_r.py", "README.md", "app.py", "requirements.txt"):
         assert space[name] == (EVALUATE_MODULE_DIR / name).read_bytes()
