@@ -1,7 +1,7 @@
 """Upload the built dataset folder to a Hub dataset repo and the metric module to a gradio Space.
 
 The token comes from huggingface_hub's usual places (``HF_TOKEN`` or
-``huggingface-cli login``). ``dry_run`` lists exactly what would be sent.
+``hf auth login``). ``dry_run`` lists exactly what would be sent.
 """
 
 from __future__ import annotations
@@ -9,38 +9,32 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from eccv_metric.hf_evaluate import EVALUATE_MODULE_DIR
 
-ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = Path(__file__).resolve().parents[1] / "eccv_metric"
 SPACE_FILES = ("eccv_map_at_r.py", "README.md", "app.py", "requirements.txt")
 
 
-def build_wheel(dest: Path) -> Path:
-    """Build this project's wheel (the Space's requirements.txt installs it from the Space repo)."""
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(dest)],
-        check=True,
-        capture_output=True,
-    )
-    return next(dest.glob("eccv_caption_hf-*.whl"))
+def stage_space(dest: Path) -> Path:
+    """The Space folder: the metric module, its card, the gradio app, requirements and our ``eccv_metric`` source.
 
-
-def stage_space(dest: Path, wheel: Path | None = None) -> Path:
-    """The Space folder: the metric module, its card, the gradio app, requirements and our wheel."""
+    The Hub builds a Space by installing ``requirements.txt`` before the repository's other files are in
+    place, so a local wheel named there is not found; the package's source sits beside ``app.py``
+    instead (the app's folder is on ``sys.path``) and ``requirements.txt`` names only PyPI packages.
+    """
     dest.mkdir(parents=True, exist_ok=True)
     for name in SPACE_FILES:
         shutil.copy2(EVALUATE_MODULE_DIR / name, dest / name)
-    wheel = wheel or build_wheel(Path(tempfile.mkdtemp()))
-    shutil.copy2(wheel, dest / wheel.name)
-    required = [line for line in (dest / "requirements.txt").read_text().split() if line.endswith(".whl")]
-    if required != [f"./{wheel.name}"]:
-        raise ValueError(f"requirements.txt names {required}, but the wheel is {wheel.name}")
+    local = [line for line in (dest / "requirements.txt").read_text().split() if "/" in line or line.endswith(".whl")]
+    if local:
+        raise ValueError(f"requirements.txt must name PyPI packages only (the Hub cannot see {local} at install time)")
+    shutil.copytree(
+        PACKAGE, dest / PACKAGE.name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"), dirs_exist_ok=True
+    )
     return dest
 
 
@@ -55,7 +49,6 @@ def push(
     private: bool = False,
     revision: str | None = None,
     dry_run: bool = False,
-    wheel: str | Path | None = None,
     token: str | None = None,
     log: Callable[[str], None] = print,
 ) -> dict[str, list[tuple[str, int]]]:
@@ -72,7 +65,7 @@ def push(
             if not dry_run:
                 set_card_repo(Path(dataset_dir), dataset_repo)  # type: ignore[arg-type]
         if space_repo:
-            plan[space_repo] = ("space", stage_space(staging / "space", Path(wheel) if wheel else None))
+            plan[space_repo] = ("space", stage_space(staging / "space"))
         sent = {}
         for repo, (repo_type, folder) in plan.items():
             files = listing(folder)

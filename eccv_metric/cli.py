@@ -63,7 +63,12 @@ RANKINGS_FORMAT = 'a JSON object {"i2t": {"<image id>": [caption ids, best first
 
 def load_rankings(path: str | Path) -> dict[str, dict[int, list[int]]]:
     """Read ``{"i2t": {query id: [ids]}, "t2i": {...}}``; keys must be canonical decimal ids, each id once."""
-    raw = require_object(read_json(path, RANKINGS_FORMAT), path, RANKINGS_FORMAT)
+    return rankings_from_json(read_json(path, RANKINGS_FORMAT), path)
+
+
+def rankings_from_json(raw: object, path: str | Path) -> dict[str, dict[int, list[int]]]:
+    """Check parsed rankings JSON (``path`` names its source in errors) and give int query ids."""
+    raw = require_object(raw, path, RANKINGS_FORMAT)
     unknown = sorted(set(raw) - {"i2t", "t2i"})
     if unknown or not raw:
         raise EvaluationError(
@@ -255,7 +260,6 @@ def _add_push(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--space-repo", help="Space repo id for the evaluate metric, e.g. user/eccv_map_at_r")
     p.add_argument("--private", action="store_true", help="create private repos")
     p.add_argument("--revision", help="branch to push to (created if missing)")
-    p.add_argument("--wheel", help="a built eccv_caption_hf wheel for the Space (default: build one)")
     p.add_argument("--dry-run", action="store_true", help="list exactly what would be sent, send nothing")
     p.set_defaults(func=_run_push)
 
@@ -265,7 +269,7 @@ def _run_push(args: argparse.Namespace) -> int:
 
     if not (args.dataset_repo or args.space_repo):
         raise EvaluationError("nothing to push: give --dataset-repo and/or --space-repo")
-    push(args.dataset_dir, args.dataset_repo, args.space_repo, args.private, args.revision, args.dry_run, args.wheel)
+    push(args.dataset_dir, args.dataset_repo, args.space_repo, args.private, args.revision, args.dry_run)
     return 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import replace
 from typing import Protocol
 
 import numpy as np
@@ -37,6 +38,8 @@ class Relevance(Protocol):
     n_positives: np.ndarray
 
     def hits(self, items: np.ndarray) -> np.ndarray: ...
+
+    def restrict(self, queries: np.ndarray) -> Relevance: ...
 
 
 @dataclass(frozen=True)
@@ -112,14 +115,28 @@ def _recall(k: int) -> Callable[[np.ndarray, np.ndarray, np.ndarray, int], tuple
     return lambda first, n, a, g: measures.recall_at_k(first, a, k, g)
 
 
+def _restricted(jobs: list[_Job], ranked: RankedLists) -> list[_Job]:
+    """Jobs whose relevance keeps only the queries that have a ranked list (partial input)."""
+    subsets: dict[int, Relevance] = {}
+    for job in jobs:
+        if id(job.relevance) not in subsets:
+            subsets[id(job.relevance)] = job.relevance.restrict(ranked.query)  # type: ignore[attr-defined]
+    return [replace(job, relevance=subsets[id(job.relevance)]) for job in jobs]
+
+
 def evaluate(
     gt: GroundTruth,
     request: Request,
     sources: Mapping[str, Source],
     pm: Callable[[str], Relevance],
     r_cap: int | None = 50,
+    partial: bool = False,
 ) -> dict[str, dict[str, QueryScores]]:
-    """Per-query values ``out[metric][direction]`` for every requested metric and given direction."""
+    """Per-query values ``out[metric][direction]`` for every requested metric and given direction.
+
+    ``partial``: score only the queries that have a ranked list (means over
+    those); by default a missing query is an error.
+    """
     out: dict[str, dict[str, QueryScores]] = {name: {} for name in request.names()}
     for direction in DIRECTIONS:
         if direction not in sources:
@@ -132,6 +149,8 @@ def evaluate(
                 needed[job.relevance.query] = True
             queries = np.flatnonzero(needed).astype(np.int32)
             ranked = source.ranked(direction, max(j.depth for j in jobs), queries)
+            if partial:
+                jobs = _restricted(jobs, ranked)
             hits: dict[int, np.ndarray] = {}
             for job in jobs:
                 out[job.metric][direction] = _score(gt, ranked, job, jobs, hits)
@@ -150,6 +169,8 @@ def evaluate(
                 )
                 for k in ks_1k
             ]
+            if partial:
+                jobs_1k = _restricted(jobs_1k, ranked)
             hits = {}
             for job in jobs_1k:
                 out[job.metric][direction] = _score(gt, ranked, job, jobs_1k, hits)

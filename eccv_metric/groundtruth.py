@@ -201,6 +201,18 @@ class Positives:
         hit = keys[np.minimum(pos, len(keys) - 1)] == probe
         return hit & (g >= 0)
 
+    def restrict(self, queries: np.ndarray) -> Positives:
+        """The same lists for the queries among ``queries`` (dense indices) only."""
+        keep = np.isin(self.query, queries)
+        counts = np.diff(self.indptr)[keep]
+        indptr = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        offsets = np.arange(int(counts.sum())) - np.repeat(indptr[:-1], counts)
+        indices = self.indices[np.repeat(self.indptr[:-1][keep], counts) + offsets]
+        kept = set(self.query[keep].tolist())
+        outside = {q: v for q, v in self.outside.items() if q in kept}
+        return Positives(self.query[keep], indptr, indices, self.n_gallery, outside)
+
     def pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """(dense query, dense gallery) of every in-gallery positive."""
         return np.repeat(self.query, np.diff(self.indptr)), self.indices

@@ -45,12 +45,17 @@ def read_json(path: str | Path, expected: str) -> object:
         raise EvaluationError(f"{path} is a folder; expected a file: {expected}") from None
     except OSError as exc:
         raise EvaluationError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return parse_json(data, path, expected)
+
+
+def parse_json(data: bytes | str, path: str | Path, expected: str) -> object:
+    """Parse JSON text or bytes; ``path`` names the source in the errors (a file, or e.g. "pasted text")."""
     try:
         return json.loads(data, object_pairs_hook=_no_duplicates)
     except _DuplicateKeyError as exc:
         raise EvaluationError(f"{path}: the key {str(exc)!r} appears twice in one JSON object") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        kind = "empty" if not data.strip() else "not valid JSON"
+        kind = "empty" if not data.strip() else "not valid JSON"  # type: ignore[union-attr]
         raise EvaluationError(f"{path}: {kind} ({exc}); expected {expected}") from None
     except RecursionError:
         raise EvaluationError(f"{path}: JSON nested too deeply; expected {expected}") from None

@@ -96,14 +96,18 @@ class Metrics:
         target_metrics: Iterable[str] = DEFAULT_TARGETS,
         Ks: Iterable[int] = (1, 5, 10),  # noqa: N803 (official name)
         verbose: bool | None = None,
+        *,
+        partial: bool = False,
     ) -> Results:
         """Metrics from ranked lists ``{query id: [gallery ids, best first]}``.
 
         Returns ``{metric: {'i2t': value, 't2i': value}}`` with the official keys.
         A direction passed as ``None`` is left out (both ``None``: the lists set
-        with ``set_*_retrieved_items``).
+        with ``set_*_retrieved_items``). ``partial=True`` scores only the
+        queries given (means over them, not comparable with full results);
+        by default every query of a metric must have a list.
         """
-        return means(self.per_query(i2t_retrieved_items, t2i_retrieved_items, target_metrics, Ks))
+        return means(self.per_query(i2t_retrieved_items, t2i_retrieved_items, target_metrics, Ks, partial=partial))
 
     def compute_all_metrics_from_scores(
         self,
@@ -130,6 +134,8 @@ class Metrics:
         t2i_retrieved_items: Rankings | None = None,
         target_metrics: Iterable[str] = DEFAULT_TARGETS,
         Ks: Iterable[int] = (1, 5, 10),  # noqa: N803
+        *,
+        partial: bool = False,
     ) -> PerQuery:
         """Per-query values (``QueryScores``) whose means ``compute_all_metrics`` reports."""
         if i2t_retrieved_items is None and t2i_retrieved_items is None:
@@ -140,7 +146,7 @@ class Metrics:
         for direction, rankings in (("i2t", i2t_retrieved_items), ("t2i", t2i_retrieved_items)):
             if rankings is not None:
                 sources[direction] = ListSource(from_dict(rankings, direction, self.gt), self.gt)
-        return self._evaluate(sources, target_metrics, Ks)
+        return self._evaluate(sources, target_metrics, Ks, partial)
 
     def per_query_from_arrays(
         self,
@@ -196,11 +202,13 @@ class Metrics:
 
     # -- internals ----------------------------------------------------------------
 
-    def _evaluate(self, sources: Mapping[str, Source], target_metrics: Iterable[str], ks: Iterable[int]) -> PerQuery:
+    def _evaluate(
+        self, sources: Mapping[str, Source], target_metrics: Iterable[str], ks: Iterable[int], partial: bool = False
+    ) -> PerQuery:
         request = parse_targets(target_metrics, ks)
         if request.pmrp:
             self._pm_relevance("i2t")  # fail early, before any ranking work
-        return evaluate(self.gt, request, sources, self._pm_relevance, self.pm_options.r_cap)
+        return evaluate(self.gt, request, sources, self._pm_relevance, self.pm_options.r_cap, partial)
 
     def _pm_relevance(self, direction: str) -> Relevance:
         if "pm" in self.gt.positives:

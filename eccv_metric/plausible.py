@@ -73,6 +73,10 @@ class ImageLevelRelevance:
     match: np.ndarray
     caption_image: np.ndarray
     direction: str
+    only: np.ndarray | None = None  # restrict the queries to these dense indices
+
+    def restrict(self, queries: np.ndarray) -> ImageLevelRelevance:
+        return ImageLevelRelevance(self.match, self.caption_image, self.direction, np.asarray(queries))
 
     @cached_property
     def _image_counts(self) -> np.ndarray:
@@ -89,7 +93,8 @@ class ImageLevelRelevance:
 
     @cached_property
     def query(self) -> np.ndarray:
-        return np.flatnonzero(self._counts > 0).astype(np.int32)
+        query = np.flatnonzero(self._counts > 0).astype(np.int32)
+        return query if self.only is None else query[np.isin(query, self.only)]
 
     @cached_property
     def n_positives(self) -> np.ndarray:

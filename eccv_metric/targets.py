@@ -22,6 +22,8 @@ ALL_TARGETS = (
     "eccv_rprecision",
     "pmrp",
 )
+# what a form offers (the Space): the defaults first, then the other official names
+CHOICES = tuple(dict.fromkeys(DEFAULT_TARGETS + ALL_TARGETS))
 _RK = re.compile(r"^(coco_1k|coco_5k|cxc|eccv)_r([1-9][0-9]*)$")
 
 

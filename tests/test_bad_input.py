@@ -454,14 +454,48 @@ def test_space_scoring_function_refuses_bad_files(space, small, tmp_path, change
     change(raw)
     path = tmp_path / "r.json"
     path.write_text(json.dumps(raw))
-    table, results = space.score(str(path), list(TOP50), "1")
-    assert table.startswith("error: ") and message in table and results == "{}"
+    status, rows, results = space.score(str(path), "", list(TOP50), "1")
+    assert status.startswith("error: ") and message in status and results == "{}" and rows == []
+    status, _, _ = space.score(None, path.read_text(), list(TOP50), "1")  # pasted: the same rules
+    assert status.startswith("error: ") and message in status
 
 
-def test_space_scoring_function_huge_k_and_bad_ks(space, small, tmp_path):
+def test_space_scoring_function_bounds_k_and_sizes(space, small, tmp_path, monkeypatch):
     path = tmp_path / "r.json"
     path.write_text(json.dumps(small))
-    table, _ = space.score(str(path), ["coco_5k_recalls"], str(10**12))
-    assert table.startswith("error: i2t coco_5k_r1000000000000: the ranked lists of")
-    table, _ = space.score(str(path), ["coco_5k_recalls"], "1.5")
-    assert table.startswith("error: ")
+    for ks, message in (
+        (str(10**12), "each K must be between 1 and 25,000"),
+        ("1.5", "Ks must be at most 10 positive integers"),
+        (" ".join(["1"] * 11), "Ks must be at most 10 positive integers"),
+    ):
+        status, _, _ = space.score(str(path), "", ["coco_5k_recalls"], ks)
+        assert status.startswith("error: ") and message in status
+    monkeypatch.setattr(space, "MAX_FILE_BYTES", 1000)
+    status, _, _ = space.score(str(path), "", ["coco_5k_r1"], "1")
+    assert status.startswith("error: the file is larger than")
+    status, _, _ = space.score(None, "", ["coco_5k_r1"], "1")
+    assert status.startswith("error: upload a rankings")
+
+
+def test_partial_rankings_only_when_asked(space, metrics, top50):
+    """Partial lists: refused by default; with partial=True, per-query values equal the full run's."""
+    i2t, t2i = top50
+    sub_i = dict(list(i2t.items())[:300])
+    sub_t = dict(list(t2i.items())[:1000])
+    targets = ("coco_5k_r1", "coco_1k_r1", "eccv_map_at_r", "cxc_r1", "pmrp")
+    with pytest.raises(EvaluationError, match="have no ranked list"):
+        metrics.compute_all_metrics(sub_i, sub_t, targets)
+    full = metrics.per_query(i2t, t2i, targets)
+    part = metrics.per_query(sub_i, sub_t, targets, partial=True)
+    for name in targets:
+        for direction, given in (("i2t", sub_i), ("t2i", sub_t)):
+            keep = np.isin(full[name][direction].query_ids, list(given))
+            assert keep.sum() > 0
+            assert (part[name][direction].query_ids == full[name][direction].query_ids[keep]).all()
+            assert (part[name][direction].values == full[name][direction].values[keep]).all()
+    status, _, _ = space.score(None, json.dumps({"i2t": {str(k): v for k, v in sub_i.items()}}), list(targets[:2]), "1")
+    assert status.startswith("error: i2t: 4700 query image id(s) needed by")
+    status, rows, _ = space.score(
+        None, json.dumps({"i2t": {str(k): v for k, v in sub_i.items()}}), list(targets[:2]), "1", True
+    )
+    assert status.startswith("scored 300 i2t queries (partial") and len(rows) == 2

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+import eccv_metric
 from eccv_caption_dataset.hub_folder import build
-from eccv_caption_dataset.push import build_wheel
 from eccv_metric import EVALUATE_MODULE_DIR
 
 
@@ -92,12 +92,7 @@ def dataset_dir(tmp_path_factory):
     return out
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory):
-    return build_wheel(tmp_path_factory.mktemp("wheel"))
-
-
-def test_push_sends_byte_identical_files(hub, dataset_dir, wheel, tmp_path):
+def test_push_sends_byte_identical_files(hub, dataset_dir, tmp_path):
     done = run_cli(
         [
             "--dataset-dir",
@@ -107,8 +102,6 @@ def test_push_sends_byte_identical_files(hub, dataset_dir, wheel, tmp_path):
             "--space-repo",
             "me/eccv_map_at_r",
             "--private",
-            "--wheel",
-            str(wheel),
         ],
         hub,
         tmp_path,
@@ -123,7 +116,11 @@ def test_push_sends_byte_identical_files(hub, dataset_dir, wheel, tmp_path):
     space = FakeHub.files["spaces/me/eccv_map_at_r"]
     for name in ("eccv_map_at_r.py", "README.md", "app.py", "requirements.txt"):
         assert space[name] == (EVALUATE_MODULE_DIR / name).read_bytes()
-    assert space[wheel.name] == wheel.read_bytes()
+    package = Path(eccv_metric.__file__).parent
+    assert space["eccv_metric/metrics.py"] == (package / "metrics.py").read_bytes()
+    table4 = "data/eccv_caption_paper_table4.csv"
+    assert space[f"eccv_metric/{table4}"] == (package / table4).read_bytes()
+    assert not any(name.endswith((".whl", ".pyc")) for name in space)
     creates = [c[1] for c in FakeHub.calls if c[0] == "CREATE"]
     assert {(c["type"], c.get("sdk"), c.get("visibility")) for c in creates} == {
         ("dataset", None, "private"),
@@ -132,7 +129,7 @@ def test_push_sends_byte_identical_files(hub, dataset_dir, wheel, tmp_path):
     assert all(c[2] == "Bearer hf_fake_token" for c in FakeHub.calls if c[0] == "POST")
 
 
-def test_dry_run_lists_and_sends_nothing(hub, dataset_dir, wheel, tmp_path):
+def test_dry_run_lists_and_sends_nothing(hub, dataset_dir, tmp_path):
     done = run_cli(["--dataset-dir", str(dataset_dir), "--dataset-repo", "me/x", "--dry-run"], hub, tmp_path)
     assert done.returncode == 0, done.stderr
     assert FakeHub.calls == []
@@ -153,3 +150,20 @@ def test_push_refuses_a_folder_that_is_not_a_build(tmp_path, hub):
     done = run_cli(["--dataset-dir", str(tmp_path), "--dataset-repo", "me/x"], hub, tmp_path)
     assert done.returncode == 2 and "not a built dataset folder" in done.stderr
     assert Path(tmp_path).exists()
+
+
+def test_staged_space_runs_from_its_own_files(tmp_path):
+    """As the Hub builds it: requirements.txt (PyPI names only) first, then the app with the package beside it."""
+    from eccv_caption_dataset.push import stage_space
+
+    space = stage_space(tmp_path / "space")
+    requirements = (space / "requirements.txt").read_text().split()
+    assert all("/" not in r and not r.endswith(".whl") for r in requirements)
+    code = (
+        "import eccv_metric, app; "
+        f"assert eccv_metric.__file__.startswith({str(space)!r}), eccv_metric.__file__; "
+        "status, rows, raw = app.score(None, app.EXAMPLE, ['eccv_r1'], '1', True); print(status)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=space, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().startswith("scored 2 i2t queries, 2 t2i queries (partial")
