@@ -217,3 +217,17 @@ def test_removed_in_eccv_flags_exactly_the_papers_items_and_pm_is_null_without_c
     }
     null_t2i = sum(d == "t2i" and p is None for d, p in zip(rows["direction"], rows["pm"], strict=True))
     assert null_i2t == no_categories and len(no_categories) == 48 and null_t2i == 5 * 48
+
+
+def test_instances_json_accepts_a_built_folder(built, metrics, top50, capsys, tmp_path):
+    """`--instances-json <built folder>` reads the categories of its images config (no `Is a directory`)."""
+    from eccv_metric.cli import main
+
+    folder, _ = built
+    assert Metrics(instances_json=folder).compute_all_metrics(*top50, ["pmrp"]) == metrics.compute_all_metrics(
+        *top50, ["pmrp"]
+    )
+    out = tmp_path / "r.json"
+    assert main(["evaluate", "--demo", "--metrics", "pmrp", "--instances-json", str(folder), "-o", str(out)]) == 0
+    assert set(json.loads(out.read_text())["pmrp"]) == {"i2t", "t2i"}
+    capsys.readouterr()
