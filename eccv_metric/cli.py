@@ -25,16 +25,18 @@ from eccv_metric.metrics import Metrics
 from eccv_metric.metrics import means
 from eccv_metric.targets import ALL_TARGETS
 from eccv_metric.targets import DEFAULT_TARGETS
+from eccv_metric.targets import is_rank_stat
 
 Results = dict[str, dict[str, float]]
 
 
 def format_table(results: Results) -> str:
-    """Results as a plain-text table, values in percent."""
+    """Results as a plain-text table, values in percent (MedR / MeanR: ranks, as they are)."""
     width = max([len("metric")] + [len(k) for k in results])
     lines = [f"{'metric':<{width}}  {'i2t':>7}  {'t2i':>7}", "-" * (width + 18)]
     for name, by_dir in results.items():
-        cells = [f"{100 * by_dir[d]:7.2f}" if d in by_dir else f"{'-':>7}" for d in ("i2t", "t2i")]
+        scale = 1 if is_rank_stat(name) else 100
+        cells = [f"{scale * by_dir[d]:7.2f}" if d in by_dir else f"{'-':>7}" for d in ("i2t", "t2i")]
         lines.append(f"{name:<{width}}  {cells[0]}  {cells[1]}")
     return "\n".join(lines)
 

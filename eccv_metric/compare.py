@@ -87,6 +87,8 @@ def metric_queries(metric: str, direction: str, gt: GroundTruth) -> np.ndarray:
     """Dense indices of the queries a metric scores (all test queries of the direction when not known)."""
     if direction not in ("i2t", "t2i"):
         raise EvaluationError(f"{metric}: unknown direction {direction!r}")
+    if metric.endswith("_medr"):
+        raise EvaluationError(f"{metric} is a median: compare tests differences of means (use *_meanr)")
     for prefix, bench in _BENCH:
         if metric.startswith(prefix):
             return gt.positives[bench][direction].query.astype(np.int64)

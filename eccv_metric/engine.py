@@ -21,7 +21,11 @@ from eccv_metric.errors import preview
 from eccv_metric.groundtruth import DIRECTIONS
 from eccv_metric.groundtruth import N_FOLDS
 from eccv_metric.groundtruth import GroundTruth
+from eccv_metric.groundtruth import Positives
 from eccv_metric.groundtruth import require_unique
+from eccv_metric.rank_stats import STATS
+from eccv_metric.rank_stats import ranks_from_lists
+from eccv_metric.rank_stats import ranks_from_scores
 from eccv_metric.ranking import QUERY_KIND
 from eccv_metric.ranking import RankedLists
 from eccv_metric.ranking import as_score_matrix
@@ -50,6 +54,7 @@ class QueryScores:
     direction: str
     query_ids: np.ndarray
     values: np.ndarray
+    aggregate: str = "mean"  # how the reported number is made: "mean", or "median" (MedR)
 
     @property
     def mean(self) -> float:
@@ -57,11 +62,21 @@ class QueryScores:
             raise EvaluationError(f"{self.direction} {self.metric}: no query has a positive, nothing to average")
         return float(np.mean(self.values))
 
+    @property
+    def value(self) -> float:
+        """The reported number: the mean over queries, or their median for MedR."""
+        if self.aggregate == "median":
+            self.mean  # noqa: B018 (the same check for an empty set of queries)
+            return float(np.median(self.values))
+        return self.mean
+
 
 class Source(Protocol):
     def ranked(self, direction: str, depth: int, queries: np.ndarray) -> RankedLists: ...
 
     def fold_ranked(self, direction: str, depth: int, queries: np.ndarray) -> RankedLists: ...
+
+    def positive_ranks(self, direction: str, rel: Positives, fold: bool, name: str) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -174,6 +189,14 @@ def evaluate(
             hits = {}
             for job in jobs_1k:
                 out[job.metric][direction] = _score(gt, ranked, job, jobs_1k, hits)
+        for rset, stat in request.rank_stats:
+            rel = gt.positives["coco" if rset.startswith("coco") else rset][direction]
+            name = f"{rset}_{stat}"
+            if partial and isinstance(source, ListSource):
+                rel = rel.restrict(source.lists.query)
+            ranks = source.positive_ranks(direction, rel, rset == "coco_1k", name)
+            ids = gt.query_index(direction).ids[rel.query]
+            out[name][direction] = QueryScores(name, direction, ids, ranks, STATS[stat])
     return out
 
 
@@ -238,6 +261,11 @@ class ListSource:
             out[start + r, cum[r, c] - 1] = items[r, c]
         return RankedLists(direction, lists.query, out, available, self.gt.fold_size(direction))
 
+    def positive_ranks(self, direction: str, rel: Positives, fold: bool, name: str) -> np.ndarray:
+        """1-based rank of each query's best-ranked positive (needs a positive in its list)."""
+        lists = self.fold_ranked(direction, self.lists.items.shape[1], rel.query) if fold else self.lists
+        return ranks_from_lists(lists, rel, self.gt, name)
+
 
 class ScoreSource:
     """A similarity matrix ``scores[i, j]`` of ``image_ids[i]`` and ``caption_ids[j]``."""
@@ -285,6 +313,27 @@ class ScoreSource:
                 f"{preview(ids)}"
             )
         return self.dense[direction][top]
+
+    def positive_ranks(self, direction: str, rel: Positives, fold: bool, name: str) -> np.ndarray:
+        """Exact 1-based rank of each query's best-ranked positive, straight from the scores."""
+        transposed = not self.scores.flags.c_contiguous
+        along_columns = (direction == "t2i") != transposed
+        gt = self.gt
+        ranks, bad = ranks_from_scores(
+            self.scores.T if transposed else self.scores,
+            along_columns,
+            self.pos[direction][rel.query],
+            self.dense[direction],
+            rel,
+            gt.gallery_fold(direction) if fold else None,
+            gt.query_fold(direction)[rel.query] if fold else None,
+        )
+        if bad.any():
+            raise EvaluationError(
+                f"{direction} {name}: the scores of {int(bad.sum())} query {QUERY_KIND[direction]}(s) contain NaN "
+                f"or inf, or have no positive in the gallery: {preview(gt.query_index(direction).ids[rel.query][bad])}"
+            )
+        return ranks
 
     def ranked(self, direction: str, depth: int, queries: np.ndarray) -> RankedLists:
         n_gal = self.scores.shape[1 if direction == "i2t" else 0]

@@ -231,4 +231,4 @@ def parse_directions(directions: Iterable[str] | str) -> list[str]:
 
 def means(per_query: PerQuery) -> Results:
     """Per-query values -> the reported numbers ``{metric: {direction: mean}}``."""
-    return {name: {d: scores.mean for d, scores in by_dir.items()} for name, by_dir in per_query.items()}
+    return {name: {d: scores.value for d, scores in by_dir.items()} for name, by_dir in per_query.items()}

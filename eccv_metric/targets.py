@@ -24,6 +24,7 @@ ALL_TARGETS = (
 )
 # what a form offers (the Space): the defaults first, then the other official names
 CHOICES = tuple(dict.fromkeys(DEFAULT_TARGETS + ALL_TARGETS))
+_RANK = re.compile(r"^(coco_1k|coco_5k|cxc|eccv)_(medr|meanr)$")
 _RK = re.compile(r"^(coco_1k|coco_5k|cxc|eccv)_r([1-9][0-9]*)$")
 
 
@@ -35,13 +36,20 @@ class Request:
     map_at_r: bool = False
     rprecision: bool = False
     pmrp: bool = False
+    rank_stats: tuple[tuple[str, str], ...] = ()  # (recall set, "medr" | "meanr")
 
     def names(self) -> list[str]:
         """Output keys, in the official order."""
         out = [f"{s}_r{k}" for s in RECALL_SETS[:3] for k in self.recalls.get(s, ())]
         out += ["pmrp"] * self.pmrp
         out += ["eccv_map_at_r"] * self.map_at_r + ["eccv_rprecision"] * self.rprecision
-        return out + [f"eccv_r{k}" for k in self.recalls.get("eccv", ())]
+        out += [f"eccv_r{k}" for k in self.recalls.get("eccv", ())]
+        return out + [f"{s}_{stat}" for s, stat in self.rank_stats]
+
+
+def is_rank_stat(name: str) -> bool:
+    """MedR / MeanR are ranks (lower is better), reported as is; every other metric is a fraction."""
+    return bool(_RANK.match(name))
 
 
 def parse_targets(target_metrics: Iterable[str] | str, ks: Iterable[int] = (1, 5, 10)) -> Request:
@@ -61,11 +69,15 @@ def parse_targets(target_metrics: Iterable[str] | str, ks: Iterable[int] = (1, 5
     ks = _parse_ks(ks)
     recalls: dict[str, set[int]] = {}
     flags = {"eccv_map_at_r": False, "eccv_rprecision": False, "pmrp": False}
+    stats: set[tuple[str, str]] = set()
     for name in names:
         if not isinstance(name, str):
             raise EvaluationError(f"target metric names must be strings, not {name!r}")
         match = _RK.match(name)
-        if name in flags:
+        rank = _RANK.match(name)
+        if rank:
+            stats.add((rank.group(1), rank.group(2)))
+        elif name in flags:
             flags[name] = True
         elif name.endswith("_recalls") and name[: -len("_recalls")] in RECALL_SETS:
             if not ks:
@@ -76,7 +88,7 @@ def parse_targets(target_metrics: Iterable[str] | str, ks: Iterable[int] = (1, 5
         else:
             raise EvaluationError(
                 f"unknown target metric {name!r}; valid: {', '.join(ALL_TARGETS)} and "
-                "{coco_1k,coco_5k,cxc,eccv}_r<K> (e.g. coco_5k_r1)"
+                "{coco_1k,coco_5k,cxc,eccv}_r<K> (e.g. coco_5k_r1), {coco_1k,coco_5k,cxc,eccv}_{medr,meanr}"
             )
     if not names:
         raise EvaluationError("target_metrics is empty")
@@ -85,6 +97,7 @@ def parse_targets(target_metrics: Iterable[str] | str, ks: Iterable[int] = (1, 5
         flags["eccv_map_at_r"],
         flags["eccv_rprecision"],
         flags["pmrp"],
+        tuple(sorted(stats, key=lambda x: (RECALL_SETS.index(x[0]), x[1] != "medr"))),
     )
 
 

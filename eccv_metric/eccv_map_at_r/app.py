@@ -18,6 +18,7 @@ from eccv_metric.hf_evaluate import metrics_for
 from eccv_metric.jsonio import parse_json
 from eccv_metric.targets import CHOICES
 from eccv_metric.targets import DEFAULT_TARGETS
+from eccv_metric.targets import is_rank_stat
 
 MAX_FILE_BYTES = 512 * 2**20  # an official-format top-100 rankings JSON is ~25 MB; a float16 5K x 25K matrix 250 MB
 MAX_PASTE_CHARS = 50 * 2**20
@@ -34,7 +35,8 @@ EXAMPLE = json.dumps(
         "t2i": {"401481": [182784, 391895], "100919": [34180, 391895, 169802]},
     }
 )
-HEADERS = ["metric", "i2t (%)", "t2i (%)"]
+HEADERS = ["metric", "i2t", "t2i"]
+DIRS = ("i2t", "t2i")
 
 
 def parse_ks(text: str) -> list[int]:
@@ -96,7 +98,7 @@ def score(
 
 def _done(results, status):
     rows = [
-        [name] + [round(100 * by_dir[d], 2) if d in by_dir else None for d in ("i2t", "t2i")]
+        [name] + [round((1 if is_rank_stat(name) else 100) * by_dir[d], 2) if d in by_dir else None for d in DIRS]
         for name, by_dir in results.items()
     ]
     return status, rows, json.dumps(results, indent=2)
@@ -129,7 +131,9 @@ def build():
             example = gr.Button("Load the small example", elem_id="example")
             run = gr.Button("Score", variant="primary", elem_id="score")
         status = gr.Markdown(elem_id="status")
-        table = gr.Dataframe(headers=HEADERS, label="results (percent)", elem_id="results", interactive=False)
+        table = gr.Dataframe(
+            headers=HEADERS, label="results (percent; MedR / MeanR: ranks)", elem_id="results", interactive=False
+        )
         raw = gr.Code(label="results JSON (fractions)", language="json")
         example.click(lambda: (EXAMPLE, True), None, [pasted, partial])
         run.click(
