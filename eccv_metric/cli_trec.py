@@ -34,10 +34,10 @@ def add_import_trec(sub: argparse._SubParsersAction) -> None:
 
 def _run_export(args: argparse.Namespace) -> int:
     from eccv_metric import trec
-    from eccv_metric.cli import check_output_path
-    from eccv_metric.cli import load_ids
-    from eccv_metric.cli import load_npy
-    from eccv_metric.cli import load_rankings
+    from eccv_metric.files import check_output_path
+    from eccv_metric.files import load_ids
+    from eccv_metric.files import load_npy
+    from eccv_metric.files import load_rankings
     from eccv_metric.metrics import Metrics
 
     check_output_path(args.output)
@@ -67,8 +67,8 @@ def _run_export(args: argparse.Namespace) -> int:
 
 
 def _run_import(args: argparse.Namespace) -> int:
-    from eccv_metric.cli import check_output_path
-    from eccv_metric.cli import write_json_atomic
+    from eccv_metric.files import check_output_path
+    from eccv_metric.files import write_json_atomic
     from eccv_metric.trec import read_run
 
     check_output_path(args.output)

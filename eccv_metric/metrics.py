@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from pathlib import Path
 
+from eccv_metric.embeddings import similarities
 from eccv_metric.engine import ListSource
 from eccv_metric.engine import QueryScores
 from eccv_metric.engine import Relevance
@@ -126,7 +127,43 @@ class Metrics:
         """
         return means(self.per_query_from_scores(scores, image_ids, caption_ids, target_metrics, Ks, directions))
 
+    def compute_all_metrics_from_embeddings(
+        self,
+        image_embeddings: object,
+        caption_embeddings: object,
+        image_ids: Iterable[int] | None = None,
+        caption_ids: Iterable[int] | None = None,
+        target_metrics: Iterable[str] = DEFAULT_TARGETS,
+        Ks: Iterable[int] = (1, 5, 10),  # noqa: N803
+        directions: Iterable[str] = ("i2t", "t2i"),
+        normalize: bool = False,
+    ) -> Results:
+        """Exact metrics from embeddings: similarity = dot product (cosine with ``normalize=True``).
+
+        Rows default to the test split in Karpathy order; the ranking is the
+        score-matrix path's on ``image_embeddings @ caption_embeddings.T``.
+        """
+        return means(
+            self.per_query_from_embeddings(
+                image_embeddings, caption_embeddings, image_ids, caption_ids, target_metrics, Ks, directions, normalize
+            )
+        )
+
     # -- per-query API ----------------------------------------------------------
+
+    def per_query_from_embeddings(
+        self,
+        image_embeddings: object,
+        caption_embeddings: object,
+        image_ids: Iterable[int] | None = None,
+        caption_ids: Iterable[int] | None = None,
+        target_metrics: Iterable[str] = DEFAULT_TARGETS,
+        Ks: Iterable[int] = (1, 5, 10),  # noqa: N803
+        directions: Iterable[str] = ("i2t", "t2i"),
+        normalize: bool = False,
+    ) -> PerQuery:
+        scores = similarities(image_embeddings, caption_embeddings, normalize)
+        return self.per_query_from_scores(scores, image_ids, caption_ids, target_metrics, Ks, directions)
 
     def per_query(
         self,

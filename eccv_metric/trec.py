@@ -80,7 +80,7 @@ def run_lines(rankings: Mapping[int, Sequence[int]], direction: str, tag: str = 
 
 
 def write_lines(path: str | Path, lines: list[str]) -> None:
-    from eccv_metric.cli import write_text_atomic
+    from eccv_metric.files import write_text_atomic
 
     write_text_atomic(path, "\n".join(lines) + "\n" if lines else "")
 

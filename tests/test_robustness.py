@@ -240,7 +240,7 @@ def run(seed: int, trials: int, seconds: float) -> dict:
 
     from eccv_metric import EvaluationError
     from eccv_metric import Metrics
-    from eccv_metric.cli import load_rankings
+    from eccv_metric.files import load_rankings
 
     ref = load_reference()
     metrics = Metrics()

@@ -8,12 +8,12 @@ is a small app of its own, written for the gradio pinned in requirements.txt.
 import json
 import os
 
-from eccv_metric.cli import RANKINGS_FORMAT
-from eccv_metric.cli import load_ids
-from eccv_metric.cli import load_npy
-from eccv_metric.cli import load_rankings
-from eccv_metric.cli import rankings_from_json
 from eccv_metric.errors import EvaluationError
+from eccv_metric.files import RANKINGS_FORMAT
+from eccv_metric.files import load_ids
+from eccv_metric.files import load_npy
+from eccv_metric.files import load_rankings
+from eccv_metric.files import rankings_from_json
 from eccv_metric.hf_evaluate import metrics_for
 from eccv_metric.jsonio import parse_json
 from eccv_metric.targets import CHOICES

@@ -7,6 +7,7 @@ from ``eccv_metric.Metrics``.
 import datasets
 import evaluate
 
+from eccv_metric.embeddings import similarities
 from eccv_metric.errors import EvaluationError
 from eccv_metric.hf_evaluate import arrays_by_direction
 from eccv_metric.hf_evaluate import batch_table
@@ -146,6 +147,9 @@ class EccvMapAtR(evaluate.Metric):
         scores=None,
         image_ids=None,
         caption_ids=None,
+        image_embeddings=None,
+        caption_embeddings=None,
+        normalize=False,
         target_metrics=DEFAULT_TARGETS,
         Ks=(1, 5, 10),  # noqa: N803
         nested=False,
@@ -163,6 +167,12 @@ class EccvMapAtR(evaluate.Metric):
             pm_r_cap,
         )
         arrays = arrays_by_direction(predictions, references, directions)
+        if image_embeddings is not None or caption_embeddings is not None:
+            if arrays or scores is not None:
+                raise EvaluationError("give one input: ranked lists, scores or embeddings")
+            if image_embeddings is None or caption_embeddings is None:
+                raise EvaluationError("embeddings need both image_embeddings and caption_embeddings")
+            scores = similarities(image_embeddings, caption_embeddings, normalize)
         if scores is not None:
             if arrays:
                 raise EvaluationError("give either ranked lists or scores, not both")

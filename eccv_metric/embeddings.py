@@ -1,0 +1,57 @@
+"""Similarities from embeddings: ``scores = image_embeddings @ caption_embeddings.T`` (cosine with ``normalize``).
+
+The image-caption matrix (5,000 x 25,000 float32 = 0.5 GB) is computed once
+with one matrix product, in the embeddings' float type (float16 / bfloat16 are
+upcast to float32), and handed to the score-matrix path: the ranking is the
+one that path gives on the same similarities (stable descending, the item
+given first wins ties).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from eccv_metric.errors import EvaluationError
+from eccv_metric.errors import preview
+
+
+def as_embeddings(values: object, what: str) -> np.ndarray:
+    """A 2-D float32/float64 array from numpy or torch (bfloat16 / float16 upcast); no NaN or inf."""
+    if hasattr(values, "detach") and hasattr(values, "cpu"):
+        tensor = values.detach().cpu()  # type: ignore[attr-defined]
+        if str(getattr(tensor, "dtype", "")) in ("torch.bfloat16", "torch.float16"):
+            tensor = tensor.float()
+        values = tensor.numpy()
+    arr = np.asarray(values)
+    if arr.dtype.kind != "f":
+        raise EvaluationError(f"{what} must be floats (float16/32/64), not {arr.dtype}")
+    if arr.ndim != 2 or 0 in arr.shape:
+        raise EvaluationError(f"{what} must be a non-empty 2-D (items x dimensions) array, got shape {arr.shape}")
+    if arr.dtype == np.float16:
+        arr = arr.astype(np.float32)
+    bad = ~np.isfinite(arr).all(axis=1)
+    if bad.any():
+        raise EvaluationError(f"{what}: rows {preview(np.flatnonzero(bad))} hold NaN or inf")
+    return arr
+
+
+def similarities(image_embeddings: object, caption_embeddings: object, normalize: bool = False) -> np.ndarray:
+    """``scores[i, j] = <image_i, caption_j>`` (cosine when ``normalize``: rows scaled to unit L2 norm first)."""
+    images = as_embeddings(image_embeddings, "image embeddings")
+    captions = as_embeddings(caption_embeddings, "caption embeddings")
+    if images.shape[1] != captions.shape[1]:
+        raise EvaluationError(
+            f"image embeddings have {images.shape[1]} dimensions but caption embeddings {captions.shape[1]}"
+        )
+    dtype = np.result_type(images.dtype, captions.dtype)
+    images, captions = images.astype(dtype, copy=False), captions.astype(dtype, copy=False)
+    if normalize:
+        images, captions = _unit(images, "image embeddings"), _unit(captions, "caption embeddings")
+    return images @ captions.T
+
+
+def _unit(arr: np.ndarray, what: str) -> np.ndarray:
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    if (norms == 0).any():
+        raise EvaluationError(f"{what}: rows {preview(np.flatnonzero(norms[:, 0] == 0))} are zero (no cosine)")
+    return arr / norms

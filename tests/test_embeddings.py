@@ -1,0 +1,101 @@
+"""Embeddings input: the same numbers as the score-matrix path on the same similarities, through every path."""
+
+from __future__ import annotations
+
+import json
+
+import evaluate
+import numpy as np
+import pytest
+
+from eccv_metric import EVALUATE_MODULE_DIR
+from eccv_metric import EvaluationError
+from eccv_metric.cli import main
+from eccv_metric.hf_evaluate import nest
+
+TARGETS = (
+    "coco_1k_recalls",
+    "coco_5k_recalls",
+    "cxc_r1",
+    "eccv_r1",
+    "eccv_map_at_r",
+    "eccv_rprecision",
+    "coco_5k_medr",
+)
+
+
+@pytest.fixture(scope="module")
+def integer_embeddings(gt):
+    """Integer-valued embeddings: exact dot products, heavy ties; captions near their image."""
+    rng = np.random.default_rng(21)
+    images = rng.integers(-2, 3, size=(5000, 8)).astype(np.float32)
+    images[:, 0] = 3  # no zero row: every cosine is defined
+    captions = images[gt.caption_image] + rng.integers(-2, 3, size=(25000, 8)).astype(np.float32)
+    return images, captions
+
+
+def test_integer_embeddings_equal_the_score_path(metrics, integer_embeddings):
+    images, captions = integer_embeddings
+    expected = metrics.compute_all_metrics_from_scores(images @ captions.T, target_metrics=TARGETS)
+    assert metrics.compute_all_metrics_from_embeddings(images, captions, target_metrics=TARGETS) == expected
+    unit_i = images / np.linalg.norm(images, axis=1, keepdims=True)
+    unit_c = captions / np.linalg.norm(captions, axis=1, keepdims=True)
+    cosine = metrics.compute_all_metrics_from_scores(unit_i @ unit_c.T, target_metrics=TARGETS)
+    assert (
+        metrics.compute_all_metrics_from_embeddings(images, captions, target_metrics=TARGETS, normalize=True) == cosine
+    )
+
+
+def test_float_embeddings_permuted_with_extra_gallery_items(metrics, gt):
+    rng = np.random.default_rng(22)
+    images = rng.standard_normal((5000, 32), dtype=np.float32)
+    captions = images[gt.caption_image] + rng.standard_normal((25000, 32), dtype=np.float32)
+    perm_i, perm_c = rng.permutation(5000), rng.permutation(25000)
+    extra = rng.standard_normal((9, 32), dtype=np.float32)
+    image_ids = np.concatenate([gt.image_ids[perm_i], 900_000_000 + np.arange(9)])
+    emb_i = np.concatenate([images[perm_i], extra])
+    got = metrics.compute_all_metrics_from_embeddings(
+        emb_i, captions[perm_c], image_ids, gt.caption_ids[perm_c], TARGETS
+    )
+    scores = emb_i @ captions[perm_c].T
+    assert got == metrics.compute_all_metrics_from_scores(scores, image_ids, gt.caption_ids[perm_c], TARGETS)
+
+
+def test_cli_and_evaluate_module_take_embeddings(metrics, integer_embeddings, tmp_path, capsys):
+    images, captions = integer_embeddings
+    np.save(tmp_path / "i.npy", images)
+    np.save(tmp_path / "c.npy", captions.astype(np.float16))  # float16 is upcast
+    expected = metrics.compute_all_metrics_from_embeddings(images, captions.astype(np.float16), target_metrics=TARGETS)
+    out = tmp_path / "r.json"
+    args = ["evaluate", "--image-embeddings", tmp_path / "i.npy", "--caption-embeddings", tmp_path / "c.npy"]
+    assert main([str(a) for a in args] + ["--metrics", *TARGETS, "-o", str(out)]) == 0
+    assert json.loads(out.read_text()) == expected
+    module = evaluate.load(str(EVALUATE_MODULE_DIR))
+    flat = module.compute(
+        image_embeddings=images, caption_embeddings=captions.astype(np.float16), target_metrics=TARGETS
+    )
+    assert nest(flat) == expected
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (lambda i, c: (i[:, :7], c), "image embeddings have 7 dimensions but caption embeddings 8"),
+        (lambda i, c: (i.astype(np.int32), c), "image embeddings must be floats"),
+        (lambda i, c: (i, c[0]), r"caption embeddings must be a non-empty 2-D"),
+        (lambda i, c: (np.where(np.arange(5000)[:, None] == 3, np.nan, i), c), "image embeddings: rows 3 hold NaN"),
+    ],
+)
+def test_bad_embeddings(metrics, integer_embeddings, change, message):
+    images, captions = change(*integer_embeddings)
+    with pytest.raises(EvaluationError, match=message):
+        metrics.compute_all_metrics_from_embeddings(images, captions)
+
+
+def test_zero_rows_have_no_cosine(metrics, integer_embeddings):
+    images, captions = integer_embeddings
+    zero = images.copy()
+    zero[11] = 0
+    with pytest.raises(EvaluationError, match="image embeddings: rows 11 are zero"):
+        metrics.compute_all_metrics_from_embeddings(zero, captions, normalize=True)
