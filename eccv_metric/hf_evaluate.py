@@ -15,14 +15,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from eccv_metric import EVALUATE_MODULE_DIR  # noqa: F401 (re-exported)
 from eccv_metric.errors import EvaluationError
 from eccv_metric.groundtruth import DIRECTIONS
 from eccv_metric.metrics import Metrics
 from eccv_metric.metrics import Results
 from eccv_metric.ranking import int_ids
 from eccv_metric.ranking import ranked_to_arrays
-
-EVALUATE_MODULE_DIR = Path(__file__).resolve().parent / "eccv_map_at_r"
 
 _METRICS: dict[tuple, Metrics] = {}
 

@@ -184,3 +184,12 @@ def test_metric_card_how_to_use_runs_on_top50_lists(top50, scores_gauss, gt, met
     scope = {"i2t": i2t, "t2i": t2i, "sims": scores_gauss, "image_ids": gt.image_ids, "caption_ids": gt.caption_ids}
     exec(compile(code, "metric card", "exec"), scope)
     assert nest(scope["results"]) == metrics.compute_all_metrics_from_scores(scores_gauss)
+
+
+def test_importing_the_library_loads_no_arrow_datasets_or_evaluate():
+    import subprocess
+    import sys
+
+    code = "import sys, eccv_metric; print(sorted(m for m in ('pyarrow', 'datasets', 'evaluate') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr[-1000:]
