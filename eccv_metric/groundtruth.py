@@ -201,14 +201,18 @@ class Positives:
         hit = keys[np.minimum(pos, len(keys) - 1)] == probe
         return hit & (g >= 0)
 
+    def rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(list lengths, concatenated positives) of the lists at ``rows`` (positions into ``query``, or a mask)."""
+        counts = np.diff(self.indptr)[rows]
+        offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+        return counts, self.indices[np.repeat(self.indptr[:-1][rows], counts) + offsets]
+
     def restrict(self, queries: np.ndarray) -> Positives:
         """The same lists for the queries among ``queries`` (dense indices) only."""
         keep = np.isin(self.query, queries)
-        counts = np.diff(self.indptr)[keep]
-        indptr = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
+        counts, indices = self.rows(keep)
+        indptr = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
-        offsets = np.arange(int(counts.sum())) - np.repeat(indptr[:-1], counts)
-        indices = self.indices[np.repeat(self.indptr[:-1][keep], counts) + offsets]
         kept = set(self.query[keep].tolist())
         outside = {q: v for q, v in self.outside.items() if q in kept}
         return Positives(self.query[keep], indptr, indices, self.n_gallery, outside)
@@ -376,17 +380,7 @@ class GroundTruth:
             for bench in BENCHMARKS:
                 if rows[bench][k]:
                     lists[bench][direction][query] = rows[bench][k]
-        cats, names = None, None
-        image_files, fs = _dataset_files(source, "images", token)
-        if image_files:
-            images = pq.ParquetDataset(image_files, filesystem=fs).read(columns=["image_id", "categories"]).to_pydict()
-            if any(c is not None for c in images["categories"]):
-                vocab = sorted({n for c in images["categories"] if c for n in c})
-                code = {n: i + 1 for i, n in enumerate(vocab)}
-                names = {i: n for n, i in code.items()}
-                cats = {
-                    i: {code[n] for n in c} for i, c in zip(images["image_id"], images["categories"], strict=True) if c
-                }
+        cats, names = _dataset_categories(source, token) or (None, None)
         return cls.from_id_lists(caption_ids, lists, cats, source=str(source), category_names=names)
 
     def with_categories(
@@ -452,7 +446,13 @@ def load_instance_categories(
     shrink PMRP to the images it covers.
     """
     if Path(path).is_dir():
-        per_image, names = _dataset_categories(path)
+        coded = _dataset_categories(path)
+        if coded is None:
+            raise EvaluationError(
+                f"{path} is a folder without COCO categories: give a COCO instances JSON file or a folder built "
+                "by `eccv-caption build` with the COCO instances"
+            )
+        per_image, names = coded
         listed: set[int] = set(per_image)
     else:
         per_image, names, listed = _read_instances(path)
@@ -490,22 +490,23 @@ def _read_instances(path: str | Path) -> tuple[dict[int, set[int]], dict[int, st
     return per_image, names, listed
 
 
-def _dataset_categories(folder: str | Path) -> tuple[dict[int, set[int]], dict[int, str]]:
-    """Categories from a built dataset folder's ``images`` config (names coded 1..n)."""
+def _dataset_categories(
+    source: str | Path, token: str | None = None
+) -> tuple[dict[int, set[int]], dict[int, str]] | None:
+    """Categories of a built dataset's ``images`` config (names coded 1..n); None when it has none."""
     import pyarrow.parquet as pq
 
-    files = sorted(Path(folder).glob("data/images/*.parquet"))
+    files, fs = _dataset_files(source, "images", token)
     if not files:
-        raise EvaluationError(
-            f"{folder} is a folder without data/images/*.parquet: give a COCO instances JSON file "
-            "or a folder built by `eccv-caption build`"
-        )
-    table = pq.ParquetDataset([str(f) for f in files]).read(columns=["image_id", "categories"]).to_pydict()
+        return None
+    table = pq.ParquetDataset(files, filesystem=fs).read(columns=["image_id", "categories"]).to_pydict()
     vocab = sorted({n for c in table["categories"] if c for n in c})
-    code = {n: i + 1 for i, n in enumerate(vocab)}
-    per_image = {int(i): {code[n] for n in c} for i, c in zip(table["image_id"], table["categories"], strict=True)}
     if not vocab:
-        raise EvaluationError(f"{folder}: the images config has no COCO categories (built without instances)")
+        return None
+    code = {n: i + 1 for i, n in enumerate(vocab)}
+    per_image = {
+        int(i): {code[n] for n in c or ()} for i, c in zip(table["image_id"], table["categories"], strict=True)
+    }
     return per_image, {i: n for n, i in code.items()}
 
 

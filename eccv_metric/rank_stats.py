@@ -82,10 +82,9 @@ def ranks_from_scores(
 
 
 def _positive_mask(rel: Positives, part: np.ndarray, col_of_dense: np.ndarray, n_gal: int) -> np.ndarray:
-    counts = np.diff(rel.indptr)[part]
+    counts, positives = rel.rows(part)
     owner = np.repeat(np.arange(len(part)), counts)
-    offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-    cols = col_of_dense[rel.indices[np.repeat(rel.indptr[:-1][part], counts) + offsets]]
+    cols = col_of_dense[positives]
     mask = np.zeros((len(part), n_gal), dtype=bool)
     mask[owner[cols >= 0], cols[cols >= 0]] = True
     return mask
