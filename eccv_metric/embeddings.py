@@ -35,6 +35,12 @@ def as_embeddings(values: object, what: str) -> np.ndarray:
     return arr
 
 
+def prepare(values: object, what: str, normalize: bool = False) -> np.ndarray:
+    """Checked embeddings (:func:`as_embeddings`), scaled to unit L2 norm when ``normalize``."""
+    arr = as_embeddings(values, what)
+    return _unit(arr, what) if normalize else arr
+
+
 def similarities(image_embeddings: object, caption_embeddings: object, normalize: bool = False) -> np.ndarray:
     """``scores[i, j] = <image_i, caption_j>`` (cosine when ``normalize``: rows scaled to unit L2 norm first)."""
     images = as_embeddings(image_embeddings, "image embeddings")

@@ -54,7 +54,7 @@ class QueryScores:
     direction: str
     query_ids: np.ndarray
     values: np.ndarray
-    aggregate: str = "mean"  # how the reported number is made: "mean", or "median" (MedR)
+    aggregate: str = "mean"  # how the reported number is made: "mean", "median" (MedR) or "std" (of a bootstrap)
 
     @property
     def mean(self) -> float:
@@ -64,11 +64,13 @@ class QueryScores:
 
     @property
     def value(self) -> float:
-        """The reported number: the mean over queries, or their median for MedR."""
+        """The reported number: the mean over queries, their median for MedR (std of bootstrap samples)."""
+        mean = self.mean  # the same check for an empty set of queries
         if self.aggregate == "median":
-            self.mean  # noqa: B018 (the same check for an empty set of queries)
             return float(np.median(self.values))
-        return self.mean
+        if self.aggregate == "std":
+            return float(np.std(self.values))
+        return mean
 
 
 class Source(Protocol):

@@ -77,7 +77,7 @@ def ranks_from_scores(
         for start in range(0, len(members), step):
             part = members[start : start + step]
             block = _query_block(matrix, query_pos[part], along_columns, gallery_pos)
-            ranks[part], bad[part] = _block_ranks(block, _positive_mask(rel, part, col_of_dense, n_gal))
+            ranks[part], bad[part] = block_ranks(block, _positive_mask(rel, part, col_of_dense, n_gal))
     return ranks, bad
 
 
@@ -90,12 +90,14 @@ def _positive_mask(rel: Positives, part: np.ndarray, col_of_dense: np.ndarray, n
     return mask
 
 
-def _block_ranks(block: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    finite = np.isfinite(block).all(axis=1)
+def block_ranks(block: np.ndarray, mask: np.ndarray, finite: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Ranks of the best positive (``mask``) of each row of ``block``; ``finite``: rows known free of NaN/inf."""
+    if finite is None:
+        finite = np.isfinite(block).all(axis=1)
     best = np.where(mask, block, -np.inf).max(axis=1, initial=-np.inf)
     bad = ~finite | ~mask.any(axis=1)
     at_best = block == best[:, None]
     first = (mask & at_best).argmax(axis=1)  # first position of a positive with the best score
-    tied_before = np.cumsum(at_best, axis=1, dtype=np.int64)[np.arange(len(block)), first] - 1
-    ranks = (block > best[:, None]).sum(axis=1) + tied_before + 1
+    at_best &= np.arange(block.shape[1])[None, :] < first[:, None]
+    ranks = np.count_nonzero(block > best[:, None], axis=1) + np.count_nonzero(at_best, axis=1) + 1
     return np.where(bad, 0, ranks).astype(np.float64), bad

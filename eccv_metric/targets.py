@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable
 from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import field
 
 import numpy as np
 
@@ -24,6 +25,17 @@ ALL_TARGETS = (
 )
 # what a form offers (the Space): the defaults first, then the other official names
 CHOICES = tuple(dict.fromkeys(DEFAULT_TARGETS + ALL_TARGETS))
+TASK_SETS = ("cxc_t2t", "cxc_i2i")  # CxC intramodal retrieval (embeddings or score matrices)
+CORRELATIONS = ("sts", "sis", "sits")  # cxc_<kind>_spearman: bootstrap correlation with the CxC ratings
+EXTRA_TARGETS = (
+    "cxc_t2t_recalls",
+    "cxc_i2i_recalls",
+    "cxc_sts_spearman",
+    "cxc_sis_spearman",
+    "cxc_sits_spearman",
+)
+_TASK = re.compile(r"^(cxc_t2t|cxc_i2i)_(?:r([1-9][0-9]*)|(recalls)|(medr|meanr))$")
+_CORR = re.compile(r"^cxc_(sts|sis|sits)_spearman$")
 _RANK = re.compile(r"^(coco_1k|coco_5k|cxc|eccv)_(medr|meanr)$")
 _RK = re.compile(r"^(coco_1k|coco_5k|cxc|eccv)_r([1-9][0-9]*)$")
 
@@ -37,6 +49,20 @@ class Request:
     rprecision: bool = False
     pmrp: bool = False
     rank_stats: tuple[tuple[str, str], ...] = ()  # (recall set, "medr" | "meanr")
+    tasks: dict[str, tuple[int, ...]] = field(default_factory=dict)  # intramodal task -> Ks
+    task_stats: tuple[tuple[str, str], ...] = ()  # (intramodal task, "medr" | "meanr")
+    correlations: tuple[str, ...] = ()  # CxC rating kinds
+
+    @property
+    def cross_modal(self) -> bool:
+        """Whether an image-caption (i2t / t2i) metric is requested."""
+        return bool(self.recalls or self.map_at_r or self.rprecision or self.pmrp or self.rank_stats)
+
+    def intramodal_names(self) -> list[str]:
+        """Output keys of the intramodal tasks and correlations (each ``_spearman`` with its ``_std``)."""
+        out = [f"{t}_r{k}" for t in TASK_SETS for k in self.tasks.get(t, ())]
+        out += [f"{t}_{stat}" for t, stat in self.task_stats]
+        return out + [f"cxc_{c}_spearman{s}" for c in self.correlations for s in ("", "_std")]
 
     def names(self) -> list[str]:
         """Output keys, in the official order."""
@@ -49,7 +75,7 @@ class Request:
 
 def is_rank_stat(name: str) -> bool:
     """MedR / MeanR are ranks (lower is better), reported as is; every other metric is a fraction."""
-    return bool(_RANK.match(name))
+    return bool(_RANK.match(name)) or name.startswith(TASK_SETS) and name.endswith(("_medr", "_meanr"))
 
 
 def parse_targets(target_metrics: Iterable[str] | str, ks: Iterable[int] = (1, 5, 10)) -> Request:
@@ -70,12 +96,26 @@ def parse_targets(target_metrics: Iterable[str] | str, ks: Iterable[int] = (1, 5
     recalls: dict[str, set[int]] = {}
     flags = {"eccv_map_at_r": False, "eccv_rprecision": False, "pmrp": False}
     stats: set[tuple[str, str]] = set()
+    tasks: dict[str, set[int]] = {}
+    task_stats: set[tuple[str, str]] = set()
+    correlations: set[str] = set()
     for name in names:
         if not isinstance(name, str):
             raise EvaluationError(f"target metric names must be strings, not {name!r}")
         match = _RK.match(name)
         rank = _RANK.match(name)
-        if rank:
+        task = _TASK.match(name) if isinstance(name, str) else None
+        corr = _CORR.match(name) if isinstance(name, str) else None
+        if task:
+            if task.group(4):
+                task_stats.add((task.group(1), task.group(4)))
+            elif task.group(3) and not ks:
+                raise EvaluationError(f"{name} needs at least one K: Ks is empty")
+            else:
+                tasks.setdefault(task.group(1), set()).update(ks if task.group(3) else (int(task.group(2)),))
+        elif corr:
+            correlations.add(corr.group(1))
+        elif rank:
             stats.add((rank.group(1), rank.group(2)))
         elif name in flags:
             flags[name] = True
@@ -87,8 +127,9 @@ def parse_targets(target_metrics: Iterable[str] | str, ks: Iterable[int] = (1, 5
             recalls.setdefault(match.group(1), set()).add(int(match.group(2)))
         else:
             raise EvaluationError(
-                f"unknown target metric {name!r}; valid: {', '.join(ALL_TARGETS)} and "
-                "{coco_1k,coco_5k,cxc,eccv}_r<K> (e.g. coco_5k_r1), {coco_1k,coco_5k,cxc,eccv}_{medr,meanr}"
+                f"unknown target metric {name!r}; valid: {', '.join(ALL_TARGETS + EXTRA_TARGETS)} and "
+                "{coco_1k,coco_5k,cxc,eccv,cxc_t2t,cxc_i2i}_r<K> (e.g. coco_5k_r1), "
+                "{coco_1k,coco_5k,cxc,eccv,cxc_t2t,cxc_i2i}_{medr,meanr}"
             )
     if not names:
         raise EvaluationError("target_metrics is empty")
@@ -98,6 +139,9 @@ def parse_targets(target_metrics: Iterable[str] | str, ks: Iterable[int] = (1, 5
         flags["eccv_rprecision"],
         flags["pmrp"],
         tuple(sorted(stats, key=lambda x: (RECALL_SETS.index(x[0]), x[1] != "medr"))),
+        {t: tuple(sorted(tasks[t])) for t in TASK_SETS if t in tasks},
+        tuple(sorted(task_stats, key=lambda x: (TASK_SETS.index(x[0]), x[1] != "medr"))),
+        tuple(c for c in CORRELATIONS if c in correlations),
     )
 
 

@@ -1,0 +1,215 @@
+"""Retrieval tasks as definitions, and one blockwise engine that scores any of them.
+
+A :class:`RetrievalTask` is queries, a gallery, CSR positives, whether each
+query is removed from its own gallery (intramodal retrieval) and optional
+folds (COCO 1K: a query sees only the gallery items of its fold). A
+:class:`Scorer` yields similarity blocks (some queries x the gallery) from
+embeddings or from a score matrix, so that peak memory is bounded by the
+block budget, never by the gallery: t2t over 25,000 captions never builds the
+25k x 25k matrix.
+
+Ranking rule, as everywhere in the package: stable descending sort of each
+query's scores; among equal scores the item given first (lower row of the
+gallery embeddings / column of the matrix) wins. A query's own item is scored
+strictly below every other item (``nextafter(min, -inf)``), i.e. removed: it
+can never enter a top-K (K is capped at the gallery size) nor count in a rank.
+
+Per query, ``rank`` = 1-based rank of its best-ranked positive
+(``#{g : s_g > s*} + #{g before p* : s_g = s*} + 1``, see ``rank_stats``);
+``R@K = 1[rank <= K]``; MedR = ``numpy.median`` of the ranks, MeanR their mean.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from eccv_metric.engine import QueryScores
+from eccv_metric.errors import EvaluationError
+from eccv_metric.errors import preview
+from eccv_metric.groundtruth import GroundTruth
+from eccv_metric.groundtruth import IdIndex
+from eccv_metric.groundtruth import Positives
+from eccv_metric.groundtruth import require_unique
+from eccv_metric.rank_stats import STATS
+from eccv_metric.rank_stats import block_ranks
+from eccv_metric.ranking import _CHUNK_ELEMENTS
+from eccv_metric.ranking import _query_block
+from eccv_metric.ranking import check_extra_ids
+from eccv_metric.ranking import int_ids
+
+
+@dataclass(frozen=True)
+class RetrievalTask:
+    """One retrieval task; ``positives.query`` indexes ``queries``, ``positives.indices`` index ``gallery``.
+
+    ``exclude_self``: the gallery of query q is every gallery item but q
+    (``queries`` and ``gallery`` are then the same items). ``query_fold`` /
+    ``gallery_fold``: fold of each query / gallery item (COCO 1K), or None.
+    """
+
+    name: str
+    direction: str
+    queries: IdIndex
+    gallery: IdIndex
+    positives: Positives
+    exclude_self: bool = False
+    query_fold: np.ndarray | None = None
+    gallery_fold: np.ndarray | None = None
+
+
+def cross_modal_task(gt: GroundTruth, name: str, direction: str) -> RetrievalTask:
+    """The 5K test-split tasks as definitions: ``coco_1k``, ``coco_5k``, ``cxc``, ``eccv`` (i2t or t2i)."""
+    bench = "coco" if name.startswith("coco") else name
+    folds = name == "coco_1k"
+    return RetrievalTask(
+        name,
+        direction,
+        gt.query_index(direction),
+        gt.gallery_index(direction),
+        gt.positives[bench][direction],
+        query_fold=gt.query_fold(direction) if folds else None,
+        gallery_fold=gt.gallery_fold(direction) if folds else None,
+    )
+
+
+class Scorer(Protocol):
+    """Similarity blocks: ``block(rows, cols)`` = scores of query rows x gallery columns (C-contiguous)."""
+
+    n_columns: int
+
+    def block(self, rows: np.ndarray, cols: np.ndarray | None) -> np.ndarray: ...
+
+
+class EmbeddingScorer:
+    """``s[i, j] = <query_i, gallery_j>`` computed one block of queries at a time."""
+
+    def __init__(self, queries: np.ndarray, gallery: np.ndarray):
+        if queries.shape[1] != gallery.shape[1]:
+            raise EvaluationError(f"embeddings have {queries.shape[1]} and {gallery.shape[1]} dimensions")
+        self.queries, self.gallery = queries, gallery
+        self.n_columns = len(gallery)
+
+    def block(self, rows: np.ndarray, cols: np.ndarray | None) -> np.ndarray:
+        gallery = self.gallery if cols is None else self.gallery[cols]
+        return self.queries[rows] @ gallery.T
+
+
+class MatrixScorer:
+    """Rows (or columns, ``along_columns``) of a score matrix as query blocks."""
+
+    def __init__(self, matrix: np.ndarray, along_columns: bool = False):
+        transposed = not matrix.flags.c_contiguous
+        self.matrix = matrix.T if transposed else matrix
+        self.along_columns = along_columns != transposed
+        self.n_columns = matrix.shape[0 if along_columns else 1]
+
+    def block(self, rows: np.ndarray, cols: np.ndarray | None) -> np.ndarray:
+        return _query_block(self.matrix, rows, self.along_columns, cols)
+
+
+def gallery_columns(ids: object, index: IdIndex, other: IdIndex | None, what: str) -> np.ndarray:
+    """Dense index of each given gallery id (-1: an extra item); the test split must be covered."""
+    arr = int_ids(ids, f"{what} ids", ndim=1)
+    require_unique(arr, f"given {what}")
+    if other is not None:
+        check_extra_ids(arr, index, other)
+    elif len(arr) and arr.min() < 0:
+        raise EvaluationError(f"{what} ids must be non-negative: {preview(arr[arr < 0])}")
+    dense = index.positions(arr)
+    covered = np.zeros(len(index), dtype=bool)
+    covered[dense[dense >= 0]] = True
+    if not covered.all():
+        raise EvaluationError(
+            f"the gallery must cover the test split: {int((~covered).sum())} {what} id(s) are missing: "
+            f"{preview(index.ids[~covered])}"
+        )
+    return dense
+
+
+def evaluate_task(
+    task: RetrievalTask,
+    scorer: Scorer,
+    query_rows: np.ndarray,
+    columns: np.ndarray,
+    ks: Iterable[int] = (),
+    stats: Iterable[str] = (),
+) -> dict[str, QueryScores]:
+    """Per-query R@K (``<name>_r<K>``) and rank statistics (``<name>_medr`` / ``_meanr``) of ``task``.
+
+    ``query_rows[q]``: scorer row of dense query q (-1: not given, an error);
+    ``columns[j]``: dense gallery index of scorer column j (-1: an extra item).
+    """
+    ks, stats = tuple(ks), tuple(stats)
+    rel = task.positives
+    missing = query_rows[rel.query] < 0
+    if missing.any():
+        raise EvaluationError(
+            f"{task.direction}: {int(missing.sum())} query id(s) of {task.name} have no row: "
+            f"{preview(task.queries.ids[rel.query[missing]])}"
+        )
+    ranks = np.zeros(len(rel.query))
+    folds = [None] if task.query_fold is None else np.unique(task.query_fold[rel.query]).tolist()
+    gallery_sizes = np.zeros(len(rel.query), dtype=np.int64)
+    for fold in folds:
+        if fold is None:
+            members, cols = np.arange(len(rel.query)), None
+        else:
+            members = np.flatnonzero(task.query_fold[rel.query] == fold)
+            cols = np.flatnonzero((columns >= 0) & (task.gallery_fold[np.maximum(columns, 0)] == fold))  # type: ignore[index]
+        dense_cols = columns if cols is None else columns[cols]
+        gallery_sizes[members] = len(dense_cols) - task.exclude_self
+        ranks[members] = _ranks(task, scorer, query_rows, dense_cols, cols, members)
+    out = {}
+    ids = task.queries.ids[rel.query]
+    for k in ks:
+        hit = ranks <= np.minimum(k, gallery_sizes)
+        out[f"{task.name}_r{k}"] = QueryScores(f"{task.name}_r{k}", task.direction, ids, hit.astype(np.float64))
+    for stat in stats:
+        name = f"{task.name}_{stat}"
+        out[name] = QueryScores(name, task.direction, ids, ranks, STATS[stat])
+    return out
+
+
+def _ranks(
+    task: RetrievalTask,
+    scorer: Scorer,
+    query_rows: np.ndarray,
+    dense_cols: np.ndarray,
+    cols: np.ndarray | None,
+    members: np.ndarray,
+) -> np.ndarray:
+    """Best-positive ranks of the queries ``members`` (positions into ``task.positives.query``), blockwise."""
+    rel = task.positives
+    col_of_dense = np.full(rel.n_gallery, -1, dtype=np.int64)
+    col_of_dense[dense_cols[dense_cols >= 0]] = np.flatnonzero(dense_cols >= 0)
+    n_cols = len(dense_cols)
+    step = max(1, _CHUNK_ELEMENTS // max(1, n_cols))
+    out = np.zeros(len(members))
+    for start in range(0, len(members), step):
+        part = members[start : start + step]
+        dense_q = rel.query[part]
+        block = scorer.block(query_rows[dense_q], cols)
+        if block.dtype not in (np.float32, np.float64):
+            block = block.astype(np.float32)
+        finite = np.isfinite(block).all(axis=1)
+        if task.exclude_self and finite.any():
+            own = col_of_dense[dense_q]
+            low = np.nextafter(block.min(axis=1), -np.inf)
+            block[np.arange(len(part))[own >= 0], own[own >= 0]] = low[own >= 0]
+        mask = np.zeros(block.shape, dtype=bool)
+        counts, positives = rel.rows(part)
+        owner = np.repeat(np.arange(len(part)), counts)
+        pos_cols = col_of_dense[positives]
+        mask[owner[pos_cols >= 0], pos_cols[pos_cols >= 0]] = True
+        ranks, bad = block_ranks(block, mask, finite)
+        if bad.any():
+            raise EvaluationError(
+                f"{task.direction} {task.name}: the scores of {int(bad.sum())} query(ies) contain NaN or inf, or "
+                f"have no positive in the gallery: {preview(task.queries.ids[dense_q[bad]])}"
+            )
+        out[start : start + len(part)] = ranks
+    return out

@@ -1,0 +1,260 @@
+"""CxC intramodal retrieval (t2t, i2i) and the task engine, against brute force written here (full stable sort).
+
+A small synthetic world (40 images, 200 captions, CxC-format CSVs) is scored
+exhaustively; the real test split and the real CxC files are checked on the
+protocol's facts and on sampled queries.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+from eccv_metric import EvaluationError
+from eccv_metric.cxc import load_ratings
+from eccv_metric.groundtruth import GroundTruth
+from eccv_metric.intramodal import cxc_task
+from eccv_metric.intramodal import rows_of
+from eccv_metric.metrics import Metrics
+from eccv_metric.tasks import MatrixScorer
+from eccv_metric.tasks import cross_modal_task
+from eccv_metric.tasks import evaluate_task
+from eccv_metric.tasks import gallery_columns
+
+CXC = "../shared/data/cxc"
+N_IMG, PER = 40, 5
+IMAGE_IDS = [10 + 3 * i for i in range(N_IMG)]
+CAPTION_IDS = [1000 + k for k in range(N_IMG * PER)]
+THRESHOLD = {"sts": 3.0, "sis": 2.5}
+
+
+def _caption_key(c: int) -> str:
+    return f"COCO_val2014:sentid:{c}"
+
+
+def _image_key(i: int) -> str:
+    return f"COCO_val2014_{i:012d}.jpg"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """A GroundTruth of 40 images / 200 captions and CxC CSVs with pairs rated in both orders."""
+    rng = np.random.default_rng(5)
+    lists = {
+        "i2t": {img: CAPTION_IDS[k * PER : (k + 1) * PER] for k, img in enumerate(IMAGE_IDS)},
+        "t2i": {c: [IMAGE_IDS[k // PER]] for k, c in enumerate(CAPTION_IDS)},
+    }
+    gt = GroundTruth.from_id_lists(CAPTION_IDS, {"coco": lists, "cxc": lists, "eccv": lists})
+    folder = tmp_path_factory.mktemp("cxc")
+    rows = {}
+    for kind, ids, key, n in (
+        ("sts", CAPTION_IDS, _caption_key, 500),
+        ("sis", IMAGE_IDS, _image_key, 150),
+        ("sits", None, None, 300),
+    ):
+        if kind == "sits":
+            pairs = [(int(rng.choice(CAPTION_IDS)), int(rng.choice(IMAGE_IDS))) for _ in range(n)]
+        else:
+            pairs = {tuple(int(x) for x in rng.choice(ids, 2, replace=False)) for _ in range(n)}
+            pairs = sorted(pairs) + [(b, a) for a, b in sorted(pairs)[:40]]  # 40 pairs rated in both orders
+        scores = rng.choice([0.0, 1.5, 2.4, 2.5, 3.0, 3.6, 5.0], size=len(pairs))
+        rows[kind] = [(a, b, float(s)) for (a, b), s in zip(pairs, scores, strict=True)]
+        keys = (_caption_key, _image_key) if kind == "sits" else (key, key)
+        with open(folder / f"{kind}_test.csv", "w", newline="") as fout:
+            writer = csv.writer(fout)
+            writer.writerow(["item1", "item2", "agg_score", "sampling_method"])
+            writer.writerows([keys[0](a), keys[1](b), s, "synthetic"] for a, b, s in rows[kind])
+    return gt, folder, rows
+
+
+def brute_positives(rows, kind, directed=False):
+    pos = defaultdict(set)
+    for a, b, s in rows:
+        if a != b and s >= THRESHOLD[kind]:
+            pos[a].add(b)
+            if not directed:
+                pos[b].add(a)
+    return pos
+
+
+def brute_ranks(emb, ids, positives):
+    """{query id: 1-based rank of its best positive} with a full stable argsort over every other row."""
+    out = {}
+    for qi, q in enumerate(ids):
+        if q not in positives:
+            continue
+        gallery = np.array([j for j in range(len(ids)) if j != qi])
+        scores = np.array([float(np.dot(emb[qi], emb[j])) for j in gallery])
+        ranked = [ids[gallery[o]] for o in np.argsort(-scores, kind="stable")]
+        out[q] = 1 + min(ranked.index(p) for p in positives[q])
+    return out
+
+
+def engine_ranks(metrics, task, **kwargs):
+    per_query = metrics.per_query_from_embeddings(target_metrics=[f"{task}_meanr"], **kwargs)
+    scores = per_query[f"{task}_meanr"][task[-3:]]
+    return dict(zip(scores.query_ids.tolist(), scores.values.tolist(), strict=True))
+
+
+@pytest.mark.parametrize("directed", [False, True])
+@pytest.mark.parametrize("kind", ["sts", "sis"])
+@pytest.mark.parametrize("values", ["integer", "float"])
+def test_intramodal_ranks_equal_brute_force(world, kind, values, directed):
+    gt, folder, rows = world
+    metrics = Metrics(ground_truth=gt, cxc_source=folder, cxc_directed=directed)
+    rng = np.random.default_rng(hash((kind, values, directed)) % 2**32)
+    ids = list(CAPTION_IDS if kind == "sts" else IMAGE_IDS)
+    extra = [90_000 + k for k in range(7)]  # distractors: neither test captions nor test images
+    given = [ids[k] for k in rng.permutation(len(ids))] + extra
+    rng.shuffle(given)
+    if values == "integer":  # exact dot products, heavy ties
+        emb = rng.integers(-1, 2, size=(len(given), 3)).astype(np.float32)
+    else:
+        emb = rng.standard_normal((len(given), 16))
+    positives = brute_positives(rows[kind], kind, directed)
+    expected = brute_ranks(emb, given, positives)
+    side = "caption" if kind == "sts" else "image"
+    got = engine_ranks(
+        metrics,
+        f"cxc_{'t2t' if kind == 'sts' else 'i2i'}",
+        **{
+            f"{side}_embeddings": emb,
+            f"{side}_ids": given,
+        },
+    )
+    assert got == expected
+    task = "cxc_t2t" if kind == "sts" else "cxc_i2i"
+    ks = (1, 2, 5, 10, 1000)
+    result = metrics.compute_all_metrics_from_embeddings(
+        **{f"{side}_embeddings": emb, f"{side}_ids": given},
+        target_metrics=[f"{task}_recalls", f"{task}_medr", f"{task}_meanr"],
+        Ks=ks,
+    )
+    ranks = np.array([expected[q] for q in sorted(expected)])
+    direction = task[-3:]
+    for k in ks:
+        assert result[f"{task}_r{k}"] == {direction: float(np.mean(ranks <= min(k, len(given) - 1)))}
+    assert result[f"{task}_medr"] == {direction: float(np.median(ranks))}
+    assert result[f"{task}_meanr"] == {direction: float(np.mean(ranks))}
+
+
+def test_embeddings_and_scores_agree_exactly(world):
+    gt, folder, _ = world
+    metrics = Metrics(ground_truth=gt, cxc_source=folder)
+    rng = np.random.default_rng(2)
+    images = rng.integers(-2, 3, size=(N_IMG, 4)).astype(np.float32)
+    captions = rng.integers(-2, 3, size=(N_IMG * PER, 4)).astype(np.float32)
+    targets = ["cxc_t2t_recalls", "cxc_i2i_recalls", "cxc_t2t_medr", "cxc_i2i_meanr", "coco_5k_r1"]
+    targets += ["cxc_sts_spearman", "cxc_sis_spearman", "cxc_sits_spearman"]
+    from_embeddings = metrics.compute_all_metrics_from_embeddings(images, captions, target_metrics=targets)
+    from_scores = metrics.compute_all_metrics_from_scores(
+        images @ captions.T,
+        target_metrics=targets,
+        caption_scores=captions @ captions.T,
+        image_scores=images @ images.T,
+    )
+    assert from_embeddings == from_scores
+    expected = {f"cxc_{t}_r{k}" for t in ("t2t", "i2i") for k in (1, 5, 10)} | {"cxc_t2t_medr", "cxc_i2i_meanr"}
+    expected |= {"coco_5k_r1"} | {f"cxc_{k}_spearman{s}" for k in ("sts", "sis", "sits") for s in ("", "_std")}
+    assert set(from_embeddings) == expected
+
+
+def test_task_engine_equals_the_cross_modal_engine(world):
+    """COCO 1K / 5K, CxC and ECCV as task definitions: the same per-query values as the official-API engine."""
+    gt, _, _ = world
+    metrics = Metrics(ground_truth=gt)
+    rng = np.random.default_rng(9)
+    scores = rng.integers(0, 4, size=(N_IMG, N_IMG * PER)).astype(np.float32)  # tie-heavy
+    for name in ("coco_1k", "coco_5k", "cxc", "eccv"):
+        targets = [f"{name}_r1", f"{name}_r5", f"{name}_medr", f"{name}_meanr"]
+        expected = metrics.per_query_from_scores(scores, target_metrics=targets)
+        for direction, along in (("i2t", False), ("t2i", True)):
+            task = cross_modal_task(gt, name, direction)
+            columns = gallery_columns(task.gallery.ids, task.gallery, None, "item")
+            rows = rows_of(gallery_columns(task.queries.ids, task.queries, None, "item"), len(task.queries))
+            got = evaluate_task(task, MatrixScorer(scores, along), rows, columns, (1, 5), ("medr", "meanr"))
+            for metric in targets:
+                assert np.array_equal(got[metric].values, expected[metric][direction].values), (metric, direction)
+                assert np.array_equal(got[metric].query_ids, expected[metric][direction].query_ids)
+
+
+def test_bad_inputs_name_what_is_missing(world):
+    gt, folder, _ = world
+    metrics = Metrics(ground_truth=gt, cxc_source=folder)
+    captions = np.ones((N_IMG * PER, 4), np.float32)
+    with pytest.raises(EvaluationError, match="cxc_i2i needs image-image similarities"):
+        metrics.compute_all_metrics_from_embeddings(caption_embeddings=captions, target_metrics=["cxc_i2i_r1"])
+    with pytest.raises(EvaluationError, match="need both image and caption embeddings"):
+        metrics.compute_all_metrics_from_embeddings(
+            caption_embeddings=captions, target_metrics=["cxc_t2t_r1", "cxc_r1"]
+        )
+    with pytest.raises(EvaluationError, match="not from image-caption ranked lists"):
+        metrics.compute_all_metrics({c: [] for c in CAPTION_IDS}, target_metrics=["cxc_t2t_r1"])
+    with pytest.raises(EvaluationError, match="missing"):
+        metrics.compute_all_metrics_from_embeddings(
+            caption_embeddings=captions[:-1], caption_ids=CAPTION_IDS[:-1], target_metrics=["cxc_t2t_r1"]
+        )
+    with pytest.raises(EvaluationError, match="test-split image ids"):  # an image id among caption ids
+        metrics.compute_all_metrics_from_embeddings(
+            caption_embeddings=np.ones((N_IMG * PER + 1, 4)),
+            caption_ids=CAPTION_IDS + [IMAGE_IDS[0]],
+            target_metrics=["cxc_t2t_r1"],
+        )
+    nan = captions.copy()
+    nan[3, 1] = np.nan
+    with pytest.raises(EvaluationError, match="NaN or inf"):
+        metrics.compute_all_metrics_from_embeddings(caption_embeddings=nan, target_metrics=["cxc_t2t_r1"])
+    with pytest.raises(EvaluationError, match="constant"):  # every similarity equal: no rank correlation
+        metrics.compute_all_metrics_from_embeddings(caption_embeddings=captions, target_metrics=["cxc_sts_spearman"])
+    with pytest.raises(EvaluationError, match="unknown target metric"):
+        metrics.compute_all_metrics_from_embeddings(caption_embeddings=captions, target_metrics=["cxc_t2i_r1"])
+
+
+# ---------------------------------------------------------------------------
+# the real test split and the real CxC files
+
+
+def _csv_rows(kind):
+    with open(f"{CXC}/{kind}_test.csv", newline="") as fin:
+        reader = csv.reader(fin)
+        next(reader)
+        out = []
+        for a, b, s, _ in reader:
+            parse = (lambda k: int(k.rsplit(":", 1)[1])) if kind == "sts" else (lambda k: int(k[-16:-4]))
+            out.append((parse(a), parse(b), float(s)))
+    return out
+
+
+@pytest.mark.parametrize("kind", ["sts", "sis"])
+def test_real_cxc_positives_equal_the_csv_read_by_hand(gt, kind):
+    rows = _csv_rows(kind)
+    for directed in (False, True):
+        expected = brute_positives(rows, kind, directed)
+        task = cxc_task(gt, load_ratings(kind, CXC), directed)
+        got = task.positives.to_id_lists(task.queries.ids, task.gallery.ids)
+        assert got == {q: sorted(v) for q, v in expected.items()}
+    if kind == "sis":  # the protocol note: 2,863 pairs rated in both orders, 512 on both sides of 2.5
+        score = {(a, b): s for a, b, s in rows}
+        both = [(a, b) for a, b in score if (b, a) in score and a < b]
+        split = [p for p in both if (score[p] >= 2.5) != (score[p[::-1]] >= 2.5)]
+        assert (len(both), len(split)) == (2863, 512)
+
+
+def test_real_t2t_sampled_queries_equal_brute_force(metrics, gt):
+    """All 25,000 captions as the gallery (blockwise), 60 sampled queries checked by a full stable sort."""
+    m = Metrics(ground_truth=gt, cxc_source=CXC)
+    rng = np.random.default_rng(4)
+    emb = rng.integers(-1, 2, size=(len(gt.caption_ids), 6)).astype(np.float32)  # heavy ties
+    got = engine_ranks(m, "cxc_t2t", caption_embeddings=emb)
+    positives = brute_positives(_csv_rows("sts"), "sts")
+    assert set(got) == set(positives)
+    ids = gt.caption_ids.tolist()
+    row = {c: k for k, c in enumerate(ids)}
+    for q in rng.choice(sorted(positives), 60, replace=False).tolist():
+        scores = emb @ emb[row[q]]
+        order = [j for j in np.argsort(-scores, kind="stable") if j != row[q]]
+        ranked = [ids[j] for j in order]
+        assert got[q] == 1 + min(ranked.index(p) for p in positives[q]), q
