@@ -65,7 +65,7 @@ DESCRIPTIONS = {
     "images": "The 5,000 COCO Karpathy test images: ids, files, COCO 1K fold, ECCV query flag, COCO categories.",
     "captions": "The 25,000 test captions in Karpathy order with their image, fold and ECCV query flag.",
     "positives": "One row per query and direction (i2t: image -> caption ids, t2i: caption -> image ids) "
-    "with its COCO, CxC, ECCV Caption and Plausible Match positives.",
+    "with its COCO, CxC, ECCV Caption and Plausible Match positives; CxC intramodal t2t / i2i rows.",
     "cxc_ratings": "Raw graded CxC similarity ratings (SITS, STS, SIS) between test-split items.",
 }
 

@@ -269,7 +269,12 @@ positives and ratings, and PCME's Plausible Match (PM,
   whose COCO category sets differ in at most 2 categories; own image left out;
   null for the 48 images without COCO instance annotations and their
   captions, and everywhere when categories were not available at build time). Rows follow the
-  Karpathy order (t2i rows = the 25,000 captions in order).
+  Karpathy order (t2i rows = the 25,000 captions in order). With the CxC CSVs, `t2t` rows
+  (a caption and the other captions with CxC STS >= 3) and `i2i` rows (an image and the
+  images with SIS >= 2.5) follow, for the queries that have one, in the `cxc` column only:
+  pairs are undirected (a pair rated in both orders is a positive when either rating
+  reaches the threshold), the query itself never counts; the CxC paper's t2t / i2i
+  retrieval tasks (`eccv-caption evaluate --metrics cxc_t2t_recalls cxc_i2i_recalls`).
 - `images` / `captions`: `coco_1k_fold` is the COCO 1K fold (0-4), i.e. captions
   `[5000f, 5000f+5000)` in Karpathy order and their images; `is_eccv_query`
   marks ECCV Caption queries. `removed_in_eccv` flags what the paper left out

@@ -15,9 +15,11 @@ from eccv_caption_dataset.sources import CXC_FILES
 from eccv_caption_dataset.sources import Sources
 from eccv_caption_dataset.sources import jpeg_size
 from eccv_caption_dataset.sources import read_json
+from eccv_metric.cxc import load_ratings
 from eccv_metric.groundtruth import GroundTruth
 from eccv_metric.groundtruth import Positives
 from eccv_metric.groundtruth import load_instance_categories
+from eccv_metric.intramodal import cxc_task
 from eccv_metric.plausible import PlausibleMatch
 
 CXC_POSITIVE = 3.0  # a SITS score >= 3 is a positive (CxC paper)
@@ -169,7 +171,11 @@ def cxc_ratings(cxc_dir: Path, gt: GroundTruth, kinds: tuple[str, ...] = ("sits"
 def positive_rows(
     sources: Sources, gt: GroundTruth, pm_zeta: int = 2, pm_include_own: bool = False, report: dict | None = None
 ) -> Iterator[dict]:
-    """One row per query and direction with its COCO, CxC, ECCV and PM positive id lists."""
+    """One row per query and direction with its COCO, CxC, ECCV and PM positive id lists.
+
+    With the CxC CSVs, also the intramodal rows: ``t2t`` (STS >= 3) and ``i2i``
+    (SIS >= 2.5), one per query with a positive, in the ``cxc`` column only.
+    """
     lists = {b: gt.positives[b] for b in ("coco", "eccv")}
     lists["cxc"] = cxc_sits_positives(sources.cxc_dir, gt) if sources.cxc_dir is not None else gt.positives["cxc"]
     if report is not None:
@@ -200,6 +206,19 @@ def positive_rows(
                 "eccv": per_bench["eccv"][k],
                 "pm": pm_rows[k] if pm_rows is not None else None,
             }
+    if sources.cxc_dir is not None:  # CxC intramodal positives (undirected; see eccv_metric.cxc)
+        for kind in ("sts", "sis"):
+            task = cxc_task(gt, load_ratings(kind, sources.cxc_dir))
+            lists = task.positives.to_id_lists(task.queries.ids, task.gallery.ids)
+            for query_id, ids in lists.items():
+                yield {
+                    "direction": task.direction,
+                    "query_id": query_id,
+                    "coco": [],
+                    "cxc": ids,
+                    "eccv": [],
+                    "pm": None,
+                }
 
 
 def _rows_of(pos: Positives, gallery_ids: np.ndarray, query_ids: np.ndarray) -> list[list[int]]:

@@ -14,7 +14,6 @@ import numpy as np
 
 from eccv_metric.cli_trec import add_export_trec
 from eccv_metric.cli_trec import add_import_trec
-from eccv_metric.embeddings import similarities
 from eccv_metric.errors import EvaluationError
 from eccv_metric.files import check_output_path
 from eccv_metric.files import load_ids
@@ -26,6 +25,7 @@ from eccv_metric.metrics import Metrics
 from eccv_metric.metrics import means
 from eccv_metric.targets import ALL_TARGETS
 from eccv_metric.targets import DEFAULT_TARGETS
+from eccv_metric.targets import EXTRA_TARGETS
 from eccv_metric.targets import is_rank_stat
 
 Results = dict[str, dict[str, float]]
@@ -34,11 +34,13 @@ Results = dict[str, dict[str, float]]
 def format_table(results: Results) -> str:
     """Results as a plain-text table, values in percent (MedR / MeanR: ranks, as they are)."""
     width = max([len("metric")] + [len(k) for k in results])
-    lines = [f"{'metric':<{width}}  {'i2t':>7}  {'t2i':>7}", "-" * (width + 18)]
+    present = {d for by_dir in results.values() for d in by_dir}
+    directions = [d for d in ("i2t", "t2i", "t2t", "i2i") if d in present] or ["i2t", "t2i"]
+    lines = [f"{'metric':<{width}}" + "".join(f"  {d:>7}" for d in directions), "-" * (width + 9 * len(directions))]
     for name, by_dir in results.items():
         scale = 1 if is_rank_stat(name) else 100
-        cells = [f"{scale * by_dir[d]:7.2f}" if d in by_dir else f"{'-':>7}" for d in ("i2t", "t2i")]
-        lines.append(f"{name:<{width}}  {cells[0]}  {cells[1]}")
+        cells = [f"{scale * by_dir[d]:7.2f}" if d in by_dir else f"{'-':>7}" for d in directions]
+        lines.append(f"{name:<{width}}" + "".join(f"  {c}" for c in cells))
     return "\n".join(lines)
 
 
@@ -53,13 +55,21 @@ def demo_scores(metrics: Metrics, seed: int = 0) -> np.ndarray:
 
 def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evaluate", help="score rankings (official JSON format) or a score matrix")
-    src = p.add_mutually_exclusive_group(required=True)
+    src = p.add_mutually_exclusive_group()
     src.add_argument("--rankings", help='JSON {"i2t": {image id: [caption ids]}, "t2i": {caption id: [image ids]}}')
     src.add_argument("--scores", help=".npy matrix, scores[i, j] = similarity(image_ids[i], caption_ids[j])")
-    src.add_argument("--image-embeddings", help=".npy image embeddings (rows: --image-ids or Karpathy order)")
+    p.add_argument("--image-embeddings", help=".npy image embeddings (rows: --image-ids or Karpathy order)")
     src.add_argument("--run", help="a TREC run file (image-<id> / caption-<id> ids; see `eccv-caption export-trec`)")
     src.add_argument("--demo", action="store_true", help="a synthetic seeded score matrix (offline smoke run)")
-    p.add_argument("--caption-embeddings", help=".npy caption embeddings, with --image-embeddings")
+    p.add_argument("--caption-embeddings", help=".npy caption embeddings (rows: --caption-ids or Karpathy order)")
+    p.add_argument("--caption-scores", help=".npy captions x captions matrix (over --caption-ids): cxc_t2t, STS")
+    p.add_argument("--image-scores", help=".npy images x images matrix (over --image-ids): cxc_i2i, SIS")
+    p.add_argument(
+        "--source-dir", help="CxC ratings: a built dataset folder or a folder with the CSVs (default: download once)"
+    )
+    p.add_argument("--cxc-directed", action="store_true", help="CxC intramodal pairs: first column = query")
+    p.add_argument("--n-resamples", type=int, default=1000, help="bootstrap samples of cxc_*_spearman (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the cxc_*_spearman bootstrap")
     p.add_argument("--normalize", action="store_true", help="embeddings: cosine similarity instead of dot product")
     p.add_argument("--image-ids", help="image ids of the score rows (.npy, .json or text); default Karpathy order")
     p.add_argument("--caption-ids", help="caption ids of the score columns; default Karpathy order")
@@ -67,7 +77,7 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
         "--metrics",
         nargs="+",
         default=list(DEFAULT_TARGETS),
-        help=f"target metrics (default: {' '.join(DEFAULT_TARGETS)}; also {', '.join(ALL_TARGETS)})",
+        help=f"target metrics (default: {' '.join(DEFAULT_TARGETS)}; also {', '.join(ALL_TARGETS + EXTRA_TARGETS)})",
     )
     p.add_argument("--ks", nargs="+", type=int, default=[1, 5, 10], help="K values for *_recalls")
     p.add_argument("--instances-json", help="COCO-format instances JSON: categories for pmrp")
@@ -91,7 +101,22 @@ def pm_r_cap(text: str) -> int | None:
 def _run_evaluate(args: argparse.Namespace) -> int:
     check_output_path(args.output)
     check_output_path(args.per_query)
-    metrics = Metrics(instances_json=args.instances_json, pm_r_cap=args.pm_r_cap)
+    embeddings = args.image_embeddings or args.caption_embeddings
+    matrices = args.caption_scores or args.image_scores
+    if sum(map(bool, (args.rankings, args.scores or matrices, args.run, args.demo, embeddings))) != 1:
+        raise EvaluationError(
+            "give one input: --rankings, --run, --scores (and/or --caption-scores / --image-scores), "
+            "--image-embeddings / --caption-embeddings, or --demo"
+        )
+    metrics = Metrics(
+        instances_json=args.instances_json,
+        pm_r_cap=args.pm_r_cap,
+        cxc_source=args.source_dir,
+        cxc_directed=args.cxc_directed,
+    )
+    image_ids = load_ids(args.image_ids, "image ids") if args.image_ids else None
+    caption_ids = load_ids(args.caption_ids, "caption ids") if args.caption_ids else None
+    bootstrap = {"n_resamples": args.n_resamples, "seed": args.seed}
     if args.rankings or args.run:
         if args.run:
             from eccv_metric.trec import read_run
@@ -100,21 +125,30 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         else:
             rankings = load_rankings(args.rankings)
         per_query = metrics.per_query(rankings.get("i2t"), rankings.get("t2i"), args.metrics, args.ks)
+    elif embeddings:
+        per_query = metrics.per_query_from_embeddings(
+            _npy(args.image_embeddings, "a .npy float array (images x dimensions)"),
+            _npy(args.caption_embeddings, "a .npy float array (captions x dimensions)"),
+            image_ids,
+            caption_ids,
+            args.metrics,
+            args.ks,
+            normalize=args.normalize,
+            **bootstrap,
+        )
     else:
         expected = "a .npy float matrix, scores[i, j] = similarity(image i, caption j)"
-        if args.image_embeddings:
-            if not args.caption_embeddings:
-                raise EvaluationError("--image-embeddings needs --caption-embeddings")
-            scores = similarities(
-                load_npy(args.image_embeddings, "a .npy float array (images x dimensions)"),
-                load_npy(args.caption_embeddings, "a .npy float array (captions x dimensions)"),
-                args.normalize,
-            )
-        else:
-            scores = demo_scores(metrics) if args.demo else load_npy(args.scores, expected)
-        image_ids = load_ids(args.image_ids, "image ids") if args.image_ids else None
-        caption_ids = load_ids(args.caption_ids, "caption ids") if args.caption_ids else None
-        per_query = metrics.per_query_from_scores(scores, image_ids, caption_ids, args.metrics, args.ks)
+        scores = demo_scores(metrics) if args.demo else _npy(args.scores, expected)
+        per_query = metrics.per_query_from_scores(
+            scores,
+            image_ids,
+            caption_ids,
+            args.metrics,
+            args.ks,
+            caption_scores=_npy(args.caption_scores, "a .npy float matrix (captions x captions)"),
+            image_scores=_npy(args.image_scores, "a .npy float matrix (images x images)"),
+            **bootstrap,
+        )
     results = means(per_query)
     print(format_table(results))
     if args.output:
@@ -130,6 +164,10 @@ def _run_evaluate(args: argparse.Namespace) -> int:
         )
         print(f"wrote {args.per_query}")
     return 0
+
+
+def _npy(path: str | None, expected: str) -> np.ndarray | None:
+    return None if path is None else load_npy(path, expected)
 
 
 def _add_build(sub: argparse._SubParsersAction) -> None:

@@ -75,6 +75,8 @@ def bootstrap_spearman(
     """The CxC bootstrap (module docstring) given ``similarities[k]`` of rated pair k."""
     if type(n_resamples) is not int or not 1 <= n_resamples <= 100_000:
         raise EvaluationError(f"n_resamples must be an integer in [1, 100000], not {n_resamples!r:.20}")
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+        raise EvaluationError(f"seed must be a non-negative integer, not {seed!r:.20}")
     sims = np.asarray(similarities, dtype=np.float64)
     if sims.shape != ratings.score.shape:
         raise EvaluationError(f"{ratings.kind}: {sims.shape} similarities for {len(ratings.score)} rated pairs")

@@ -107,7 +107,7 @@ def _from_dataset(folder: Path, kind: str) -> Ratings | None:
         kind,
         table["id_1"].to_numpy().astype(np.int64),
         table["id_2"].to_numpy().astype(np.int64),
-        table["score"].to_numpy().astype(np.float64),
+        np.round(table["score"].to_numpy().astype(np.float64), 2),  # stored as float32; the CSVs have 2 decimals
         f"{folder} (cxc_ratings config)",
     )
 

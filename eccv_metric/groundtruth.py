@@ -374,6 +374,8 @@ class GroundTruth:
         lists: dict[str, dict[str, dict[int, list[int]]]] = {b: {"i2t": {}, "t2i": {}} for b in BENCHMARKS}
         caption_ids = []
         for k, direction in enumerate(rows["direction"]):
+            if direction not in DIRECTIONS:  # CxC intramodal rows (t2t, i2i): see eccv_metric.cxc
+                continue
             query = rows["query_id"][k]
             if direction == "t2i":
                 caption_ids.append(query)

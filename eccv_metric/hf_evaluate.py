@@ -108,9 +108,11 @@ def metrics_for(
     pm_zeta: int = 2,
     pm_include_own: bool = False,
     pm_r_cap: int | None = 50,
+    cxc_source: str | Path | None = None,
+    cxc_directed: bool = False,
 ) -> Metrics:
     """A cached :class:`Metrics` for a ground-truth source (default: the eccv_caption wheel)."""
-    key = (str(ground_truth), str(instances_json), pm_zeta, pm_include_own, pm_r_cap)
+    key = (str(ground_truth), str(instances_json), pm_zeta, pm_include_own, pm_r_cap, str(cxc_source), cxc_directed)
     if key not in _METRICS:
         gt = None
         if ground_truth is not None:
@@ -123,5 +125,7 @@ def metrics_for(
             pm_zeta=pm_zeta,
             pm_include_own=pm_include_own,
             pm_r_cap=pm_r_cap,
+            cxc_source=cxc_source,
+            cxc_directed=cxc_directed,
         )
     return _METRICS[key]

@@ -76,6 +76,9 @@ def test_undefined_rho_and_bad_similarities_raise():
         bootstrap_spearman(ratings, ratings.score[:-1], 10)
     with pytest.raises(EvaluationError, match="n_resamples"):
         bootstrap_spearman(ratings, ratings.score, 0)
+    for seed in (-1, 1.5, True):
+        with pytest.raises(EvaluationError, match="seed"):
+            bootstrap_spearman(ratings, ratings.score, 10, seed)
 
 
 @pytest.mark.parametrize("kind", ["sts", "sis", "sits"])

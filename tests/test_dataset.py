@@ -15,8 +15,10 @@ import pytest
 from eccv_caption_dataset.hub_folder import build
 from eccv_metric import GroundTruth
 from eccv_metric import Metrics
+from eccv_metric.cxc import load_ratings
 from eccv_metric.groundtruth import load_id_lists
 from eccv_metric.groundtruth import wheel_data_dir
+from eccv_metric.intramodal import cxc_task
 from tests.fixtures import INSTANCES
 from tests.fixtures import SHARED
 
@@ -27,7 +29,8 @@ def read(folder, config, columns=None):
 
 def test_counts_folds_and_order(built, gt):
     folder, report = built
-    assert report["built"] == {"images": 5000, "captions": 25000, "positives": 30000, "cxc_ratings": 135597}
+    positives = 30000 + 20205 + 4791  # i2t, t2i, then the CxC t2t / i2i queries that have a positive
+    assert report["built"] == {"images": 5000, "captions": 25000, "positives": positives, "cxc_ratings": 135597}
     images = read(folder, "images", ["image_id", "coco_1k_fold", "is_eccv_query"])
     captions = read(folder, "captions", ["caption_id", "image_id", "coco_1k_fold", "is_eccv_query"])
     assert images["image_id"] == gt.image_ids.tolist() and captions["caption_id"] == gt.caption_ids.tolist()
@@ -123,6 +126,30 @@ def test_parquet_is_written_as_the_hub_writes_it(built):
                 assert group.num_rows <= 100
 
 
+def test_intramodal_rows_and_ratings_equal_the_csvs(built, gt):
+    """t2t / i2i rows = the CxC tasks from the CSVs; the cxc_ratings config gives the same ratings as the CSVs."""
+    folder, _ = built
+    rows = read(folder, "positives", ["direction", "query_id", "cxc", "coco", "pm"])
+    for kind, direction in (("sts", "t2t"), ("sis", "i2i")):
+        from_csv = load_ratings(kind, SHARED / "cxc")
+        from_folder = load_ratings(kind, folder)
+        order = lambda r: np.lexsort((r.id_2, r.id_1))  # noqa: E731
+        for field in ("id_1", "id_2", "score"):
+            assert np.array_equal(
+                getattr(from_csv, field)[order(from_csv)], getattr(from_folder, field)[order(from_folder)]
+            )
+        task = cxc_task(gt, from_csv)
+        ours = {
+            q: c for q, d, c in zip(rows["query_id"], rows["direction"], rows["cxc"], strict=True) if d == direction
+        }
+        assert ours == task.positives.to_id_lists(task.queries.ids, task.gallery.ids)
+    assert all(
+        not c and p is None for d, c, p in zip(rows["direction"], rows["coco"], rows["pm"], strict=True) if d == "t2t"
+    )
+    # a Metrics on the built folder finds the ratings there by itself
+    assert Metrics(ground_truth=GroundTruth.from_dataset(folder)).cxc_ratings("sts").source.endswith("config)")
+
+
 def test_load_dataset_offline_every_config(built):
     folder, _ = built
     script = f"""
@@ -140,7 +167,7 @@ print(json.dumps(out))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    assert out["positives"][0] == 30000 and out["positives"][1]["eccv"] == "List(Value('int64'))"
+    assert out["positives"][0] == 54996 and out["positives"][1]["eccv"] == "List(Value('int64'))"
     assert out["images"][1]["image"].startswith("Image(") and out["cxc_ratings"][0] == 135597
     assert out["decoded"] == ["PIL.JpegImagePlugin", True]
 

@@ -258,3 +258,36 @@ def test_real_t2t_sampled_queries_equal_brute_force(metrics, gt):
         order = [j for j in np.argsort(-scores, kind="stable") if j != row[q]]
         ranked = [ids[j] for j in order]
         assert got[q] == 1 + min(ranked.index(p) for p in positives[q]), q
+
+
+def test_cli_and_evaluate_module_score_intramodal_tasks(gt, tmp_path, capsys):
+    """The same numbers from the library, the CLI (.npy files) and evaluate.load (kwargs)."""
+    import json
+
+    import evaluate
+
+    from eccv_metric import EVALUATE_MODULE_DIR
+    from eccv_metric.cli import main
+    from eccv_metric.hf_evaluate import nest
+
+    rng = np.random.default_rng(8)
+    images = rng.integers(-2, 3, size=(len(gt.image_ids), 6)).astype(np.float32)
+    captions = images[gt.caption_image] + rng.integers(-2, 3, size=(len(gt.caption_ids), 6)).astype(np.float32)
+    targets = ["cxc_t2t_r1", "cxc_i2i_medr", "cxc_sis_spearman", "cxc_sits_spearman"]
+    expected = Metrics(ground_truth=gt, cxc_source=CXC).compute_all_metrics_from_embeddings(
+        images, captions, target_metrics=targets, n_resamples=50
+    )
+    assert 0 < expected["cxc_t2t_r1"]["t2t"] < 1 and expected["cxc_sits_spearman"]["t2i"] > 0.05
+    np.save(tmp_path / "i.npy", images)
+    np.save(tmp_path / "c.npy", captions)
+    args = ["evaluate", "--image-embeddings", str(tmp_path / "i.npy"), "--caption-embeddings", str(tmp_path / "c.npy")]
+    args += ["--source-dir", CXC, "--n-resamples", "50", "-o", str(tmp_path / "out.json"), "--metrics", *targets]
+    assert main(args) == 0
+    table = capsys.readouterr().out
+    assert "t2t" in table and "i2i" in table and "cxc_sis_spearman_std" in table
+    assert json.loads((tmp_path / "out.json").read_text()) == expected
+    module = evaluate.load(str(EVALUATE_MODULE_DIR))
+    flat = module.compute(
+        image_embeddings=images, caption_embeddings=captions, cxc_source=CXC, n_resamples=50, target_metrics=targets
+    )
+    assert nest(flat) == expected

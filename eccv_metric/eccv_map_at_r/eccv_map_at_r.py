@@ -7,7 +7,6 @@ from ``eccv_metric.Metrics``.
 import datasets
 import evaluate
 
-from eccv_metric.embeddings import similarities
 from eccv_metric.errors import EvaluationError
 from eccv_metric.hf_evaluate import arrays_by_direction
 from eccv_metric.hf_evaluate import batch_table
@@ -48,8 +47,18 @@ Args:
     scores (optional, keyword only): a similarity matrix (numpy float16/32/64 or torch tensor), scores[i, j]
         of image_ids[i] and caption_ids[j]. Given instead of ranked lists; never goes through Arrow.
     image_ids, caption_ids (optional): the ids of the score rows / columns (default: Karpathy order).
+    image_embeddings, caption_embeddings (optional): embeddings instead (similarity = dot product, cosine
+        with normalize=True); one modality is enough for the CxC intramodal metrics of that modality.
+    caption_scores, image_scores (optional): square captions x captions / images x images matrices
+        (over caption_ids / image_ids) for "cxc_t2t_*" / "cxc_i2i_*" and the STS / SIS correlations.
+    cxc_source (optional): CxC ratings for the intramodal metrics: a built dataset folder or a folder with
+        sts_test.csv / sis_test.csv / sits_test.csv (default: download the canonical files once).
+    cxc_directed (`bool`): CxC intramodal pairs directed (first column = query). Default False (undirected).
+    n_resamples, seed: the bootstrap of "cxc_sts_spearman", "cxc_sis_spearman", "cxc_sits_spearman" (1000, 0).
     target_metrics (`list` of `str`): official names, e.g. "eccv_map_at_r", "eccv_rprecision", "eccv_r1",
-        "coco_1k_recalls", "coco_5k_recalls", "cxc_recalls", "eccv_recalls", "pmrp", or "<set>_r<K>".
+        "coco_1k_recalls", "coco_5k_recalls", "cxc_recalls", "eccv_recalls", "pmrp", or "<set>_r<K>";
+        "<set>_medr" / "<set>_meanr" (ranks); CxC intramodal "cxc_t2t_r<K>", "cxc_i2i_recalls"...;
+        "cxc_sts_spearman", "cxc_sis_spearman", "cxc_sits_spearman" (each with its "_std").
         Default: coco_1k_r1, coco_5k_r1, cxc_r1, eccv_r1, eccv_map_at_r.
     Ks (`list` of `int`): the K of every "*_recalls" metric. Default (1, 5, 10).
     nested (`bool`): return the official nested form {metric: {"i2t": x, "t2i": y}}. Default False.
@@ -58,8 +67,9 @@ Args:
     instances_json (optional): a COCO-format instances JSON whose categories define PM positives (for "pmrp").
     pm_zeta, pm_include_own, pm_r_cap: PM definition and PMRP cap (defaults 2, False, 50: the paper's).
 Returns:
-    A flat dict of floats in [0, 1], "<metric>/<direction>", e.g. "eccv_map_at_r/i2t", for every requested
-    metric and every direction given.
+    A flat dict of floats, "<metric>/<direction>", e.g. "eccv_map_at_r/i2t", for every requested metric and
+    every direction given (i2t, t2i; t2t, i2i for CxC intramodal). Fractions in [0, 1]; MedR / MeanR are
+    ranks; Spearman's rho is in [-1, 1].
 Examples:
     Every caption query ranks its own image first (lists may be truncated: R@1 needs one item):
 
@@ -150,6 +160,12 @@ class EccvMapAtR(evaluate.Metric):
         image_embeddings=None,
         caption_embeddings=None,
         normalize=False,
+        caption_scores=None,
+        image_scores=None,
+        cxc_source=None,
+        cxc_directed=False,
+        n_resamples=1000,
+        seed=0,
         target_metrics=DEFAULT_TARGETS,
         Ks=(1, 5, 10),  # noqa: N803
         nested=False,
@@ -165,18 +181,38 @@ class EccvMapAtR(evaluate.Metric):
             pm_zeta,
             pm_include_own,
             pm_r_cap,
+            cxc_source,
+            cxc_directed,
         )
         arrays = arrays_by_direction(predictions, references, directions)
+        bootstrap = {"n_resamples": n_resamples, "seed": seed}
+        matrices = scores is not None or caption_scores is not None or image_scores is not None
         if image_embeddings is not None or caption_embeddings is not None:
-            if arrays or scores is not None:
+            if arrays or matrices:
                 raise EvaluationError("give one input: ranked lists, scores or embeddings")
-            if image_embeddings is None or caption_embeddings is None:
-                raise EvaluationError("embeddings need both image_embeddings and caption_embeddings")
-            scores = similarities(image_embeddings, caption_embeddings, normalize)
-        if scores is not None:
+            per_query = metrics.per_query_from_embeddings(
+                image_embeddings,
+                caption_embeddings,
+                image_ids,
+                caption_ids,
+                target_metrics,
+                Ks,
+                normalize=normalize,
+                **bootstrap,
+            )
+        elif matrices:
             if arrays:
                 raise EvaluationError("give either ranked lists or scores, not both")
-            per_query = metrics.per_query_from_scores(scores, image_ids, caption_ids, target_metrics, Ks)
+            per_query = metrics.per_query_from_scores(
+                scores,
+                image_ids,
+                caption_ids,
+                target_metrics,
+                Ks,
+                caption_scores=caption_scores,
+                image_scores=image_scores,
+                **bootstrap,
+            )
         elif arrays:
             per_query = metrics.per_query_from_arrays(arrays.get("i2t"), arrays.get("t2i"), target_metrics, Ks)
         else:
