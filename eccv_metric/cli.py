@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from eccv_metric.cli_fg import fine_grained
 from eccv_metric.cli_trec import add_export_trec
 from eccv_metric.cli_trec import add_import_trec
 from eccv_metric.errors import EvaluationError
@@ -76,10 +77,17 @@ def _add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--metrics",
         nargs="+",
-        default=list(DEFAULT_TARGETS),
-        help=f"target metrics (default: {' '.join(DEFAULT_TARGETS)}; also {', '.join(ALL_TARGETS + EXTRA_TARGETS)})",
+        help=f"target metrics (default: {' '.join(DEFAULT_TARGETS)}, or <benchmark>_recalls for mscoco_fg / "
+        f"flickr30k_fg; also {', '.join(ALL_TARGETS + EXTRA_TARGETS)})",
     )
     p.add_argument("--ks", nargs="+", type=int, default=[1, 5, 10], help="K values for *_recalls")
+    p.add_argument(
+        "--benchmark",
+        choices=["eccv_caption", "mscoco_fg", "flickr30k_fg"],
+        default="eccv_caption",
+        help="eccv_caption: the COCO 5K split (ECCV, CxC, COCO, PM); mscoco_fg / flickr30k_fg: Chen et al. 2023 "
+        "(--source-dir: a folder with their files; default: download once)",
+    )
     p.add_argument("--instances-json", help="COCO-format instances JSON: categories for pmrp")
     p.add_argument(
         "--pm-r-cap", type=pm_r_cap, default=50, help="PMRP uses R = min(R, cap); 'none' = no cap (default 50)"
@@ -108,14 +116,18 @@ def _run_evaluate(args: argparse.Namespace) -> int:
             "give one input: --rankings, --run, --scores (and/or --caption-scores / --image-scores), "
             "--image-embeddings / --caption-embeddings, or --demo"
         )
+    image_ids = load_ids(args.image_ids, "image ids") if args.image_ids else None
+    caption_ids = load_ids(args.caption_ids, "caption ids") if args.caption_ids else None
+    if args.benchmark != "eccv_caption":
+        per_query = fine_grained(args, image_ids, caption_ids)
+        return _write_results(args, per_query)
+    args.metrics = args.metrics or list(DEFAULT_TARGETS)
     metrics = Metrics(
         instances_json=args.instances_json,
         pm_r_cap=args.pm_r_cap,
         cxc_source=args.source_dir,
         cxc_directed=args.cxc_directed,
     )
-    image_ids = load_ids(args.image_ids, "image ids") if args.image_ids else None
-    caption_ids = load_ids(args.caption_ids, "caption ids") if args.caption_ids else None
     bootstrap = {"n_resamples": args.n_resamples, "seed": args.seed}
     if args.rankings or args.run:
         if args.run:
@@ -149,6 +161,10 @@ def _run_evaluate(args: argparse.Namespace) -> int:
             image_scores=_npy(args.image_scores, "a .npy float matrix (images x images)"),
             **bootstrap,
         )
+    return _write_results(args, per_query)
+
+
+def _write_results(args: argparse.Namespace, per_query: dict) -> int:
     results = means(per_query)
     print(format_table(results))
     if args.output:

@@ -77,7 +77,11 @@ def require_unique(ids: np.ndarray, kind: str) -> None:
 
 
 class IdIndex:
-    """Dense index of a set of non-negative integer ids, via a lookup table."""
+    """Dense index of a set of non-negative integer ids: a lookup table, or a sorted search for sparse ids.
+
+    The table is used when the largest id is small (COCO ids); large sparse ids (Flickr photo ids,
+    ~8e9) use a binary search, so memory stays proportional to the number of ids.
+    """
 
     def __init__(self, ids: np.ndarray, kind: str):
         ids = np.asarray(ids, dtype=np.int64)
@@ -86,8 +90,13 @@ class IdIndex:
         require_unique(ids, kind)
         self.ids = ids
         self.kind = kind
-        self.table = np.full(int(ids.max()) + 1, -1, dtype=np.int32)
-        self.table[ids] = np.arange(len(ids), dtype=np.int32)
+        self.table: np.ndarray | None = None
+        if int(ids.max()) < max(1 << 24, 16 * len(ids)):
+            self.table = np.full(int(ids.max()) + 1, -1, dtype=np.int32)
+            self.table[ids] = np.arange(len(ids), dtype=np.int32)
+        else:
+            self._order = np.argsort(ids).astype(np.int32)
+            self._sorted = ids[self._order]
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -95,6 +104,9 @@ class IdIndex:
     def positions(self, ids: np.ndarray) -> np.ndarray:
         """Dense index of each id (int32), -1 where the id is not in the index."""
         ids = np.asarray(ids)
+        if self.table is None:
+            pos = np.minimum(np.searchsorted(self._sorted, ids), len(self._sorted) - 1)
+            return np.where(self._sorted[pos] == ids, self._order[pos], -1).astype(np.int32)
         out = self.table.take(ids, mode="clip")
         unsigned = ids.view(np.uint64) if ids.dtype == np.int64 else ids.astype(np.uint64)
         bad = unsigned >= len(self.table)  # negatives wrap to huge values

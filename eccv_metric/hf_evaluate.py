@@ -24,6 +24,8 @@ from eccv_metric.ranking import int_ids
 from eccv_metric.ranking import ranked_to_arrays
 
 _METRICS: dict[tuple, Metrics] = {}
+_FG: dict[tuple, object] = {}
+FG_BENCHMARKS = ("mscoco_fg", "flickr30k_fg")
 
 
 def batch_table(predictions: object, references: object, directions: object, schema: pa.Schema) -> pa.Table:
@@ -129,3 +131,45 @@ def metrics_for(
             cxc_directed=cxc_directed,
         )
     return _METRICS[key]
+
+
+def fine_grained_per_query(
+    benchmark: str,
+    source: str | Path | None,
+    arrays: dict[str, tuple],
+    inputs: Mapping[str, object],
+    image_ids: object,
+    caption_ids: object,
+    target_metrics: object,
+    ks: object,
+    normalize: bool,
+) -> dict:
+    """MSCOCO-FG / Flickr30K-FG for the evaluate module: ranked lists (Arrow arrays), scores or embeddings."""
+    from eccv_metric.fg_metrics import FineGrainedMetrics
+
+    key = (benchmark, str(source))
+    if key not in _FG:
+        _FG[key] = FineGrainedMetrics(benchmark, source)
+    fg = _FG[key]
+    given = [name for name, value in inputs.items() if value is not None]
+    if arrays and given:
+        raise EvaluationError("give one input: ranked lists, scores or embeddings")
+    if arrays:
+        lists = {}
+        for direction, (refs, flat, lengths) in arrays.items():
+            bounds = np.cumsum(lengths)[:-1]
+            lists[direction] = dict(zip(refs.tolist(), np.split(flat, bounds), strict=True))
+        return fg.per_query(lists.get("i2t"), lists.get("t2i"), target_metrics, ks)  # type: ignore[attr-defined]
+    if inputs["scores"] is not None:
+        return fg.per_query_from_scores(inputs["scores"], image_ids, caption_ids, target_metrics, ks)  # type: ignore[attr-defined]
+    if inputs["image_embeddings"] is None or inputs["caption_embeddings"] is None:
+        raise EvaluationError(f"{benchmark}: pass ranked lists, scores, or both image and caption embeddings")
+    return fg.per_query_from_embeddings(  # type: ignore[attr-defined]
+        inputs["image_embeddings"],
+        inputs["caption_embeddings"],
+        image_ids,
+        caption_ids,
+        target_metrics,
+        ks,
+        normalize=normalize,
+    )

@@ -22,11 +22,14 @@ Per query, ``rank`` = 1-based rank of its best-ranked positive
 from __future__ import annotations
 
 from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
+from eccv_metric import measures
 from eccv_metric.engine import QueryScores
 from eccv_metric.errors import EvaluationError
 from eccv_metric.errors import preview
@@ -37,9 +40,12 @@ from eccv_metric.groundtruth import require_unique
 from eccv_metric.rank_stats import STATS
 from eccv_metric.rank_stats import block_ranks
 from eccv_metric.ranking import _CHUNK_ELEMENTS
+from eccv_metric.ranking import _dense_rows
 from eccv_metric.ranking import _query_block
 from eccv_metric.ranking import check_extra_ids
 from eccv_metric.ranking import int_ids
+from eccv_metric.ranking import ranked_to_arrays
+from eccv_metric.ranking import require_sequences
 
 
 @dataclass(frozen=True)
@@ -212,4 +218,63 @@ def _ranks(
                 f"have no positive in the gallery: {preview(task.queries.ids[dense_q[bad]])}"
             )
         out[start : start + len(part)] = ranks
+    return out
+
+
+def evaluate_lists(
+    task: RetrievalTask, rankings: Mapping[int, Sequence[int]], ks: Iterable[int] = (), stats: Iterable[str] = ()
+) -> dict[str, QueryScores]:
+    """The same per-query values from ranked lists ``{query id: [gallery ids, best first]}`` (no folds).
+
+    R@K needs ``min(K, gallery size)`` items or a positive among those listed; a rank statistic needs a
+    positive in the list; otherwise an error names the queries. Every query of the task needs a list.
+    """
+    if task.exclude_self or task.query_fold is not None:
+        raise EvaluationError(f"{task.name}: ranked lists are not supported for this task; give scores")
+    if not isinstance(rankings, Mapping):
+        raise EvaluationError(f"{task.direction} rankings must be a dict {{query id: [ranked ids]}}")
+    keys = int_ids(list(rankings.keys()), f"{task.direction} query ids", ndim=1)
+    query_pos = task.queries.positions(keys)
+    if (query_pos < 0).any():
+        raise EvaluationError(
+            f"{task.direction}: {int((query_pos < 0).sum())} query id(s) are not {task.name} queries: "
+            f"{preview(keys[query_pos < 0])}"
+        )
+    values = list(rankings.values())
+    require_sequences(values, keys.tolist(), f"{task.direction} query")
+    flat, lengths = ranked_to_arrays(values, keys, f"{task.direction} query")
+    items = _dense_rows(flat, lengths, keys, task.gallery, task.direction)
+    rel = task.positives
+    row_of = np.full(len(task.queries), -1, dtype=np.int64)
+    row_of[query_pos] = np.arange(len(keys))
+    rows = row_of[rel.query]
+    ids = task.queries.ids[rel.query]
+    if (rows < 0).any():
+        raise EvaluationError(
+            f"{task.direction}: {int((rows < 0).sum())} {task.name} query id(s) have no ranked list: "
+            f"{preview(ids[rows < 0])}"
+        )
+    width = items.shape[1]
+    hits = rel.lookup(rel.query[:, None], items[rows]) & (np.arange(width)[None, :] < lengths[rows][:, None])
+    first = measures.first_hit(hits)
+    n_gal = len(task.gallery)
+    out = {}
+    for k in ks:
+        name = f"{task.name}_r{k}"
+        values_k, undecided = measures.recall_at_k(first, lengths[rows], k, n_gal)
+        if undecided.any():
+            raise EvaluationError(
+                f"{task.direction} {name}: the lists of {int(undecided.sum())} query(ies) are too short (R@{k} needs "
+                f"{min(k, n_gal)} items or a positive among them): {preview(ids[undecided])}"
+            )
+        out[name] = QueryScores(name, task.direction, ids, values_k)
+    for stat in stats:
+        name = f"{task.name}_{stat}"
+        missing = first == measures.NO_HIT
+        if missing.any():
+            raise EvaluationError(
+                f"{task.direction} {name}: the lists of {int(missing.sum())} query(ies) hold no positive, so their "
+                f"rank is unknown: {preview(ids[missing])}"
+            )
+        out[name] = QueryScores(name, task.direction, ids, (first + 1).astype(np.float64), STATS[stat])
     return out

@@ -8,8 +8,10 @@ import datasets
 import evaluate
 
 from eccv_metric.errors import EvaluationError
+from eccv_metric.hf_evaluate import FG_BENCHMARKS
 from eccv_metric.hf_evaluate import arrays_by_direction
 from eccv_metric.hf_evaluate import batch_table
+from eccv_metric.hf_evaluate import fine_grained_per_query
 from eccv_metric.hf_evaluate import flatten
 from eccv_metric.hf_evaluate import metrics_for
 from eccv_metric.metrics import means
@@ -55,6 +57,11 @@ Args:
         sts_test.csv / sis_test.csv / sits_test.csv (default: download the canonical files once).
     cxc_directed (`bool`): CxC intramodal pairs directed (first column = query). Default False (undirected).
     n_resamples, seed: the bootstrap of "cxc_sts_spearman", "cxc_sis_spearman", "cxc_sits_spearman" (1000, 0).
+    benchmark (optional): "eccv_caption" (default), "mscoco_fg" or "flickr30k_fg" (also as the config name:
+        evaluate.load(path, "mscoco_fg")): MSCOCO-FG / Flickr30K-FG, metrics "<benchmark>_r<K>",
+        "<benchmark>_recalls" (default), "<benchmark>_medr", "<benchmark>_meanr"; from ranked lists, scores
+        (gallery images x captions) or both embeddings. fg_source: a folder with the benchmark's files
+        (default: download the canonical files once).
     target_metrics (`list` of `str`): official names, e.g. "eccv_map_at_r", "eccv_rprecision", "eccv_r1",
         "coco_1k_recalls", "coco_5k_recalls", "cxc_recalls", "eccv_recalls", "pmrp", or "<set>_r<K>";
         "<set>_medr" / "<set>_meanr" (ranks); CxC intramodal "cxc_t2t_r<K>", "cxc_i2i_recalls"...;
@@ -166,6 +173,8 @@ class EccvMapAtR(evaluate.Metric):
         cxc_directed=False,
         n_resamples=1000,
         seed=0,
+        benchmark=None,
+        fg_source=None,
         target_metrics=DEFAULT_TARGETS,
         Ks=(1, 5, 10),  # noqa: N803
         nested=False,
@@ -175,6 +184,23 @@ class EccvMapAtR(evaluate.Metric):
         pm_include_own=False,
         pm_r_cap=50,
     ):
+        benchmark = benchmark or (self.config_name if self.config_name in FG_BENCHMARKS else "eccv_caption")
+        if benchmark != "eccv_caption":
+            inputs = {"scores": scores, "image_embeddings": image_embeddings, "caption_embeddings": caption_embeddings}
+            targets = None if list(target_metrics) == list(DEFAULT_TARGETS) else target_metrics
+            per_query = fine_grained_per_query(
+                benchmark,
+                fg_source,
+                arrays_by_direction(predictions, references, directions),
+                inputs,
+                image_ids,
+                caption_ids,
+                targets,
+                Ks,
+                normalize,
+            )
+            results = means(per_query)
+            return results if nested else flatten(results)
         metrics = metrics_for(
             ground_truth if ground_truth is not None else self.ground_truth,
             instances_json if instances_json is not None else self.instances_json,

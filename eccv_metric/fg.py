@@ -1,0 +1,151 @@
+"""MSCOCO-FG and Flickr30K-FG (Chen, Yao and Jin, ACM MM 2023, "Rethinking Benchmarks for Cross-modal
+Image-text Retrieval", arXiv:2304.10824): refined captions and enlarged image galleries.
+
+Sources (github.com/cwj1412/MSCOCO-Flikcr30K_FG, no license file): ``Annotations/<X>_FG_ann.json``
+(``{image key: [5 refined captions]}``) and ``Images/<X>_FG_img_filenames.npy`` (the gallery).
+
+Canonical order (what rows of embeddings / scores mean when no ids are given): gallery = the
+``*_img_filenames.npy`` order; captions = the annotation file's keys in file order, each key's captions
+in list order.
+
+Ids (integers, as everywhere in the package):
+- images: the number in the file name: COCO ids for ``COCO_val2014_<12 digits>.jpg`` and the
+  ``unlabeled2017`` distractors ``<12 digits>.jpg``, Flickr photo ids for ``<digits>.jpg`` of
+  Flickr30K; a gallery whose ids collide is refused (none do: Flickr30K-FG's Flickr ids are
+  1,989,609 and up, COCO ids at most 581,929).
+- captions: MSCOCO-FG caption k of an image refines that image's k-th COCO caption in ascending
+  caption id order, so it keeps that COCO caption id; Flickr30K has no caption ids, so caption k of
+  Flickr photo f is ``10 * f + k``.
+
+Tasks: t2i = every refined caption against the whole gallery (positive: its image); i2t = every
+annotated image against all refined captions (positives: its 5 captions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from eccv_metric.download import default_cache_dir
+from eccv_metric.download import download
+from eccv_metric.errors import EvaluationError
+from eccv_metric.errors import preview
+from eccv_metric.groundtruth import GroundTruth
+from eccv_metric.groundtruth import IdIndex
+from eccv_metric.groundtruth import Positives
+from eccv_metric.jsonio import read_json
+from eccv_metric.jsonio import require_object
+from eccv_metric.tasks import RetrievalTask
+
+FG_RAW = "https://raw.githubusercontent.com/cwj1412/MSCOCO-Flikcr30K_FG/master/"
+FILES = {
+    "mscoco_fg": ("Annotations/MSCOCO_FG_ann.json", "Images/MSCOCO_FG_img_filenames.npy"),
+    "flickr30k_fg": ("Annotations/Flickr30K_FG_ann.json", "Images/Flickr30K_FG_img_filenames.npy"),
+}
+SHA256 = {
+    "MSCOCO_FG_ann.json": "2836a1d721aa16288bf14ae4dc76af6603af900d43946e7b9c89401b72905452",
+    "MSCOCO_FG_img_filenames.npy": "7bdf7bf2086ff23ca937ebf3e0d51528bc4ff51b20543852591881faf9b4efd0",
+    "Flickr30K_FG_ann.json": "7e77be240f3c94bf16ae2db0b59183ad86a73f7a05354e5317d05ce54d12996f",
+    "Flickr30K_FG_img_filenames.npy": "eabbf6f90053578af2303bac03c167c937ab8ea16fe0e6bd5b60c577d64feb70",
+}
+BENCHMARKS = tuple(FILES)
+CAPTIONS_PER_IMAGE = 5
+
+
+@dataclass(frozen=True)
+class FineGrained:
+    """One FG benchmark: gallery and captions in canonical order (see the module docstring)."""
+
+    name: str
+    images: IdIndex
+    image_files: np.ndarray
+    captions: IdIndex
+    caption_image: np.ndarray  # dense gallery index of each caption's image
+    texts: tuple[str, ...]
+    source: str = ""
+
+    @property
+    def query_images(self) -> np.ndarray:
+        """Dense gallery indices of the annotated (query) images, in annotation order."""
+        return self.caption_image[::CAPTIONS_PER_IMAGE]
+
+    def task(self, direction: str) -> RetrievalTask:
+        caption = np.arange(len(self.captions))
+        if direction == "t2i":
+            positives = Positives.from_pairs(caption, self.caption_image, len(self.images))
+            return RetrievalTask(self.name, "t2i", self.captions, self.images, positives)
+        positives = Positives.from_pairs(self.caption_image, caption, len(self.captions))
+        return RetrievalTask(self.name, "i2t", self.images, self.captions, positives)
+
+
+def image_id(file_name: str) -> int | None:
+    """``COCO_val2014_000000391895.jpg`` / ``000000063032.jpg`` / ``1007129816.jpg`` -> the number."""
+    stem = file_name.rsplit("/", 1)[-1].rsplit(".", 1)[0].rsplit("_", 1)[-1]
+    return int(stem) if stem.isdigit() else None
+
+
+def _find(name: str, source: str | Path | None, cache_dir: str | Path | None) -> list[Path]:
+    paths = []
+    for rel in FILES[name]:
+        file = rel.rsplit("/", 1)[1]
+        if source is None:
+            cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+            paths.append(download(FG_RAW + rel, cache / "fg" / file, sha256=SHA256[file]))
+            continue
+        found = sorted(Path(source).rglob(file)) if Path(source).is_dir() else []
+        if not found:
+            raise EvaluationError(f"{source}: no {file} below it (the {name} sources: {', '.join(FILES[name])})")
+        paths.append(found[0])
+    return paths
+
+
+def load_fg(
+    name: str, source: str | Path | None = None, gt: GroundTruth | None = None, cache_dir: str | Path | None = None
+) -> FineGrained:
+    """Read a benchmark from a folder holding its two files, or from the canonical files (sha256-checked).
+
+    ``gt``: the COCO test split (for MSCOCO-FG's caption ids; default: the ``eccv_caption`` wheel's).
+    """
+    if name not in FILES:
+        raise EvaluationError(f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}")
+    ann_path, files_path = _find(name, source, cache_dir)
+    files = np.load(files_path, allow_pickle=False)
+    if files.ndim != 1 or files.dtype.kind != "U":
+        raise EvaluationError(f"{files_path}: expected a 1-D array of file names, got {files.dtype} {files.shape}")
+    ids = [image_id(f) for f in files.tolist()]
+    if None in ids:
+        bad = [f for f, i in zip(files.tolist(), ids, strict=True) if i is None]
+        raise EvaluationError(f"{files_path}: file names without an id: {preview(bad)}")
+    images = IdIndex(np.asarray(ids, np.int64), f"{name} image")  # refuses colliding ids
+    expected = "a JSON object {image key: [5 captions]}"
+    ann = require_object(read_json(ann_path, expected), ann_path, expected)
+    keys = list(ann)
+    query_ids = np.asarray([image_id(k + ".jpg") or -1 for k in keys], np.int64)
+    dense = images.positions(query_ids)
+    if (dense < 0).any():
+        missing = np.asarray(keys)[dense < 0]
+        raise EvaluationError(f"{ann_path}: annotated images missing from the gallery: {preview(missing)}")
+    texts = []
+    for key, caps in ann.items():
+        if not isinstance(caps, list) or len(caps) != CAPTIONS_PER_IMAGE or not all(isinstance(c, str) for c in caps):
+            raise EvaluationError(f"{ann_path}: {key}: expected {CAPTIONS_PER_IMAGE} caption strings")
+        texts.extend(caps)
+    caption_image = np.repeat(dense, CAPTIONS_PER_IMAGE).astype(np.int64)
+    k = np.tile(np.arange(CAPTIONS_PER_IMAGE), len(keys))
+    if name == "flickr30k_fg":
+        caption_ids = np.repeat(query_ids, CAPTIONS_PER_IMAGE) * 10 + k
+    else:
+        caption_ids = _coco_caption_ids(query_ids, gt if gt is not None else GroundTruth.from_wheel()).ravel()
+    return FineGrained(
+        name, images, files, IdIndex(caption_ids, f"{name} caption"), caption_image, tuple(texts), str(ann_path)
+    )
+
+
+def _coco_caption_ids(image_ids: np.ndarray, gt: GroundTruth) -> np.ndarray:
+    """The 5 COCO caption ids of each image, ascending (images x 5)."""
+    dense = gt.images.require(image_ids, "MSCOCO-FG images")
+    order = np.lexsort((gt.caption_ids, gt.caption_image))  # by image, then caption id
+    per_image = gt.caption_ids[order].reshape(len(gt.images), CAPTIONS_PER_IMAGE)
+    return per_image[dense]
