@@ -6,11 +6,13 @@ from dataclasses import dataclass
 
 import datasets
 
+from eccv_caption_dataset import fg_tables
 from eccv_caption_dataset import tables
+from eccv_caption_dataset.fg_tables import FG_CONFIGS
 from eccv_caption_dataset.sources import Sources
 from eccv_caption_dataset.sources import resolve
 
-CONFIGS = ("images", "captions", "positives", "cxc_ratings")
+CONFIGS = ("images", "captions", "positives", "cxc_ratings", *FG_CONFIGS)
 _IDS = datasets.List(datasets.Value("int64"))
 
 FEATURES = {
@@ -61,12 +63,35 @@ FEATURES = {
     ),
 }
 
+for _bench in ("mscoco_fg", "flickr30k_fg"):
+    FEATURES[f"{_bench}_captions"] = datasets.Features(
+        {
+            "caption_id": datasets.Value("int64"),
+            "image_id": datasets.Value("int64"),
+            "caption": datasets.Value("string"),
+            "original_caption": datasets.Value("string"),
+        }
+    )
+    FEATURES[f"{_bench}_gallery"] = datasets.Features(
+        {
+            "image_id": datasets.Value("int64"),
+            "file_name": datasets.Value("string"),
+            "source": datasets.Value("string"),
+            "coco_url": datasets.Value("string"),
+            "image": datasets.Image(),
+        }
+    )
+
 DESCRIPTIONS = {
     "images": "The 5,000 COCO Karpathy test images: ids, files, COCO 1K fold, ECCV query flag, COCO categories.",
     "captions": "The 25,000 test captions in Karpathy order with their image, fold and ECCV query flag.",
     "positives": "One row per query and direction (i2t: image -> caption ids, t2i: caption -> image ids) "
     "with its COCO, CxC, ECCV Caption and Plausible Match positives; CxC intramodal t2t / i2i rows.",
     "cxc_ratings": "Raw graded CxC similarity ratings (SITS, STS, SIS) between test-split items.",
+    "mscoco_fg_captions": "MSCOCO-FG (Chen et al. 2023): the 25,000 refined test captions (COCO caption ids).",
+    "mscoco_fg_gallery": "MSCOCO-FG: the 31,244-image gallery (5,000 test images + 26,244 unlabeled2017).",
+    "flickr30k_fg_captions": "Flickr30K-FG: the 5,000 refined captions of the 1,000 Flickr30K test images.",
+    "flickr30k_fg_gallery": "Flickr30K-FG: the 6,867-image gallery (1,000 Flickr30K + 5,867 COCO unlabeled2017).",
 }
 
 
@@ -121,6 +146,11 @@ class EccvCaption(datasets.GeneratorBasedBuilder):
             rows = tables.caption_rows(sources, gt, removed)
         elif cfg.name == "positives":
             rows = tables.positive_rows(sources, gt, cfg.pm_zeta, cfg.pm_include_own, self.report)
+        elif cfg.name.endswith("_captions"):
+            texts = tables.caption_texts(sources, gt) if sources.captions_json is not None else None
+            rows = fg_tables.caption_rows(sources, gt, cfg.name.rsplit("_", 1)[0], texts)
+        elif cfg.name.endswith("_gallery"):
+            rows = fg_tables.gallery_rows(sources, gt, cfg.name.rsplit("_", 1)[0])
         else:
             if sources.cxc_dir is None:
                 raise ValueError(sources.skipped.get("cxc_ratings", "no CxC CSVs"))

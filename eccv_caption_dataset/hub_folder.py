@@ -26,6 +26,8 @@ from eccv_caption_dataset.beir import yaml_configs
 from eccv_caption_dataset.builder import CONFIGS
 from eccv_caption_dataset.builder import DESCRIPTIONS
 from eccv_caption_dataset.builder import EccvCaption
+from eccv_caption_dataset.fg_tables import FG_CONFIGS
+from eccv_caption_dataset.fg_tables import fg_missing
 from eccv_caption_dataset.sources import Sources
 from eccv_caption_dataset.sources import Urls
 from eccv_caption_dataset.sources import resolve
@@ -42,7 +44,7 @@ def buildable(sources: Sources) -> dict[str, str | None]:
         "images": None
         if (sources.captions_json or sources.instances_json or sources.image_dir or sources.image_zip)
         else "no COCO captions, instances or images given",
-    }
+    } | {name: fg_missing(sources, name.rsplit("_", 1)[0]) for name in FG_CONFIGS}
 
 
 def build(
@@ -102,9 +104,8 @@ def build(
                 raise (exc.__cause__ or exc) from None
             dataset = builder.as_dataset(split="test")
             path = tmp / "data" / name / "test-00000-of-00001.parquet"
-            infos[name] = _card_info(
-                dataset, write_parquet(dataset, path, IMAGE_ROW_GROUP if name == "images" else None)
-            )
+            image_rows = IMAGE_ROW_GROUP if name == "images" or name.endswith("_gallery") else None
+            infos[name] = _card_info(dataset, write_parquet(dataset, path, image_rows))
             report["built"][name] = dataset.num_rows
             if builder.report.get("images_missing"):
                 report["images_missing"] = builder.report["images_missing"]
@@ -282,6 +283,19 @@ positives and ratings, and PCME's Plausible Match (PM,
   image 578492 (a duplicate of training images 388662 and 397819).
 - `cxc_ratings`: raw graded CxC ratings (0-5) between test items: `sits`
   (caption, image), `sts` (caption, caption), `sis` (image, image).
+- `mscoco_fg_*` / `flickr30k_fg_*` (when their files were given): MSCOCO-FG and
+  Flickr30K-FG (Chen, Yao and Jin, ACM MM 2023, [arXiv:2304.10824](https://arxiv.org/abs/2304.10824)),
+  refined captions and enlarged galleries, from the files of
+  github.com/cwj1412/MSCOCO-Flikcr30K_FG (`Annotations/*_FG_ann.json`,
+  `Images/*_FG_img_filenames.npy`). `_captions`: one row per refined caption in
+  the annotation file's order; MSCOCO-FG caption k of an image refines its k-th
+  COCO caption (ascending id) and keeps that id (`original_caption` = COCO's
+  text); Flickr30K has no caption ids, so caption k of Flickr photo f has id
+  `10 * f + k` (and `original_caption` is null). `_gallery`: the gallery in the
+  `.npy` order, `image_id` = the number in the file name (COCO id or Flickr
+  photo id; they do not collide), `source` = `val2014`, `unlabeled2017` or
+  `flickr30k`; pixels only for the COCO val2014 test images given. Score them
+  with `eccv-caption evaluate --benchmark mscoco_fg ...` (R@K, MedR, MeanR).
 
 {notes}
 
@@ -313,6 +327,9 @@ Each part keeps the license of its source:
 | CxC ratings and positives (Google's Crisscrossed Captions) | free use, acknowledging Google |
 | PM positives | derived here from the COCO categories (CC BY 4.0) |
 | image pixels | Flickr photos, their owners' licenses ([COCO terms](https://cocodataset.org/#termsofuse)) |
+| MSCOCO-FG / Flickr30K-FG captions and gallery lists | **no license file** in [the authors' repository][fg] |
+
+[fg]: https://github.com/cwj1412/MSCOCO-Flikcr30K_FG
 
 ## Citation
 

@@ -16,9 +16,13 @@ from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 
+from eccv_metric.cxc import CXC_SHA256
 from eccv_metric.download import SourceError  # noqa: F401 (re-exported)
 from eccv_metric.download import default_cache_dir
 from eccv_metric.download import download
+from eccv_metric.fg import FG_RAW
+from eccv_metric.fg import FILES as FG_FILES
+from eccv_metric.fg import SHA256 as FG_SHA256
 from eccv_metric.groundtruth import WHEEL_FILES
 from eccv_metric.groundtruth import sha256_file
 from eccv_metric.groundtruth import wheel_data_dir
@@ -40,6 +44,7 @@ class Urls:
     cxc_raw: str = CXC_RAW
     coco_annotations_zip: str = COCO_ANNOTATIONS_ZIP
     coco_images: str = COCO_IMAGES
+    fg_raw: str = FG_RAW
 
 
 @dataclass
@@ -50,6 +55,7 @@ class Sources:
     captions_json: Path | None = None
     instances_json: Path | None = None
     cxc_dir: Path | None = None
+    fg_dir: Path | None = None
     image_dir: Path | None = None
     image_zip: Path | None = None
     download_images: bool = False
@@ -120,10 +126,18 @@ def resolve(
         sources.cxc_dir = sits.parent
     elif download_missing:
         for name in CXC_FILES:
-            download(urls.cxc_raw + name, cache / "cxc" / name)
+            download(urls.cxc_raw + name, cache / "cxc" / name, sha256=CXC_SHA256[name])
         sources.cxc_dir = cache / "cxc"
     else:
         sources.skipped["cxc_ratings"] = "no CxC CSVs (sits_test.csv, sts_test.csv, sis_test.csv); use --download"
+
+    if _find(root, ("MSCOCO_FG_ann.json",)) or _find(root, ("Flickr30K_FG_ann.json",)):
+        sources.fg_dir = root
+    elif download_missing:
+        for rel in (r for pair in FG_FILES.values() for r in pair):
+            name = rel.rsplit("/", 1)[1]
+            download(urls.fg_raw + rel, cache / "fg" / name, sha256=FG_SHA256[name])
+        sources.fg_dir = cache / "fg"
 
     val_dir = _find(root, ("val2014",))
     sample = next(iter(sorted(root.rglob("COCO_val2014_*.jpg"))), None) if root else None

@@ -104,12 +104,14 @@ def _find(name: str, source: str | Path | None, cache_dir: str | Path | None) ->
 def load_fg(
     name: str, source: str | Path | None = None, gt: GroundTruth | None = None, cache_dir: str | Path | None = None
 ) -> FineGrained:
-    """Read a benchmark from a folder holding its two files, or from the canonical files (sha256-checked).
+    """Read a benchmark from a built dataset folder, a folder holding its two files, or the canonical files.
 
     ``gt``: the COCO test split (for MSCOCO-FG's caption ids; default: the ``eccv_caption`` wheel's).
     """
     if name not in FILES:
         raise EvaluationError(f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}")
+    if source is not None and (Path(source) / "data" / f"{name}_gallery").is_dir():
+        return _from_dataset(name, Path(source))
     ann_path, files_path = _find(name, source, cache_dir)
     files = np.load(files_path, allow_pickle=False)
     if files.ndim != 1 or files.dtype.kind != "U":
@@ -140,6 +142,31 @@ def load_fg(
         caption_ids = _coco_caption_ids(query_ids, gt if gt is not None else GroundTruth.from_wheel()).ravel()
     return FineGrained(
         name, images, files, IdIndex(caption_ids, f"{name} caption"), caption_image, tuple(texts), str(ann_path)
+    )
+
+
+def _from_dataset(name: str, folder: Path) -> FineGrained:
+    """A folder built by ``eccv-caption build``: its ``<name>_gallery`` and ``<name>_captions`` configs."""
+    import pyarrow.parquet as pq
+
+    def read(config: str, columns: list[str]) -> dict:
+        files = sorted(str(f) for f in (folder / "data" / config).glob("*.parquet"))
+        if not files:
+            raise EvaluationError(f"{folder}: no data/{config}/*.parquet")
+        return pq.ParquetDataset(files).read(columns=columns).to_pydict()
+
+    gallery = read(f"{name}_gallery", ["image_id", "file_name"])
+    captions = read(f"{name}_captions", ["caption_id", "image_id", "caption"])
+    images = IdIndex(np.asarray(gallery["image_id"], np.int64), f"{name} image")
+    caption_image = images.require(np.asarray(captions["image_id"], np.int64), f"{name} captions").astype(np.int64)
+    return FineGrained(
+        name,
+        images,
+        np.asarray(gallery["file_name"]),
+        IdIndex(np.asarray(captions["caption_id"], np.int64), f"{name} caption"),
+        caption_image,
+        tuple(captions["caption"]),
+        f"{folder} ({name} configs)",
     )
 
 

@@ -30,7 +30,10 @@ def read(folder, config, columns=None):
 def test_counts_folds_and_order(built, gt):
     folder, report = built
     positives = 30000 + 20205 + 4791  # i2t, t2i, then the CxC t2t / i2i queries that have a positive
-    assert report["built"] == {"images": 5000, "captions": 25000, "positives": positives, "cxc_ratings": 135597}
+    fg = {"mscoco_fg_captions": 25000, "mscoco_fg_gallery": 31244, "flickr30k_fg_captions": 5000}
+    fg["flickr30k_fg_gallery"] = 6867
+    main = {"images": 5000, "captions": 25000, "positives": positives, "cxc_ratings": 135597}
+    assert report["built"] == main | fg
     images = read(folder, "images", ["image_id", "coco_1k_fold", "is_eccv_query"])
     captions = read(folder, "captions", ["caption_id", "image_id", "coco_1k_fold", "is_eccv_query"])
     assert images["image_id"] == gt.image_ids.tolist() and captions["caption_id"] == gt.caption_ids.tolist()
@@ -93,7 +96,9 @@ def test_dataset_card_is_generated(built):
     beir = {"beir-images", "beir-captions"} | {
         f"{b}-{d}-qrels" for b in ("coco", "cxc", "eccv") for d in ("i2t", "t2i")
     }
-    assert set(configs) == {"images", "captions", "positives", "cxc_ratings"} | beir and configs["positives"]["default"]
+    fg = {f"{b}_{p}" for b in ("mscoco_fg", "flickr30k_fg") for p in ("captions", "gallery")}
+    assert set(configs) == {"images", "captions", "positives", "cxc_ratings"} | beir | fg
+    assert configs["positives"]["default"] and "**no license file**" in text
     assert configs["captions"]["data_files"] == [{"split": "test", "path": "data/captions/test-*.parquet"}]
     for info in header["dataset_info"]:
         path = next((folder / "data" / info["config_name"]).glob("*.parquet"))
@@ -150,13 +155,48 @@ def test_intramodal_rows_and_ratings_equal_the_csvs(built, gt):
     assert Metrics(ground_truth=GroundTruth.from_dataset(folder)).cxc_ratings("sts").source.endswith("config)")
 
 
+def test_fg_configs_equal_the_files_and_score_the_same(built, gt):
+    """The FG configs hold the benchmark as its files define it; FineGrainedMetrics reads them back."""
+    from eccv_metric.fg import load_fg
+    from eccv_metric.fg_metrics import FineGrainedMetrics
+
+    folder, _ = built
+    for bench, sources in (("mscoco_fg", {"val2014": 5000, "unlabeled2017": 26244}), ("flickr30k_fg", None)):
+        files = load_fg(bench, SHARED / "mscoco_fg", gt)
+        gallery = read(folder, f"{bench}_gallery", ["image_id", "file_name", "source", "coco_url", "image"])
+        captions = read(folder, f"{bench}_captions")
+        assert gallery["image_id"] == files.images.ids.tolist() and gallery["file_name"] == files.image_files.tolist()
+        assert captions["caption_id"] == files.captions.ids.tolist() and captions["caption"] == list(files.texts)
+        assert captions["image_id"] == files.images.ids[files.caption_image].tolist()
+        counts = {s: gallery["source"].count(s) for s in set(gallery["source"])}
+        assert counts == (sources or {"flickr30k": 1000, "unlabeled2017": 5867})
+        embedded = [i for i, img in zip(gallery["image_id"], gallery["image"], strict=True) if img is not None]
+        assert len(embedded) == (43 if bench == "mscoco_fg" else 0)  # the real val2014 JPEGs in ../shared
+        assert (
+            gallery["coco_url"][gallery["file_name"].index("000000063032.jpg")]
+            == ("http://images.cocodataset.org/unlabeled2017/000000063032.jpg")
+            or bench == "flickr30k_fg"
+        )
+        rng = np.random.default_rng(0)
+        images = rng.standard_normal((len(files.images), 4)).astype(np.float32)
+        caps = rng.standard_normal((len(files.captions), 4)).astype(np.float32)
+        from_folder = FineGrainedMetrics(bench, folder).compute_all_metrics_from_embeddings(images, caps)
+        assert from_folder == FineGrainedMetrics(bench, SHARED / "mscoco_fg", gt).compute_all_metrics_from_embeddings(
+            images, caps
+        )
+    texts = read(folder, "mscoco_fg_captions", ["caption_id", "original_caption"])
+    assert texts["original_caption"][texts["caption_id"].index(659308)] == (
+        "A group of people posing with half a dozen large cupcakes"
+    )
+
+
 def test_load_dataset_offline_every_config(built):
     folder, _ = built
     script = f"""
 import json
 from datasets import load_dataset
 out = {{}}
-for config in ("images", "captions", "positives", "cxc_ratings"):
+for config in ("images", "captions", "positives", "cxc_ratings", "mscoco_fg_captions", "flickr30k_fg_gallery"):
     ds = load_dataset({str(folder)!r}, config, split="test")
     out[config] = [ds.num_rows, {{k: repr(v) for k, v in ds.features.items()}}]
 img = load_dataset({str(folder)!r}, "images", split="test").filter(lambda r: r["image"] is not None)
@@ -170,6 +210,7 @@ print(json.dumps(out))
     assert out["positives"][0] == 54996 and out["positives"][1]["eccv"] == "List(Value('int64'))"
     assert out["images"][1]["image"].startswith("Image(") and out["cxc_ratings"][0] == 135597
     assert out["decoded"] == ["PIL.JpegImagePlugin", True]
+    assert out["mscoco_fg_captions"][0] == 25000 and out["flickr30k_fg_gallery"][1]["image"].startswith("Image(")
 
 
 def test_metrics_from_the_dataset_equal_metrics_from_the_wheel(built, metrics, top50):

@@ -16,6 +16,7 @@ from eccv_caption_dataset.sources import SourceError
 from eccv_caption_dataset.sources import Urls
 from eccv_caption_dataset.sources import download
 from eccv_caption_dataset.sources import resolve
+from eccv_metric.fg import FILES as FG_FILES
 from eccv_metric.groundtruth import WHEEL_FILES
 from eccv_metric.groundtruth import wheel_data_dir
 from tests.fixtures import SHARED
@@ -98,6 +99,9 @@ def test_build_from_downloaded_sources_equals_the_local_build(server, tmp_path):
     (Files.root / "cxc").mkdir()
     for csv in ("sits_test.csv", "sts_test.csv", "sis_test.csv"):
         (Files.root / "cxc" / csv).write_bytes((SHARED / "cxc" / csv).read_bytes())
+    for rel in (r for pair in FG_FILES.values() for r in pair):
+        (Files.root / "fg" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (Files.root / "fg" / rel).write_bytes((SHARED / "mscoco_fg" / rel.rsplit("/", 1)[1]).read_bytes())
     (Files.root / "val2014").mkdir()
     images = sorted((SHARED / "coco" / "val2014").glob("*.jpg"))[:3]
     for img in images:
@@ -106,6 +110,7 @@ def test_build_from_downloaded_sources_equals_the_local_build(server, tmp_path):
         cxc_raw=server + "cxc/",
         coco_annotations_zip=server + "annotations_trainval2014.zip",
         coco_images=server + "val2014/",
+        fg_raw=server + "fg/",
     )
     wanted = [int(p.stem.rsplit("_", 1)[1]) for p in images] + [391895]  # the last one is not served
     report = build(
@@ -114,10 +119,11 @@ def test_build_from_downloaded_sources_equals_the_local_build(server, tmp_path):
         urls=urls,
         cache_dir=tmp_path / "cache",
         embed_image_ids=wanted,
-        configs=["images", "captions", "cxc_ratings"],
+        configs=["images", "captions", "cxc_ratings", "mscoco_fg_captions"],
         log=lambda _: None,
     )
-    assert report["built"] == {"images": 5000, "captions": 25000, "cxc_ratings": 135597}
+    built = {"images": 5000, "captions": 25000, "cxc_ratings": 135597, "mscoco_fg_captions": 25000}
+    assert report["built"] == built
     assert report["images_missing"] == [391895]
     table = pq.read_table(tmp_path / "out" / "data" / "images").to_pydict()
     embedded = {i: im["bytes"] for i, im in zip(table["image_id"], table["image"], strict=True) if im}
