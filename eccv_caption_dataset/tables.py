@@ -15,10 +15,10 @@ from eccv_caption_dataset.sources import CXC_FILES
 from eccv_caption_dataset.sources import Sources
 from eccv_caption_dataset.sources import jpeg_size
 from eccv_caption_dataset.sources import read_json
+from eccv_metric.categories import load_instance_categories
 from eccv_metric.cxc import load_ratings
 from eccv_metric.groundtruth import GroundTruth
 from eccv_metric.groundtruth import Positives
-from eccv_metric.groundtruth import load_instance_categories
 from eccv_metric.intramodal import cxc_task
 from eccv_metric.plausible import PlausibleMatch
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from eccv_metric import intramodal
+from eccv_metric.categories import load_instance_categories
 from eccv_metric.correlation import Correlation
 from eccv_metric.correlation import bootstrap_spearman
 from eccv_metric.cxc import Ratings
@@ -26,7 +27,6 @@ from eccv_metric.engine import evaluate
 from eccv_metric.errors import EvaluationError
 from eccv_metric.groundtruth import GroundTruth
 from eccv_metric.groundtruth import load_id_lists
-from eccv_metric.groundtruth import load_instance_categories
 from eccv_metric.intramodal import MODALITIES
 from eccv_metric.intramodal import Similarity
 from eccv_metric.plausible import PlausibleMatch

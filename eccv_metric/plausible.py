@@ -61,9 +61,13 @@ class PlausibleMatch:
         self.gt = gt
         self.match = match
         self.annotated = annotated
+        self._relevance: dict[str, ImageLevelRelevance] = {}
 
     def relevance(self, direction: str) -> ImageLevelRelevance:
-        return ImageLevelRelevance(self.match, self.gt.caption_image, direction)
+        """The relevance of one direction, built once (its counts cost a 5,000 x 5,000 product)."""
+        if direction not in self._relevance:
+            self._relevance[direction] = ImageLevelRelevance(self.match, self.gt.caption_image, direction)
+        return self._relevance[direction]
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,9 @@ class ImageLevelRelevance:
     only: np.ndarray | None = None  # restrict the queries to these dense indices
 
     def restrict(self, queries: np.ndarray) -> ImageLevelRelevance:
-        return ImageLevelRelevance(self.match, self.caption_image, self.direction, np.asarray(queries))
+        out = ImageLevelRelevance(self.match, self.caption_image, self.direction, np.asarray(queries))
+        out.__dict__["_counts"] = self._counts  # the same counts: not recomputed
+        return out
 
     @cached_property
     def _image_counts(self) -> np.ndarray:
