@@ -106,7 +106,7 @@ def intramodal_per_query(
             a, b = MODALITIES[kind]
             raise EvaluationError(
                 f"{what} needs {a}-{b} similarities: give {a} embeddings"
-                + (f" and {b} embeddings" if a != b else "")
+                + (f" and {b} embeddings of the same dimension" if a != b else "")
                 + (f" or {a}_scores" if a == b else " or the image-caption scores")
             )
         return sim
@@ -165,9 +165,8 @@ def from_embeddings(
     for kind, (a, b) in MODALITIES.items():
         if a in given and b in given:
             (ea, (_, ra)), (eb, (cb, rb)) = given[a], given[b]
-            if ea.shape[1] != eb.shape[1]:
-                raise EvaluationError(f"{a} embeddings have {ea.shape[1]} dimensions but {b} embeddings {eb.shape[1]}")
-            out[kind] = Similarity(ra, rb, cb, embeddings=(ea, eb))
+            if ea.shape[1] == eb.shape[1]:  # else SITS cannot be scored: left out, `need` says what is missing
+                out[kind] = Similarity(ra, rb, cb, embeddings=(ea, eb))
     return out
 
 

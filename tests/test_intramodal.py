@@ -203,6 +203,12 @@ def test_bad_inputs_name_what_is_missing(world):
             caption_ids=CAPTION_IDS + [IMAGE_IDS[0]],
             target_metrics=["cxc_t2t_r1"],
         )
+    # different dimensions: t2t and i2i still work, SITS cannot
+    images = np.arange(N_IMG * 3, dtype=np.float32).reshape(N_IMG, 3) % 5
+    ok = metrics.compute_all_metrics_from_embeddings(images, captions + np.arange(4), target_metrics=["cxc_i2i_r1"])
+    assert set(ok) == {"cxc_i2i_r1"}
+    with pytest.raises(EvaluationError, match="of the same dimension"):
+        metrics.compute_all_metrics_from_embeddings(images, captions, target_metrics=["cxc_sits_spearman"])
     nan = captions.copy()
     nan[3, 1] = np.nan
     with pytest.raises(EvaluationError, match="NaN or inf"):
