@@ -100,7 +100,9 @@ class FineGrainedMetrics:
         Ks: Iterable[int] = (1, 5, 10),  # noqa: N803
     ) -> PerQuery:
         """Per-query values whose means :meth:`compute_all_metrics` reports."""
-        ks, stats = parse_fg_targets(self.benchmark, target_metrics or self.default_targets, Ks)
+        ks, stats = parse_fg_targets(
+            self.benchmark, self.default_targets if target_metrics is None else target_metrics, Ks
+        )
         out: PerQuery = {}
         for direction, lists in (("i2t", i2t_retrieved_items), ("t2i", t2i_retrieved_items)):
             if lists is not None:
@@ -181,7 +183,9 @@ class FineGrainedMetrics:
     ) -> PerQuery:
         from eccv_metric.metrics import parse_directions
 
-        wanted_ks, stats = parse_fg_targets(self.benchmark, target_metrics or self.default_targets, ks)
+        wanted_ks, stats = parse_fg_targets(
+            self.benchmark, self.default_targets if target_metrics is None else target_metrics, ks
+        )
         fg = self.fg
         image_cols = gallery_columns(fg.images.ids if image_ids is None else image_ids, fg.images, fg.captions, "image")
         caption_cols = gallery_columns(

@@ -30,6 +30,7 @@ from typing import Protocol
 import numpy as np
 
 from eccv_metric import measures
+from eccv_metric.embeddings import distinct_rows
 from eccv_metric.engine import QueryScores
 from eccv_metric.errors import EvaluationError
 from eccv_metric.errors import preview
@@ -91,17 +92,26 @@ class Scorer(Protocol):
 
 
 class EmbeddingScorer:
-    """``s[i, j] = <query_i, gallery_j>`` computed one block of queries at a time."""
+    """``s[i, j] = <query_i, gallery_j>`` computed one block of queries at a time.
+
+    Identical gallery embeddings get identical scores (each distinct one is
+    scored once, see :func:`eccv_metric.embeddings.distinct_rows`), so the tie
+    rule holds for duplicate captions / images.
+    """
 
     def __init__(self, queries: np.ndarray, gallery: np.ndarray):
         if queries.shape[1] != gallery.shape[1]:
             raise EvaluationError(f"embeddings have {queries.shape[1]} and {gallery.shape[1]} dimensions")
-        self.queries, self.gallery = queries, gallery
+        self.queries = queries
+        self.gallery, self.copies = distinct_rows(gallery)
         self.n_columns = len(gallery)
 
     def block(self, rows: np.ndarray, cols: np.ndarray | None) -> np.ndarray:
-        gallery = self.gallery if cols is None else self.gallery[cols]
-        return self.queries[rows] @ gallery.T
+        if self.copies is None:
+            gallery = self.gallery if cols is None else self.gallery[cols]
+            return self.queries[rows] @ gallery.T
+        copies = self.copies if cols is None else self.copies[cols]
+        return (self.queries[rows] @ self.gallery.T).take(copies, axis=1)
 
 
 class MatrixScorer:
@@ -195,30 +205,48 @@ def _ranks(
     n_cols = len(dense_cols)
     step = max(1, _CHUNK_ELEMENTS // max(1, n_cols))
     out = np.zeros(len(members))
+    bad_queries = []
     for start in range(0, len(members), step):
         part = members[start : start + step]
         dense_q = rel.query[part]
         block = scorer.block(query_rows[dense_q], cols)
         if block.dtype not in (np.float32, np.float64):
             block = block.astype(np.float32)
-        finite = np.isfinite(block).all(axis=1)
-        if task.exclude_self and finite.any():
-            own = col_of_dense[dense_q]
-            low = np.nextafter(block.min(axis=1), -np.inf)
-            block[np.arange(len(part))[own >= 0], own[own >= 0]] = low[own >= 0]
+        finite = None
+        if task.exclude_self:
+            block, finite = _without_self(block, col_of_dense[dense_q])
         mask = np.zeros(block.shape, dtype=bool)
         counts, positives = rel.rows(part)
         owner = np.repeat(np.arange(len(part)), counts)
         pos_cols = col_of_dense[positives]
         mask[owner[pos_cols >= 0], pos_cols[pos_cols >= 0]] = True
         ranks, bad = block_ranks(block, mask, finite)
-        if bad.any():
-            raise EvaluationError(
-                f"{task.direction} {task.name}: the scores of {int(bad.sum())} query(ies) contain NaN or inf, or "
-                f"have no positive in the gallery: {preview(task.queries.ids[dense_q[bad]])}"
-            )
+        bad_queries.append(dense_q[bad])
         out[start : start + len(part)] = ranks
+    bad_ids = task.queries.ids[np.concatenate(bad_queries)] if bad_queries else np.zeros(0, dtype=np.int64)
+    if len(bad_ids):
+        raise EvaluationError(
+            f"{task.direction} {task.name}: the scores of {len(bad_ids)} query(ies) contain NaN or inf, or "
+            f"have no positive in the gallery: {preview(bad_ids)}"
+        )
     return out
+
+
+def _without_self(block: np.ndarray, own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(``block`` with each query's own column scored strictly below the rest of its row, rows free of NaN/inf).
+
+    The own column (``own`` >= 0) gets ``nextafter(min(row without it, 0), -inf)``;
+    its given value is never looked at, so a NaN or inf there is no error. The
+    block is copied first when it may be the caller's data (a view of a given matrix).
+    """
+    if block.base is not None or not block.flags.writeable:
+        block = block.copy()
+    rows = np.flatnonzero(own >= 0)
+    block[rows, own[rows]] = 0
+    finite = np.isfinite(block).all(axis=1)
+    low = np.nextafter(block.min(axis=1)[rows], block.dtype.type(-np.inf))
+    block[rows, own[rows]] = low
+    return block, finite
 
 
 def evaluate_lists(
@@ -243,7 +271,7 @@ def evaluate_lists(
     values = list(rankings.values())
     require_sequences(values, keys.tolist(), f"{task.direction} query")
     flat, lengths = ranked_to_arrays(values, keys, f"{task.direction} query")
-    items = _dense_rows(flat, lengths, keys, task.gallery, task.direction)
+    first_of_row = _first_hits(task, flat, lengths, keys, query_pos)
     rel = task.positives
     row_of = np.full(len(task.queries), -1, dtype=np.int64)
     row_of[query_pos] = np.arange(len(keys))
@@ -254,9 +282,7 @@ def evaluate_lists(
             f"{task.direction}: {int((rows < 0).sum())} {task.name} query id(s) have no ranked list: "
             f"{preview(ids[rows < 0])}"
         )
-    width = items.shape[1]
-    hits = rel.lookup(rel.query[:, None], items[rows]) & (np.arange(width)[None, :] < lengths[rows][:, None])
-    first = measures.first_hit(hits)
+    first = first_of_row[rows]
     n_gal = len(task.gallery)
     out = {}
     for k in ks:
@@ -278,3 +304,26 @@ def evaluate_lists(
             )
         out[name] = QueryScores(name, task.direction, ids, (first + 1).astype(np.float64), STATS[stat])
     return out
+
+
+def _first_hits(
+    task: RetrievalTask, flat: np.ndarray, lengths: np.ndarray, keys: np.ndarray, query_pos: np.ndarray
+) -> np.ndarray:
+    """0-based position of the first positive in each list (``measures.NO_HIT``: none), a block of lists at a time.
+
+    Every list is checked in full (ids in the gallery, no repeats); memory is a
+    few times the block budget beyond the flat ids, whatever the lists' depth.
+    """
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    first = np.full(len(lengths), measures.NO_HIT, dtype=np.int64)
+    step = max(1, _CHUNK_ELEMENTS // max(1, int(lengths.max(initial=0))))
+    for lo in range(0, len(lengths), step):
+        chunk = np.arange(lo, min(lo + step, len(lengths)))
+        hi = chunk[-1]
+        items = _dense_rows(flat[starts[lo] : ends[hi]], lengths[chunk], keys[chunk], task.gallery, task.direction)
+        width = items.shape[1]
+        hits = task.positives.lookup(query_pos[chunk][:, None], items)
+        hits &= np.arange(width)[None, :] < lengths[chunk][:, None]
+        first[chunk] = measures.first_hit(hits)
+    return first

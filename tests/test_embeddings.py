@@ -11,7 +11,9 @@ import pytest
 from eccv_metric import EVALUATE_MODULE_DIR
 from eccv_metric import EvaluationError
 from eccv_metric.cli import main
+from eccv_metric.embeddings import similarities
 from eccv_metric.hf_evaluate import nest
+from eccv_metric.tasks import EmbeddingScorer
 
 TARGETS = (
     "coco_1k_recalls",
@@ -34,13 +36,24 @@ def integer_embeddings(gt):
     return images, captions
 
 
+def distinct_in_order(rows):
+    """(distinct rows in order of first occurrence, index of each row's distinct row)."""
+    _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    position = np.empty_like(order)
+    position[order] = np.arange(len(order))
+    return rows[first[order]], position[inverse.ravel()]
+
+
 def test_integer_embeddings_equal_the_score_path(metrics, integer_embeddings):
     images, captions = integer_embeddings
     expected = metrics.compute_all_metrics_from_scores(images @ captions.T, target_metrics=TARGETS)
     assert metrics.compute_all_metrics_from_embeddings(images, captions, target_metrics=TARGETS) == expected
-    unit_i = images / np.linalg.norm(images, axis=1, keepdims=True)
-    unit_c = captions / np.linalg.norm(captions, axis=1, keepdims=True)
-    cosine = metrics.compute_all_metrics_from_scores(unit_i @ unit_c.T, target_metrics=TARGETS)
+    # cosines are inexact: identical unit vectors must still tie, so each distinct one is scored once (in order
+    # of first occurrence, the same matrix product the engine does) and copied to its duplicates
+    unit_i, copies_i = distinct_in_order(images / np.linalg.norm(images, axis=1, keepdims=True))
+    unit_c, copies_c = distinct_in_order(captions / np.linalg.norm(captions, axis=1, keepdims=True))
+    cosine = metrics.compute_all_metrics_from_scores((unit_i @ unit_c.T)[copies_i][:, copies_c], target_metrics=TARGETS)
     assert (
         metrics.compute_all_metrics_from_embeddings(images, captions, target_metrics=TARGETS, normalize=True) == cosine
     )
@@ -83,6 +96,7 @@ def test_cli_and_evaluate_module_take_embeddings(metrics, integer_embeddings, tm
     [
         (lambda i, c: (i[:, :7], c), "image embeddings have 7 dimensions but caption embeddings 8"),
         (lambda i, c: (i.astype(np.int32), c), "image embeddings must be floats"),
+        (lambda i, c: (i, c.astype(np.longdouble)), r"caption embeddings must be floats \(float16/32/64\)"),
         (lambda i, c: (i, c[0]), r"caption embeddings must be a non-empty 2-D"),
         (lambda i, c: (np.where(np.arange(5000)[:, None] == 3, np.nan, i), c), "image embeddings: rows 3 hold NaN"),
     ],
@@ -99,3 +113,25 @@ def test_zero_rows_have_no_cosine(metrics, integer_embeddings):
     zero[11] = 0
     with pytest.raises(EvaluationError, match="image embeddings: rows 11 are zero"):
         metrics.compute_all_metrics_from_embeddings(zero, captions, normalize=True)
+
+
+def test_identical_embeddings_get_identical_scores():
+    """A float32 BLAS product rounds duplicated rows differently (about one row in three here); the tie rule
+    (the item given first wins) needs them equal, so duplicates are scored once and copied."""
+    rng = np.random.default_rng(4)
+    for n, dim in ((200, 64), (3000, 512)):
+        emb = rng.standard_normal((n, dim)).astype(np.float32)
+        dups = rng.choice(np.arange(1, n), n // 4, replace=False)
+        emb[dups] = emb[0]
+        emb[dups[:5]] = -0.0 * emb[dups[:5]] + emb[0]  # -0.0 entries count as 0.0
+        scores = similarities(emb[: n // 2], emb)
+        assert (scores[:, dups] == scores[:, [0]]).all()
+        half = dups[dups < n // 2]
+        assert (scores[half] == scores[[0]]).all()
+        scorer = EmbeddingScorer(emb, emb)
+        for rows in (np.arange(n), np.arange(7, 70), np.array([3])):
+            block = scorer.block(rows, None)
+            assert (block[:, dups] == block[:, [0]]).all()
+            assert block.shape == (len(rows), n)
+        cols = np.array([5, dups[0], 0])
+        assert np.array_equal(scorer.block(np.arange(9), cols), scorer.block(np.arange(9), None)[:, cols])

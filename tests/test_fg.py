@@ -127,6 +127,40 @@ def test_small_benchmark_equals_brute_force(small, values, shuffled):
         assert small.compute_all_metrics(i2t, t2i, targets, ks) == got
 
 
+@pytest.mark.parametrize("chunk", [None, 7])
+def test_lists_of_any_depth_equal_brute_force(small, monkeypatch, chunk):
+    """Lists cut at random depths (each keeps its first positive), read a few lists at a time or all at once."""
+    if chunk is not None:
+        monkeypatch.setattr("eccv_metric.tasks._CHUNK_ELEMENTS", chunk)
+    fg = small.fg
+    rng = np.random.default_rng(12)
+    image_ids, caption_ids = fg.images.ids.tolist(), fg.captions.ids.tolist()
+    images = rng.integers(-1, 2, size=(len(image_ids), 3)).astype(np.float32)
+    captions = rng.integers(-1, 2, size=(len(caption_ids), 3)).astype(np.float32)
+    image_of = {int(c): int(fg.images.ids[i]) for c, i in zip(fg.captions.ids, fg.caption_image, strict=True)}
+    t2i_pos = {k: {image_of[c]} for k, c in enumerate(caption_ids)}
+    ranks = brute(captions, images, image_ids, t2i_pos)
+    scores = images @ captions.T
+    lists = {}
+    for q, rank in ranks.items():
+        full = [image_ids[j] for j in np.argsort(-scores[:, q], kind="stable")]
+        lists[caption_ids[q]] = full[: int(rng.integers(rank, len(full) + 1))]
+    targets = ["flickr30k_fg_r1", "flickr30k_fg_r5", "flickr30k_fg_medr", "flickr30k_fg_meanr"]
+    got = small.compute_all_metrics(t2i_retrieved_items=lists, target_metrics=targets)
+    r = np.array([ranks[q] for q in sorted(ranks)])
+    assert got == {
+        "flickr30k_fg_r1": {"t2i": float(np.mean(r <= 1))},
+        "flickr30k_fg_r5": {"t2i": float(np.mean(r <= 5))},
+        "flickr30k_fg_medr": {"t2i": float(np.median(r))},
+        "flickr30k_fg_meanr": {"t2i": float(np.mean(r))},
+    }
+    bad = dict(lists)
+    last = caption_ids[-1]
+    bad[last] = bad[last] + [bad[last][0]]  # a repeat at the end of one list is found whatever the chunk
+    with pytest.raises(EvaluationError, match=f"query {last} ranks the same image more than once"):
+        small.compute_all_metrics(t2i_retrieved_items=bad, target_metrics=targets)
+
+
 def test_lists_errors_name_queries(small):
     fg = small.fg
     cap = int(fg.captions.ids[0])
@@ -135,6 +169,8 @@ def test_lists_errors_name_queries(small):
     lists = {int(c): [] for c in fg.captions.ids}
     with pytest.raises(EvaluationError, match="too short"):
         small.compute_all_metrics(t2i_retrieved_items=lists, target_metrics=["flickr30k_fg_r1"])
+    with pytest.raises(EvaluationError, match="target_metrics is empty"):
+        small.compute_all_metrics(t2i_retrieved_items=lists, target_metrics=[])
     with pytest.raises(EvaluationError, match="unknown target metric 'mscoco_fg_r1'"):
         small.compute_all_metrics(t2i_retrieved_items=lists, target_metrics=["mscoco_fg_r1"])
     with pytest.raises(EvaluationError, match="one id per row"):

@@ -93,3 +93,42 @@ def test_caption_order_must_keep_images_within_a_fold(gt):
         GroundTruth.from_id_lists(ids, lists)
     same = GroundTruth.from_id_lists(gt.caption_ids, lists)
     assert np.array_equal(same.image_ids, gt.image_ids)
+
+
+def same_ground_truth(a: GroundTruth, b: GroundTruth) -> bool:
+    if not (np.array_equal(a.image_ids, b.image_ids) and np.array_equal(a.caption_ids, b.caption_ids)):
+        return False
+    if not np.array_equal(a.caption_image, b.caption_image) or set(a.positives) != set(b.positives):
+        return False
+    for bench, by_dir in a.positives.items():
+        for direction, x in by_dir.items():
+            y = b.positives[bench][direction]
+            for name in ("query", "indptr", "indices"):
+                if not np.array_equal(getattr(x, name), getattr(y, name)):
+                    return False
+            if x.outside != y.outside or x.n_gallery != y.n_gallery:
+                return False
+    return True
+
+
+def test_wheel_ground_truth_is_cached_as_arrays(tmp_path, monkeypatch):
+    """The parsed wheel is written once as arrays; reading them back gives the same ground truth, a damaged
+    entry is rebuilt, an unwritable folder or ECCV_CAPTION_NO_GT_CACHE means no cache (never an error)."""
+    parsed = GroundTruth._parse_wheel(wheel_data_dir())
+    assert sum(len(p.outside) for p in parsed.positives["eccv"].values()) == 2  # outside ids survive the cache
+    monkeypatch.setenv("ECCV_CAPTION_CACHE", str(tmp_path / "cache"))
+    first = GroundTruth.from_wheel()
+    entries = list((tmp_path / "cache").rglob("*.npz"))
+    assert len(entries) == 1 and not list((tmp_path / "cache").rglob("*.tmp"))
+    second = GroundTruth.from_wheel()
+    assert same_ground_truth(parsed, first) and same_ground_truth(parsed, second)
+    entries[0].write_bytes(b"not an npz")
+    assert same_ground_truth(parsed, GroundTruth.from_wheel())
+    assert entries[0].read_bytes()[:2] == b"PK"  # rewritten
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("ECCV_CAPTION_CACHE", str(tmp_path / "file"))  # cannot hold a folder
+    assert same_ground_truth(parsed, GroundTruth.from_wheel())
+    monkeypatch.setenv("ECCV_CAPTION_CACHE", str(tmp_path / "off"))
+    monkeypatch.setenv("ECCV_CAPTION_NO_GT_CACHE", "1")
+    assert same_ground_truth(parsed, GroundTruth.from_wheel())
+    assert not (tmp_path / "off").exists()

@@ -219,6 +219,53 @@ def test_bad_inputs_name_what_is_missing(world):
         metrics.compute_all_metrics_from_embeddings(caption_embeddings=captions, target_metrics=["cxc_t2i_r1"])
 
 
+def test_duplicate_captions_tie_and_the_first_given_wins(world):
+    """Float32 embeddings with duplicated captions: a float32 BLAS product alone rounds the copies apart, which
+    would make the tie rule noise; the engine scores them identically, as the pair-by-pair brute force does."""
+    gt, folder, rows = world
+    metrics = Metrics(ground_truth=gt, cxc_source=folder)
+    rng = np.random.default_rng(8)
+    emb = rng.standard_normal((len(CAPTION_IDS), 64)).astype(np.float32)
+    sources = rng.choice(len(CAPTION_IDS), 20, replace=False)
+    copies = rng.choice(np.setdiff1d(np.arange(len(CAPTION_IDS)), sources), 80, replace=False)
+    emb[copies] = emb[rng.choice(sources, 80)]
+    expected = brute_ranks(emb, CAPTION_IDS, brute_positives(rows["sts"], "sts"))
+    assert engine_ranks(metrics, "cxc_t2t", caption_embeddings=emb) == expected
+
+
+def test_given_matrix_is_never_written_and_its_own_entries_are_ignored(world):
+    gt, folder, _ = world
+    metrics = Metrics(ground_truth=gt, cxc_source=folder)
+    rng = np.random.default_rng(6)
+    captions = rng.integers(-2, 3, size=(N_IMG * PER, 4)).astype(np.float32)
+    scores = captions @ captions.T
+    targets = ["cxc_t2t_recalls", "cxc_t2t_meanr"]
+    expected = metrics.compute_all_metrics_from_scores(caption_scores=scores, target_metrics=targets)
+    for diagonal in (0.0, np.nan, np.inf, -np.inf):  # a query's own score is never looked at
+        given = scores.copy()
+        np.fill_diagonal(given, diagonal)
+        before = given.copy()
+        assert metrics.compute_all_metrics_from_scores(caption_scores=given, target_metrics=targets) == expected
+        assert np.array_equal(given, before, equal_nan=True)  # rows of the caller's matrix are views: untouched
+        given.setflags(write=False)
+        assert metrics.compute_all_metrics_from_scores(caption_scores=given, target_metrics=targets) == expected
+        fortran = np.asfortranarray(before)
+        assert metrics.compute_all_metrics_from_scores(caption_scores=fortran, target_metrics=targets) == expected
+        assert np.array_equal(fortran, before, equal_nan=True)
+
+
+def test_bad_rows_are_counted_over_every_block(world, monkeypatch):
+    gt, folder, rows = world
+    metrics = Metrics(ground_truth=gt, cxc_source=folder)
+    monkeypatch.setattr("eccv_metric.tasks._CHUNK_ELEMENTS", 10 * N_IMG * PER)  # blocks of 10 queries
+    scores = np.ones((N_IMG * PER, N_IMG * PER), np.float32)
+    queries = sorted(brute_positives(rows["sts"], "sts"))
+    bad = [CAPTION_IDS.index(q) for q in queries[::4]]
+    scores[bad, (np.array(bad) + 1) % len(scores)] = np.nan
+    with pytest.raises(EvaluationError, match=rf"the scores of {len(bad)} query\(ies\) contain NaN"):
+        metrics.compute_all_metrics_from_scores(caption_scores=scores, target_metrics=["cxc_t2t_r1"])
+
+
 # ---------------------------------------------------------------------------
 # the real test split and the real CxC files
 
