@@ -333,17 +333,17 @@ def stable_topk(rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     kth = part[:, n - k]
     size = rows.size
     buf = np.zeros(size + (-size) % 8, dtype=bool)
-    mask = buf[:size].reshape(rows.shape)
-    np.greater_equal(rows, kth[:, None], out=mask)
-    out = np.empty((len(rows), k), dtype=np.int32)
-    hard = np.count_nonzero(mask, axis=1) > k  # more than k items >= the k-th value: ties at the threshold
-    if hard.any():
-        mask[hard] = False
-        out[hard] = _topk_with_ties(rows[hard], kth[hard], k)
-    easy = np.flatnonzero(~hard)
-    cols = _nonzero_columns(buf, rows.shape[1]).reshape(-1, k)  # exactly k per easy row, ascending
-    out[easy] = _by_score(rows, easy, cols)
-    return out, ~finite
+    np.greater_equal(rows, kth[:, None], out=buf[:size].reshape(rows.shape))
+    row, col = np.divmod(_nonzero_positions(buf), n)  # candidates: items >= the k-th value, row by row
+    counts = np.bincount(row, minlength=len(rows))
+    if (counts > k).any():  # ties at the k-th value: keep the first tied columns, only among the candidates
+        tied = rows[row, col] == kth[row]
+        need = k - np.bincount(row[~tied], minlength=len(rows))
+        tied_before = np.cumsum(tied) - tied  # tied candidates before this one, over all rows
+        row_start = np.cumsum(counts) - counts
+        rank_in_row = tied_before - tied_before[row_start][row]
+        col = col[~tied | (rank_in_row < need[row])]
+    return _by_score(rows, np.arange(len(rows)), col.astype(np.int32).reshape(-1, k)), ~finite
 
 
 def _by_score(rows: np.ndarray, row_idx: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -352,24 +352,15 @@ def _by_score(rows: np.ndarray, row_idx: np.ndarray, cols: np.ndarray) -> np.nda
     return np.take_along_axis(cols, order, axis=1)
 
 
-def _topk_with_ties(rows: np.ndarray, kth: np.ndarray, k: int) -> np.ndarray:
-    """Top-k of rows with ties at the k-th value: all items above it, then the first tied columns."""
-    above = rows > kth[:, None]
-    tied = rows == kth[:, None]
-    need = k - np.count_nonzero(above, axis=1)
-    take = above | (tied & (np.cumsum(tied, axis=1, dtype=np.int32) <= need[:, None]))
-    return _by_score(rows, np.arange(len(rows)), np.nonzero(take)[1].reshape(-1, k))
-
-
-def _nonzero_columns(buf: np.ndarray, width: int) -> np.ndarray:
-    """Column of every True of a row-major (rows x width) bool mask held in ``buf``, in order.
+def _nonzero_positions(buf: np.ndarray) -> np.ndarray:
+    """Position of every True of a bool mask held in ``buf`` (length a multiple of 8), ascending.
 
     The mask is scanned 8 bytes at a time (as uint64 words); only the few
     non-zero words are expanded: much faster than ``np.nonzero`` when sparse.
     """
     words = np.flatnonzero(buf.view(np.uint64))
     word_i, byte_i = np.nonzero(buf.view(np.uint8).reshape(-1, 8)[words])
-    return (words[word_i] * 8 + byte_i) % width
+    return words[word_i] * 8 + byte_i
 
 
 def top_ranked(
