@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from dataclasses import replace
 from typing import Protocol
@@ -76,7 +77,7 @@ class QueryScores:
 class Source(Protocol):
     def ranked(self, direction: str, depth: int, queries: np.ndarray) -> RankedLists: ...
 
-    def fold_ranked(self, direction: str, depth: int, queries: np.ndarray) -> RankedLists: ...
+    def fold_ranked(self, direction: str, depth: int, rel: Positives) -> RankedLists: ...
 
     def positive_ranks(self, direction: str, rel: Positives, fold: bool, name: str) -> np.ndarray: ...
 
@@ -155,51 +156,72 @@ def evaluate(
     those); by default a missing query is an error.
     """
     out: dict[str, dict[str, QueryScores]] = {name: {} for name in request.names()}
-    for direction in DIRECTIONS:
-        if direction not in sources:
-            continue
-        source = sources[direction]
-        jobs = _jobs(request, gt, direction, pm, r_cap)
-        if jobs:
-            needed = np.zeros(len(gt.query_index(direction)), dtype=bool)
-            for job in jobs:
-                needed[job.relevance.query] = True
-            queries = np.flatnonzero(needed).astype(np.int32)
-            ranked = source.ranked(direction, max(j.depth for j in jobs), queries)
-            if partial:
-                jobs = _restricted(jobs, ranked)
-            hits: dict[int, np.ndarray] = {}
-            for job in jobs:
-                out[job.metric][direction] = _score(gt, ranked, job, jobs, hits)
-        ks_1k = request.recalls.get("coco_1k", ())
-        if ks_1k:
-            coco = gt.positives["coco"][direction]
-            ranked = source.fold_ranked(direction, max(ks_1k), coco.query)
-            jobs_1k = [
-                _Job(
-                    f"coco_1k_r{k}",
-                    coco,
-                    k,
-                    _recall(k),
-                    f"COCO 1K R@{k} needs {k} items of the query's fold or a positive among them",
-                    True,
-                )
-                for k in ks_1k
-            ]
-            if partial:
-                jobs_1k = _restricted(jobs_1k, ranked)
-            hits = {}
-            for job in jobs_1k:
-                out[job.metric][direction] = _score(gt, ranked, job, jobs_1k, hits)
-        for rset, stat in request.rank_stats:
-            rel = gt.positives["coco" if rset.startswith("coco") else rset][direction]
-            name = f"{rset}_{stat}"
-            if partial and isinstance(source, ListSource):
-                rel = rel.restrict(source.lists.query)
-            ranks = source.positive_ranks(direction, rel, rset == "coco_1k", name)
-            ids = gt.query_index(direction).ids[rel.query]
-            out[name][direction] = QueryScores(name, direction, ids, ranks, STATS[stat])
-    return out
+    given = [d for d in DIRECTIONS if d in sources]
+
+    def one(direction: str) -> None:
+        _evaluate_direction(out, gt, request, direction, sources[direction], pm, r_cap, partial)
+
+    if len(given) > 1:  # directions overlap: one's serial steps run beside the other's ranking
+        with ThreadPoolExecutor(len(given)) as pool:
+            for future in [pool.submit(one, d) for d in given]:
+                future.result()  # the first direction's error first, as in a serial run
+    else:
+        for direction in given:
+            one(direction)
+    return {name: {d: by_dir[d] for d in DIRECTIONS if d in by_dir} for name, by_dir in out.items()}
+
+
+def _evaluate_direction(
+    out: dict[str, dict[str, QueryScores]],
+    gt: GroundTruth,
+    request: Request,
+    direction: str,
+    source: Source,
+    pm: Callable[[str], Relevance],
+    r_cap: int | None,
+    partial: bool,
+) -> None:
+    """Fill ``out[metric][direction]`` for one direction."""
+    jobs = _jobs(request, gt, direction, pm, r_cap)
+    if jobs:
+        needed = np.zeros(len(gt.query_index(direction)), dtype=bool)
+        for job in jobs:
+            needed[job.relevance.query] = True
+        queries = np.flatnonzero(needed).astype(np.int32)
+        ranked = source.ranked(direction, max(j.depth for j in jobs), queries)
+        if partial:
+            jobs = _restricted(jobs, ranked)
+        hits: dict[int, np.ndarray] = {}
+        for job in jobs:
+            out[job.metric][direction] = _score(gt, ranked, job, jobs, hits)
+    ks_1k = request.recalls.get("coco_1k", ())
+    if ks_1k:
+        coco = gt.positives["coco"][direction]
+        ranked = source.fold_ranked(direction, max(ks_1k), coco)
+        jobs_1k = [
+            _Job(
+                f"coco_1k_r{k}",
+                coco,
+                k,
+                _recall(k),
+                f"COCO 1K R@{k} needs {k} items of the query's fold or a positive among them",
+                True,
+            )
+            for k in ks_1k
+        ]
+        if partial:
+            jobs_1k = _restricted(jobs_1k, ranked)
+        hits = {}
+        for job in jobs_1k:
+            out[job.metric][direction] = _score(gt, ranked, job, jobs_1k, hits)
+    for rset, stat in request.rank_stats:
+        rel = gt.positives["coco" if rset.startswith("coco") else rset][direction]
+        name = f"{rset}_{stat}"
+        if partial and isinstance(source, ListSource):
+            rel = rel.restrict(source.lists.query)
+        ranks = source.positive_ranks(direction, rel, rset == "coco_1k", name)
+        ids = gt.query_index(direction).ids[rel.query]
+        out[name][direction] = QueryScores(name, direction, ids, ranks, STATS[stat])
 
 
 def _score(
@@ -244,7 +266,7 @@ class ListSource:
     def ranked(self, direction: str, depth: int, queries: np.ndarray) -> RankedLists:
         return self.lists
 
-    def fold_ranked(self, direction: str, depth: int, queries: np.ndarray) -> RankedLists:
+    def fold_ranked(self, direction: str, depth: int, rel: Positives | None = None) -> RankedLists:
         """Each list filtered to the gallery items of the query's fold (first ``depth`` kept)."""
         lists = self.lists
         qfold = self.gt.query_fold(direction)[lists.query]
@@ -265,7 +287,7 @@ class ListSource:
 
     def positive_ranks(self, direction: str, rel: Positives, fold: bool, name: str) -> np.ndarray:
         """1-based rank of each query's best-ranked positive (needs a positive in its list)."""
-        lists = self.fold_ranked(direction, self.lists.items.shape[1], rel.query) if fold else self.lists
+        lists = self.fold_ranked(direction, self.lists.items.shape[1]) if fold else self.lists
         return ranks_from_lists(lists, rel, self.gt, name)
 
 
@@ -280,6 +302,7 @@ class ScoreSource:
         self.scores = scores
         self.pos: dict[str, np.ndarray] = {}
         self.dense: dict[str, np.ndarray] = {}
+        self._ranked: dict[str, RankedLists] = {}
         for axis, (ids, index) in enumerate(((image_ids, gt.images), (caption_ids, gt.captions))):
             arr = int_ids(ids, f"{index.kind} ids", ndim=1)
             if len(arr) != self.scores.shape[axis]:
@@ -340,10 +363,40 @@ class ScoreSource:
     def ranked(self, direction: str, depth: int, queries: np.ndarray) -> RankedLists:
         n_gal = self.scores.shape[1 if direction == "i2t" else 0]
         items = self._top(direction, depth, queries, None)
-        return RankedLists(direction, queries, items, np.full(len(queries), n_gal, np.int64), n_gal)
+        lists = RankedLists(direction, queries, items, np.full(len(queries), n_gal, np.int64), n_gal)
+        self._ranked[direction] = lists
+        return lists
 
-    def fold_ranked(self, direction: str, depth: int, queries: np.ndarray) -> RankedLists:
-        """Top items among the query's fold only (fold items keep their given order for ties)."""
+    def fold_ranked(self, direction: str, depth: int, rel: Positives) -> RankedLists:
+        """Top items among each query of ``rel`` of its fold only (fold items keep their given order for ties).
+
+        Shortcut, exact: the fold's ranking is the whole ranking restricted to
+        the fold's items (same scores, same tie order). So when the lists of
+        :meth:`ranked` are at hand, a query is decided by its filtered list if
+        that holds ``depth`` fold items or a positive (R@K is then known for
+        every K <= ``depth``); only the other queries are ranked again, within
+        their fold.
+        """
+        full = self._ranked.get(direction)
+        queries = rel.query
+        if full is None or not np.isin(queries, full.query).all():
+            return self._fold_top(direction, depth, queries)
+        filtered = ListSource(full, self.gt).fold_ranked(direction, depth)
+        rows = filtered.rows(queries, self.gt, "COCO 1K")
+        items, available = filtered.items[rows], filtered.lengths[rows]
+        width = items.shape[1]
+        hits = rel.hits(items) & (np.arange(width)[None, :] < available[:, None])
+        again = (available < depth) & ~hits.any(axis=1)
+        size = self.gt.fold_size(direction)
+        if again.any():
+            exact = self._fold_top(direction, depth, queries[again])
+            items = np.pad(items, ((0, 0), (0, depth - width)), constant_values=-1) if width < depth else items
+            items[again] = exact.items[exact.rows(queries[again], self.gt, "COCO 1K")]
+            available[again] = size
+        return RankedLists(direction, queries, items, available, size)
+
+    def _fold_top(self, direction: str, depth: int, queries: np.ndarray) -> RankedLists:
+        """Top ``depth`` items of each query among the gallery items of its fold, from the scores."""
         gt = self.gt
         qfold = gt.query_fold(direction)[queries]
         gfold = gt.gallery_fold(direction)

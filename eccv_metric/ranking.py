@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import threading
 from collections.abc import Mapping
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -27,6 +28,8 @@ from eccv_metric.groundtruth import IdIndex
 QUERY_KIND = {"i2t": "image", "t2i": "caption"}
 GALLERY_KIND = {"i2t": "caption", "t2i": "image"}
 _CHUNK_ELEMENTS = 1 << 22
+# top-k blocks of about 2 MB (float32): the block, its partitioned copy and its mask stay in cache between passes
+_TOPK_ELEMENTS = 1 << 19
 
 
 @dataclass(frozen=True)
@@ -313,28 +316,47 @@ def as_score_matrix(scores: object) -> np.ndarray:
     return arr
 
 
-def stable_topk(rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def stable_topk(
+    rows: np.ndarray, k: int, scratch: Scratch | None = None, owned: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Column indices of the ``k`` first items of each row under ``argsort(-row, kind="stable")``.
 
     Exact with ties: the k-th largest value is found with ``np.partition``,
     every item >= it is a candidate, and candidates are ordered by (score
     descending, column ascending). Also returns which rows hold NaN or inf
     (their top-k is meaningless; the caller raises).
+
+    ``rows`` may be a view, e.g. the transpose of a C-ordered (gallery x
+    queries) block: it is then compared in its storage order. ``owned``: a
+    C-contiguous float copy of ``rows`` that may be overwritten (partitioned in
+    place, saving ``np.partition``'s copy). ``scratch``: reusable buffers of
+    the calling thread (fewer page faults on big blocks).
     """
     n = rows.shape[1]
     if k >= n:
         finite = np.isfinite(rows.min(axis=1)) & np.isfinite(rows.max(axis=1))
         return np.argsort(-rows, axis=1, kind="stable").astype(np.int32), ~finite
-    part = np.partition(rows, n - k, axis=1)
-    # min sees NaN and -inf; +inf can only sit in the top segment
-    finite = np.isfinite(rows.min(axis=1)) & np.isfinite(part[:, n - k :].max(axis=1))
+    if owned is None:
+        part = np.partition(rows, n - k, axis=1)
+    else:
+        part = owned
+        part.partition(n - k, axis=1)
+    # np.partition puts NaN last and +inf can only sit in the top segment; -inf only in the bottom one
+    finite = np.isfinite(part[:, n - k :].max(axis=1)) & np.isfinite(part[:, : n - k].min(axis=1))
     if not finite.all():
         return np.zeros((len(rows), k), np.int32), ~finite
     kth = part[:, n - k]
-    size = rows.size
-    buf = np.zeros(size + (-size) % 8, dtype=bool)
-    np.greater_equal(rows, kth[:, None], out=buf[:size].reshape(rows.shape))
-    row, col = np.divmod(_nonzero_positions(buf), n)  # candidates: items >= the k-th value, row by row
+    bools = (scratch or Scratch()).bools(rows.size)
+    if abs(rows.strides[1]) <= abs(rows.strides[0]):  # stored row by row
+        mask = bools.reshape(rows.shape)
+        np.greater_equal(rows, kth[:, None], out=mask)
+        row, col = np.divmod(np.flatnonzero(mask), n)  # candidates: items >= the k-th value, row by row
+    else:  # a transposed view: compare in storage order, then group the candidates by row
+        mask = bools.reshape(rows.shape[::-1])
+        np.greater_equal(rows.T, kth[None, :], out=mask)
+        col, row = np.divmod(np.flatnonzero(mask), len(rows))
+        order = np.argsort(row, kind="stable")
+        row, col = row[order], col[order]
     counts = np.bincount(row, minlength=len(rows))
     if (counts > k).any():  # ties at the k-th value: keep the first tied columns, only among the candidates
         tied = rows[row, col] == kth[row]
@@ -346,21 +368,30 @@ def stable_topk(rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return _by_score(rows, np.arange(len(rows)), col.astype(np.int32).reshape(-1, k)), ~finite
 
 
+class Scratch(threading.local):
+    """Buffers reused by the blocks one thread ranks: a bool mask and a float block."""
+
+    def __init__(self) -> None:
+        self._bools = np.zeros(0, dtype=bool)
+        self._floats: dict[np.dtype, np.ndarray] = {}
+
+    def bools(self, size: int) -> np.ndarray:
+        if len(self._bools) < size:
+            self._bools = np.empty(size, dtype=bool)
+        return self._bools[:size]
+
+    def floats(self, shape: tuple[int, int], dtype: np.dtype) -> np.ndarray:
+        size = shape[0] * shape[1]
+        buf = self._floats.get(dtype)
+        if buf is None or len(buf) < size:
+            buf = self._floats[dtype] = np.empty(size, dtype=dtype)
+        return buf[:size].reshape(shape)
+
+
 def _by_score(rows: np.ndarray, row_idx: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """Reorder the columns (ascending) of rows ``row_idx`` by score descending; ties keep column order."""
     order = np.argsort(-rows[row_idx[:, None], cols], axis=1, kind="stable")
     return np.take_along_axis(cols, order, axis=1)
-
-
-def _nonzero_positions(buf: np.ndarray) -> np.ndarray:
-    """Position of every True of a bool mask held in ``buf`` (length a multiple of 8), ascending.
-
-    The mask is scanned 8 bytes at a time (as uint64 words); only the few
-    non-zero words are expanded: much faster than ``np.nonzero`` when sparse.
-    """
-    words = np.flatnonzero(buf.view(np.uint64))
-    word_i, byte_i = np.nonzero(buf.view(np.uint8).reshape(-1, 8)[words])
-    return words[word_i] * 8 + byte_i
 
 
 def top_ranked(
@@ -376,11 +407,16 @@ def top_ranked(
     order = np.argsort(query_pos, kind="stable")  # read the matrix in storage order
     query_pos = query_pos[order]
     n_gal = scores.shape[0 if along_columns else 1] if gallery_pos is None else len(gallery_pos)
-    chunk = max(1, min(512, _CHUNK_ELEMENTS // max(1, n_gal)))
+    chunk = max(1, min(512, _TOPK_ELEMENTS // max(1, n_gal)))
     starts = range(0, len(query_pos), chunk)
 
+    scratch = Scratch()
+
     def work(start: int) -> tuple[np.ndarray, np.ndarray]:
-        return stable_topk(_query_block(scores, query_pos[start : start + chunk], along_columns, gallery_pos), k)
+        pos = query_pos[start : start + chunk]
+        if not along_columns:
+            return stable_topk(_query_block(scores, pos, False, gallery_pos), k, scratch)
+        return stable_topk(_column_block(scores, pos, gallery_pos, scratch)[1], k, scratch)
 
     workers = min(2, os.cpu_count() or 1)
     if workers > 1 and len(starts) > 1:
@@ -405,24 +441,42 @@ def _query_block(
     scores: np.ndarray, pos: np.ndarray, along_columns: bool, gallery_pos: np.ndarray | None
 ) -> np.ndarray:
     """Scores of some queries as a C-contiguous (queries x gallery) float32/64 block."""
-    dtype = np.float32 if scores.dtype == np.float16 else scores.dtype
-    if not along_columns:
-        block = _take(scores, pos, axis=0)
-        if gallery_pos is not None:
-            block = _take(block, gallery_pos, axis=1)
-        return np.ascontiguousarray(block, dtype=dtype)
+    if along_columns:
+        return _column_block(scores, pos, gallery_pos)[1]
+    block = _take(scores, pos, axis=0)
+    if gallery_pos is not None:
+        block = _take(block, gallery_pos, axis=1)
+    return np.ascontiguousarray(block, dtype=np.float32 if scores.dtype == np.float16 else scores.dtype)
+
+
+def _column_block(
+    scores: np.ndarray, pos: np.ndarray, gallery_pos: np.ndarray | None, scratch: Scratch | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Columns ``pos`` of ``scores`` (rows ``gallery_pos``): (them as stored, a C-contiguous transposed copy).
+
+    The copy is float32/64; with ``scratch`` it is the thread's reusable buffer
+    (valid until its next block).
+    """
+    dtype = np.dtype(np.float32 if scores.dtype == np.float16 else scores.dtype)
+    if gallery_pos is not None and _is_range(gallery_pos):
+        scores, gallery_pos = _take(scores, gallery_pos, axis=0), None  # a view: restrict rows first
     cols = _take(scores, pos, axis=1)
     if gallery_pos is not None:
         cols = _take(cols, gallery_pos, axis=0)
-    out = np.empty((cols.shape[1], cols.shape[0]), dtype=dtype)
+    shape = (cols.shape[1], cols.shape[0])
+    out = np.empty(shape, dtype=dtype) if scratch is None else scratch.floats(shape, dtype)
     tile = 512
     for r in range(0, cols.shape[0], tile):  # tiled transpose: cache friendly
         out[:, r : r + tile] = cols[r : r + tile].T
-    return out
+    return cols, out
+
+
+def _is_range(pos: np.ndarray) -> bool:
+    return bool(len(pos)) and pos[-1] - pos[0] == len(pos) - 1 and bool((np.diff(pos) == 1).all())
 
 
 def _take(arr: np.ndarray, pos: np.ndarray, axis: int) -> np.ndarray:
     """``arr.take(pos, axis)``, as a view when ``pos`` is a contiguous ascending range."""
-    if len(pos) and pos[-1] - pos[0] == len(pos) - 1 and (np.diff(pos) == 1).all():
+    if _is_range(pos):
         return arr[pos[0] : pos[-1] + 1] if axis == 0 else arr[:, pos[0] : pos[-1] + 1]
     return arr.take(pos, axis=axis)
