@@ -244,7 +244,7 @@ def ranked_to_arrays(
     width = int(lengths.max(initial=0))
     equal = bool((lengths == width).all())
     try:
-        ids = _int_array(values if equal else list(itertools.chain.from_iterable(values)), "ranked ids")
+        ids = _flat_int64(values, int(lengths.sum()))
     except EvaluationError:
         for key, value in zip(keys.tolist(), values, strict=True):
             try:
@@ -256,6 +256,27 @@ def ranked_to_arrays(
         ids = ids.reshape(len(values), width)
         return (ids.ravel() if flat else ids), lengths
     return ids, lengths
+
+
+def _flat_int64(lists: list, total: int) -> np.ndarray:
+    """All ids of the lists, concatenated, as int64; a float, string or other non-integer raises.
+
+    Checked without ``np.array``'s dtype discovery: the ids' sum is a (Python
+    or numpy) integer only if every id is one (a float makes it a float, a
+    string or None raises), then ``np.fromiter`` converts (about twice as fast
+    as ``np.array`` over a list of lists).
+    """
+    chain = itertools.chain.from_iterable
+    try:
+        if lists and set(map(type, lists)) == {np.ndarray}:  # numpy rows: no Python ints involved
+            return np.concatenate(lists, dtype=np.int64, casting="same_kind")
+        with np.errstate(all="ignore"):  # numpy integer ids may overflow the sum: only its type matters
+            checksum = sum(chain(lists))
+        if isinstance(checksum, (int, np.integer)):
+            return np.fromiter(chain(lists), dtype=np.int64, count=total)
+    except (TypeError, ValueError, OverflowError):
+        pass
+    raise EvaluationError("ranked ids must be integers, got mixed/other values")
 
 
 def _dense_rows(ids: np.ndarray, lengths: np.ndarray, keys: np.ndarray, gallery: IdIndex, direction: str) -> np.ndarray:
