@@ -183,21 +183,23 @@ def test_real_mscoco_fg_sampled_queries_equal_brute_force(mscoco_fg):
     rng = np.random.default_rng(6)
     images = rng.integers(-1, 2, size=(len(fg.images), 6)).astype(np.float32)
     captions = images[fg.caption_image] + rng.integers(-1, 2, size=(len(fg.captions), 6)).astype(np.float32)
-    from eccv_metric.tasks import EmbeddingScorer
-    from eccv_metric.tasks import evaluate_task
-
-    t2i = evaluate_task(
-        fg.task("t2i"),
-        EmbeddingScorer(captions, images),
-        np.arange(len(fg.captions)),
-        np.arange(len(fg.images)),
-        stats=("meanr",),
-    )["mscoco_fg_meanr"]
+    per_query = mscoco_fg.per_query_from_embeddings(
+        images, captions, target_metrics=["mscoco_fg_meanr", "mscoco_fg_r1"]
+    )
+    t2i = per_query["mscoco_fg_meanr"]["t2i"]
+    assert (t2i.query_ids == fg.captions.ids).all()
     for q in rng.choice(len(fg.captions), 30, replace=False).tolist():
         order = np.argsort(-(images @ captions[q]), kind="stable")
         assert t2i.values[q] == 1 + int(np.flatnonzero(order == fg.caption_image[q])[0])
-    result = mscoco_fg.compute_all_metrics_from_embeddings(images, captions, target_metrics=["mscoco_fg_r1"])
-    assert result["mscoco_fg_r1"]["t2i"] == float(np.mean(t2i.values <= 1))
+    i2t = per_query["mscoco_fg_meanr"]["i2t"]
+    assert len(i2t.values) == 5000
+    row_of = {int(i): k for k, i in enumerate(i2t.query_ids)}
+    for img in rng.choice(fg.query_images, 30, replace=False).tolist():
+        order = np.argsort(-(captions @ images[img]), kind="stable")  # every refined caption, stable
+        want = 1 + int(np.flatnonzero(fg.caption_image[order] == img)[0])
+        assert i2t.values[row_of[int(fg.images.ids[img])]] == want
+    for direction, ranks in (("t2i", t2i.values), ("i2t", i2t.values)):
+        assert per_query["mscoco_fg_r1"][direction].mean == float(np.mean(ranks <= 1))
 
 
 def test_cli_and_evaluate_module(small, tmp_path, capsys):

@@ -344,3 +344,52 @@ def test_cli_and_evaluate_module_score_intramodal_tasks(gt, tmp_path, capsys):
         image_embeddings=images, caption_embeddings=captions, cxc_source=CXC, n_resamples=50, target_metrics=targets
     )
     assert nest(flat) == expected
+
+
+@pytest.mark.parametrize("values", ["integer", "float"])
+def test_correlations_from_embeddings_with_permuted_and_extra_ids(world, values):
+    """The embeddings path maps ids to rows right: the same bootstrap as a pair scorer written here."""
+    gt, folder, _ = world
+    metrics = Metrics(ground_truth=gt, cxc_source=folder)
+    rng = np.random.default_rng(11)
+    image_ids = [IMAGE_IDS[k] for k in rng.permutation(N_IMG)] + [90_000, 90_001]
+    caption_ids = [CAPTION_IDS[k] for k in rng.permutation(N_IMG * PER)] + [95_000, 95_001, 95_002]
+    rng.shuffle(image_ids), rng.shuffle(caption_ids)
+    if values == "integer":  # exact dot products in any order: heavy ties in the similarities
+        images = rng.integers(-2, 3, size=(len(image_ids), 4)).astype(np.float32)
+        captions = rng.integers(-2, 3, size=(len(caption_ids), 4)).astype(np.float32)
+    else:
+        images = rng.standard_normal((len(image_ids), 16))
+        captions = rng.standard_normal((len(caption_ids), 16))
+    row = {("image", i): k for k, i in enumerate(image_ids)} | {("caption", c): k for k, c in enumerate(caption_ids)}
+    table = {"image": images, "caption": captions}
+
+    def scorer(first: str, second: str):
+        def pair_scores(ids_1, ids_2):
+            return np.array(
+                [
+                    float(np.dot(table[first][row[first, a]].astype(np.float64), table[second][row[second, b]]))
+                    for a, b in zip(ids_1.tolist(), ids_2.tolist(), strict=True)
+                ]
+            )
+
+        return pair_scores
+
+    got = metrics.compute_all_metrics_from_embeddings(
+        images,
+        captions,
+        image_ids,
+        caption_ids,
+        target_metrics=["cxc_sts_spearman", "cxc_sis_spearman", "cxc_sits_spearman"],
+        n_resamples=300,
+        seed=4,
+    )
+    for kind, first, second, direction in (
+        ("sts", "caption", "caption", "t2t"),
+        ("sis", "image", "image", "i2i"),
+        ("sits", "caption", "image", "t2i"),
+    ):
+        want = metrics.cxc_correlation(kind, scorer(first, second), n_resamples=300, seed=4)
+        tol = 0 if values == "integer" else 1e-12
+        assert got[f"cxc_{kind}_spearman"][direction] == pytest.approx(want.mean, abs=tol)
+        assert got[f"cxc_{kind}_spearman_std"][direction] == pytest.approx(want.std, abs=tol)
