@@ -337,47 +337,28 @@ def as_score_matrix(scores: object) -> np.ndarray:
     return arr
 
 
-def stable_topk(
-    rows: np.ndarray, k: int, scratch: Scratch | None = None, owned: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
+def stable_topk(rows: np.ndarray, k: int, scratch: Scratch | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Column indices of the ``k`` first items of each row under ``argsort(-row, kind="stable")``.
 
     Exact with ties: the k-th largest value is found with ``np.partition``,
     every item >= it is a candidate, and candidates are ordered by (score
     descending, column ascending). Also returns which rows hold NaN or inf
-    (their top-k is meaningless; the caller raises).
-
-    ``rows`` may be a view, e.g. the transpose of a C-ordered (gallery x
-    queries) block: it is then compared in its storage order. ``owned``: a
-    C-contiguous float copy of ``rows`` that may be overwritten (partitioned in
-    place, saving ``np.partition``'s copy). ``scratch``: reusable buffers of
-    the calling thread (fewer page faults on big blocks).
+    (their top-k is meaningless; the caller raises). ``scratch``: reusable
+    buffers of the calling thread (fewer page faults on big blocks).
     """
     n = rows.shape[1]
     if k >= n:
         finite = np.isfinite(rows.min(axis=1)) & np.isfinite(rows.max(axis=1))
         return np.argsort(-rows, axis=1, kind="stable").astype(np.int32), ~finite
-    if owned is None:
-        part = np.partition(rows, n - k, axis=1)
-    else:
-        part = owned
-        part.partition(n - k, axis=1)
+    part = np.partition(rows, n - k, axis=1)
     # np.partition puts NaN last and +inf can only sit in the top segment; -inf only in the bottom one
     finite = np.isfinite(part[:, n - k :].max(axis=1)) & np.isfinite(part[:, : n - k].min(axis=1))
     if not finite.all():
         return np.zeros((len(rows), k), np.int32), ~finite
     kth = part[:, n - k]
-    bools = (scratch or Scratch()).bools(rows.size)
-    if abs(rows.strides[1]) <= abs(rows.strides[0]):  # stored row by row
-        mask = bools.reshape(rows.shape)
-        np.greater_equal(rows, kth[:, None], out=mask)
-        row, col = np.divmod(np.flatnonzero(mask), n)  # candidates: items >= the k-th value, row by row
-    else:  # a transposed view: compare in storage order, then group the candidates by row
-        mask = bools.reshape(rows.shape[::-1])
-        np.greater_equal(rows.T, kth[None, :], out=mask)
-        col, row = np.divmod(np.flatnonzero(mask), len(rows))
-        order = np.argsort(row, kind="stable")
-        row, col = row[order], col[order]
+    mask = (scratch or Scratch()).bools(rows.size).reshape(rows.shape)
+    np.greater_equal(rows, kth[:, None], out=mask)
+    row, col = np.divmod(np.flatnonzero(mask), n)  # candidates: items >= the k-th value, row by row
     counts = np.bincount(row, minlength=len(rows))
     if (counts > k).any():  # ties at the k-th value: keep the first tied columns, only among the candidates
         tied = rows[row, col] == kth[row]
@@ -437,7 +418,7 @@ def top_ranked(
         pos = query_pos[start : start + chunk]
         if not along_columns:
             return stable_topk(_query_block(scores, pos, False, gallery_pos), k, scratch)
-        return stable_topk(_column_block(scores, pos, gallery_pos, scratch)[1], k, scratch)
+        return stable_topk(_column_block(scores, pos, gallery_pos, scratch), k, scratch)
 
     workers = min(2, os.cpu_count() or 1)
     if workers > 1 and len(starts) > 1:
@@ -463,7 +444,7 @@ def _query_block(
 ) -> np.ndarray:
     """Scores of some queries as a C-contiguous (queries x gallery) float32/64 block."""
     if along_columns:
-        return _column_block(scores, pos, gallery_pos)[1]
+        return _column_block(scores, pos, gallery_pos)
     block = _take(scores, pos, axis=0)
     if gallery_pos is not None:
         block = _take(block, gallery_pos, axis=1)
@@ -472,11 +453,10 @@ def _query_block(
 
 def _column_block(
     scores: np.ndarray, pos: np.ndarray, gallery_pos: np.ndarray | None, scratch: Scratch | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Columns ``pos`` of ``scores`` (rows ``gallery_pos``): (them as stored, a C-contiguous transposed copy).
+) -> np.ndarray:
+    """Columns ``pos`` of ``scores`` (rows ``gallery_pos``) as a C-contiguous float32/64 (queries x gallery) copy.
 
-    The copy is float32/64; with ``scratch`` it is the thread's reusable buffer
-    (valid until its next block).
+    With ``scratch`` the copy is the thread's reusable buffer (valid until its next block).
     """
     dtype = np.dtype(np.float32 if scores.dtype == np.float16 else scores.dtype)
     if gallery_pos is not None and _is_range(gallery_pos):
@@ -489,7 +469,7 @@ def _column_block(
     tile = 512
     for r in range(0, cols.shape[0], tile):  # tiled transpose: cache friendly
         out[:, r : r + tile] = cols[r : r + tile].T
-    return cols, out
+    return out
 
 
 def _is_range(pos: np.ndarray) -> bool:
