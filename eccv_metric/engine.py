@@ -29,11 +29,11 @@ from eccv_metric.rank_stats import ranks_from_lists
 from eccv_metric.rank_stats import ranks_from_scores
 from eccv_metric.ranking import QUERY_KIND
 from eccv_metric.ranking import RankedLists
-from eccv_metric.ranking import as_score_matrix
 from eccv_metric.ranking import check_extra_ids
 from eccv_metric.ranking import int_ids
-from eccv_metric.ranking import top_ranked
 from eccv_metric.targets import Request
+from eccv_metric.topk import as_score_matrix
+from eccv_metric.topk import top_ranked
 
 
 class Relevance(Protocol):

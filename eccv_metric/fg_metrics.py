@@ -22,7 +22,6 @@ from eccv_metric.fg import FineGrained
 from eccv_metric.fg import load_fg
 from eccv_metric.groundtruth import GroundTruth
 from eccv_metric.intramodal import rows_of
-from eccv_metric.ranking import as_score_matrix
 from eccv_metric.targets import _parse_ks
 from eccv_metric.tasks import EmbeddingScorer
 from eccv_metric.tasks import MatrixScorer
@@ -30,6 +29,7 @@ from eccv_metric.tasks import Scorer
 from eccv_metric.tasks import evaluate_lists
 from eccv_metric.tasks import evaluate_task
 from eccv_metric.tasks import gallery_columns
+from eccv_metric.topk import as_score_matrix
 
 Results = dict[str, dict[str, float]]
 PerQuery = dict[str, dict[str, QueryScores]]

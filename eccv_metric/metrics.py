@@ -31,12 +31,12 @@ from eccv_metric.intramodal import MODALITIES
 from eccv_metric.intramodal import Similarity
 from eccv_metric.plausible import PlausibleMatch
 from eccv_metric.plausible import PMOptions
-from eccv_metric.ranking import as_score_matrix
 from eccv_metric.ranking import from_arrays
 from eccv_metric.ranking import from_dict
 from eccv_metric.targets import DEFAULT_TARGETS
 from eccv_metric.targets import Request
 from eccv_metric.targets import parse_targets
+from eccv_metric.topk import as_score_matrix
 
 Rankings = Mapping[int, Sequence[int]]
 Results = dict[str, dict[str, float]]

@@ -40,13 +40,13 @@ from eccv_metric.groundtruth import Positives
 from eccv_metric.groundtruth import require_unique
 from eccv_metric.rank_stats import STATS
 from eccv_metric.rank_stats import block_ranks
-from eccv_metric.ranking import _CHUNK_ELEMENTS
 from eccv_metric.ranking import _dense_rows
-from eccv_metric.ranking import _query_block
 from eccv_metric.ranking import check_extra_ids
 from eccv_metric.ranking import int_ids
 from eccv_metric.ranking import ranked_to_arrays
 from eccv_metric.ranking import require_sequences
+from eccv_metric.topk import _CHUNK_ELEMENTS
+from eccv_metric.topk import _query_block
 
 
 @dataclass(frozen=True)

@@ -33,9 +33,9 @@ import numpy as np
 from eccv_metric.errors import EvaluationError
 from eccv_metric.groundtruth import GroundTruth
 from eccv_metric.groundtruth import Positives
-from eccv_metric.ranking import as_score_matrix
 from eccv_metric.ranking import int_ids
-from eccv_metric.ranking import top_ranked
+from eccv_metric.topk import as_score_matrix
+from eccv_metric.topk import top_ranked
 
 KINDS = ("image", "caption")
 DIRECTION_OF_QUERY = {"image": "i2t", "caption": "t2i"}

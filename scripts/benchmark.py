@@ -45,7 +45,7 @@ from eccv_metric import EVALUATE_MODULE_DIR  # noqa: E402
 from eccv_metric import Metrics  # noqa: E402
 from eccv_metric.hf_evaluate import nest  # noqa: E402
 from eccv_metric.metrics import means  # noqa: E402
-from eccv_metric.ranking import stable_topk  # noqa: E402
+from eccv_metric.topk import stable_topk  # noqa: E402
 from tests.fixtures import INSTANCES  # noqa: E402
 from tests.fixtures import make_scores  # noqa: E402
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from eccv_metric import Metrics
-from eccv_metric.ranking import stable_topk
+from eccv_metric.topk import stable_topk
 from tests.fixtures import INSTANCES
 from tests.fixtures import SHARED
 from tests.fixtures import make_scores
