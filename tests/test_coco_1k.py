@@ -14,25 +14,39 @@ import pytest
 KS = (1, 5, 10)
 
 
-def brute_force_1k(gt, scores: np.ndarray) -> dict[str, np.ndarray]:
-    """Per-query COCO 1K R@K (K in KS) from a Karpathy-ordered matrix: rank of the first positive per fold."""
+def brute_force_1k(gt, given: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-query COCO 1K R@K (K in KS), indexed by dense query, by a full stable argsort of each fold's block.
+
+    ``given[i, j]`` scores dense image ``rows[i]`` and dense caption ``cols[j]``; ties break by given order.
+    """
+    inverse_rows, inverse_cols = np.argsort(rows), np.argsort(cols)
     out = {}
     for direction in ("i2t", "t2i"):
-        firsts = []
+        firsts = np.empty(len(rows) if direction == "i2t" else len(cols), dtype=np.int64)
         for fold in range(5):
-            block = scores[1000 * fold : 1000 * (fold + 1), 5000 * fold : 5000 * (fold + 1)]
+            img_pos = np.sort(inverse_rows[1000 * fold : 1000 * (fold + 1)])  # given positions of the fold's images
+            cap_pos = np.sort(inverse_cols[5000 * fold : 5000 * (fold + 1)])
+            block = given[np.ix_(img_pos, cap_pos)]
             block = block if direction == "i2t" else block.T
             order = np.argsort(-block, axis=1, kind="stable")
-            caption_image = gt.caption_image[5000 * fold : 5000 * (fold + 1)] - 1000 * fold
+            img_dense, cap_dense = rows[img_pos], cols[cap_pos]
             if direction == "i2t":
-                positive = caption_image[order] == np.arange(len(block))[:, None]
+                positive = gt.caption_image[cap_dense][order] == img_dense[:, None]
+                firsts[img_dense] = positive.argmax(axis=1)
             else:
-                positive = order == caption_image[:, None]
-            firsts.append(positive.argmax(axis=1))
-        first = np.concatenate(firsts)
+                positive = img_dense[order] == gt.caption_image[cap_dense][:, None]
+                firsts[cap_dense] = positive.argmax(axis=1)
         for k in KS:
-            out[f"coco_1k_r{k}/{direction}"] = (first < k).astype(np.float64)
+            out[f"coco_1k_r{k}/{direction}"] = (firsts < k).astype(np.float64)
     return out
+
+
+def assert_matches(gt, got: dict, want: dict[str, np.ndarray]) -> None:
+    for key, values in want.items():
+        name, direction = key.split("/")
+        result = got[name][direction]
+        dense = (gt.images if direction == "i2t" else gt.captions).positions(result.query_ids)
+        np.testing.assert_array_equal(result.values, values[dense], err_msg=key)
 
 
 @pytest.fixture(scope="module")
@@ -51,42 +65,16 @@ def tie_heavy(scores_gauss):
 )
 def test_coco_1k_matches_brute_force(metrics, gt, scores_gauss, tie_heavy, kind, others):
     scores = scores_gauss if kind == "continuous" else tie_heavy
-    want = brute_force_1k(gt, scores)
+    want = brute_force_1k(gt, scores, np.arange(len(gt.image_ids)), np.arange(len(gt.caption_ids)))
     got = metrics.per_query_from_scores(scores, target_metrics=("coco_1k_recalls", *others), Ks=KS)
-    for key, values in want.items():
-        name, direction = key.split("/")
-        np.testing.assert_array_equal(got[name][direction].values, values, err_msg=key)
+    assert_matches(gt, got, want)
 
 
 def test_coco_1k_with_permuted_ids_matches_brute_force(metrics, gt, tie_heavy):
     rng = np.random.default_rng(5)
     rows, cols = rng.permutation(len(gt.image_ids)), rng.permutation(len(gt.caption_ids))
+    given = tie_heavy[rows][:, cols]
     got = metrics.per_query_from_scores(
-        tie_heavy[rows][:, cols], gt.image_ids[rows], gt.caption_ids[cols], ("coco_1k_recalls", "eccv_r1"), Ks=KS
+        given, gt.image_ids[rows], gt.caption_ids[cols], ("coco_1k_recalls", "eccv_r1"), Ks=KS
     )
-    # the brute force ranks in Karpathy order; with permuted ids ties break by the given order instead
-    inverse_rows, inverse_cols = np.argsort(rows), np.argsort(cols)
-    permuted = tie_heavy[rows][:, cols]
-    want = {}
-    for direction in ("i2t", "t2i"):
-        firsts = np.empty(len(gt.image_ids) if direction == "i2t" else len(gt.caption_ids), dtype=np.int64)
-        for fold in range(5):
-            img_pos = np.sort(inverse_rows[1000 * fold : 1000 * (fold + 1)])  # given positions of the fold's images
-            cap_pos = np.sort(inverse_cols[5000 * fold : 5000 * (fold + 1)])
-            block = permuted[np.ix_(img_pos, cap_pos)]
-            block = block if direction == "i2t" else block.T
-            order = np.argsort(-block, axis=1, kind="stable")
-            img_dense, cap_dense = rows[img_pos], cols[cap_pos]
-            if direction == "i2t":
-                positive = gt.caption_image[cap_dense][order] == img_dense[:, None]
-                firsts[img_dense] = positive.argmax(axis=1)
-            else:
-                positive = img_dense[order] == gt.caption_image[cap_dense][:, None]
-                firsts[cap_dense] = positive.argmax(axis=1)
-        for k in KS:
-            want[f"coco_1k_r{k}/{direction}"] = (firsts < k).astype(np.float64)
-    for key, values in want.items():
-        name, direction = key.split("/")
-        result = got[name][direction]
-        dense = (gt.images if direction == "i2t" else gt.captions).positions(result.query_ids)
-        np.testing.assert_array_equal(result.values, values[dense], err_msg=key)
+    assert_matches(gt, got, brute_force_1k(gt, given, rows, cols))
