@@ -9,17 +9,17 @@ fix-up), never the full 5,000 x 25,000 ranking.
 
 from __future__ import annotations
 
-import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from eccv_metric.errors import EvaluationError
+from eccv_metric.workers import block_workers
 
 _CHUNK_ELEMENTS = 1 << 22
 # top-k blocks of about 2 MB (float32): the block, its partitioned copy and its mask stay in cache between passes
 _TOPK_ELEMENTS = 1 << 19
+_INLINE_BLOCKS = 3  # a ranking of at most this many blocks runs in the calling thread
 
 
 def as_score_matrix(scores: object) -> np.ndarray:
@@ -91,9 +91,21 @@ class Scratch(threading.local):
 
 
 def _by_score(rows: np.ndarray, row_idx: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """Reorder the columns (ascending) of rows ``row_idx`` by score descending; ties keep column order."""
-    order = np.argsort(-rows[row_idx[:, None], cols], axis=1, kind="stable")
-    return np.take_along_axis(cols, order, axis=1)
+    """Reorder the columns (ascending) of rows ``row_idx`` by score descending; ties keep column order.
+
+    float32: one sort of 64-bit keys (descending-score bits above the column),
+    which is several times faster than a stable argsort of the scores.
+    """
+    values = rows[row_idx[:, None], cols]
+    if values.dtype != np.float32:
+        order = np.argsort(-values, axis=1, kind="stable")
+        return np.take_along_axis(cols, order, axis=1)
+    bits = (values + np.float32(0)).view(np.uint32)  # + 0 turns -0.0 into 0.0: equal scores, equal keys
+    # descending order of the float's bits: flip the magnitude of non-negative values, keep negative ones
+    bits ^= ((bits >> np.uint32(31)) - np.uint32(1)) & np.uint32(0x7FFFFFFF)
+    keys = (bits.astype(np.uint64) << np.uint64(32)) | cols.astype(np.uint64)
+    keys.sort(axis=1)
+    return (keys & np.uint64(0xFFFFFFFF)).astype(np.int32)
 
 
 def top_ranked(
@@ -120,11 +132,10 @@ def top_ranked(
             return stable_topk(_query_block(scores, pos, False, gallery_pos), k, scratch)
         return stable_topk(_column_block(scores, pos, gallery_pos, scratch), k, scratch)
 
-    workers = min(2, os.cpu_count() or 1)
-    if workers > 1 and len(starts) > 1:
-        with ThreadPoolExecutor(workers) as pool:
-            parts = list(pool.map(work, starts))
-    else:
+    workers = block_workers()
+    if workers is not None and len(starts) > _INLINE_BLOCKS:
+        parts = workers.map(work, starts, priority=-len(query_pos))  # more queries first
+    else:  # a few blocks run in the calling thread: they never queue behind another ranking
         parts = [work(s) for s in starts]
     bad = np.zeros(len(query_pos), bool)
     if parts:

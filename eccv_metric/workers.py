@@ -1,0 +1,86 @@
+"""The process's block workers: two threads that rank score blocks, bigger rankings first.
+
+Every ranking in flight (the two directions of one evaluation, or requests of
+a Space served side by side) shares these two threads instead of starting its
+own, so the cores are never oversubscribed. Blocks are served by priority, then
+in submission order: the ranking with more queries goes first, so its longer
+serial tail (scoring, fold filtering) overlaps the other ranking's blocks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import queue
+import threading
+from collections.abc import Callable
+from collections.abc import Iterable
+from concurrent.futures import Future
+from typing import Any
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+_Item = tuple[int, int, Callable[[Any], Any], Any, Future[Any]]  # (priority, order, fn, arg, its future)
+
+N_WORKERS = 2
+
+
+class BlockWorkers:
+    """A fixed set of daemon threads working through a priority queue of calls."""
+
+    def __init__(self, n: int) -> None:
+        self._queue: queue.PriorityQueue[tuple[int, int, Callable[[Any], Any], Any, Future[Any]]] = (
+            queue.PriorityQueue()
+        )
+        self._seq = itertools.count()
+        for i in range(n):
+            threading.Thread(target=self._serve, name=f"eccv-metric-block-{i}", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            _, _, fn, arg, future = self._queue.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(arg))
+            except BaseException as exc:  # handed to the caller, which re-raises it
+                future.set_exception(exc)
+
+    def map(self, fn: Callable[[T], R], args: Iterable[T], priority: int) -> list[R]:
+        """``[fn(a) for a in args]`` on the workers; a lower ``priority`` is served first."""
+        futures: list[Future[R]] = []
+        for arg in args:
+            future: Future[R] = Future()
+            self._queue.put((priority, next(self._seq), fn, arg, future))
+            futures.append(future)
+        try:
+            return [future.result() for future in futures]
+        finally:  # after an error (or an interrupt) the blocks not started yet are dropped
+            for future in futures:
+                future.cancel()
+
+
+_WORKERS: list[BlockWorkers] = []
+_LOCK = threading.Lock()
+
+
+def block_workers() -> BlockWorkers | None:
+    """The shared workers, started on first use; None on a single core (then the caller works alone)."""
+    if (os.cpu_count() or 1) < N_WORKERS:
+        return None
+    with _LOCK:
+        if not _WORKERS:
+            _WORKERS.append(BlockWorkers(N_WORKERS))
+        return _WORKERS[0]
+
+
+def _forget_after_fork() -> None:
+    """A forked child has none of the parent's threads (and maybe a held lock): it starts afresh."""
+    global _LOCK
+    _WORKERS.clear()
+    _LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
