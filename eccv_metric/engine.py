@@ -330,7 +330,10 @@ class ScoreSource:
         transposed = not self.scores.flags.c_contiguous
         matrix = self.scores.T if transposed else self.scores
         along_columns = (direction == "t2i") != transposed
-        top, bad = top_ranked(matrix, query_pos, min(depth, n_gal), along_columns, gallery_pos)
+        # one priority for all of a direction's rankings: the direction with more queries (and the longer
+        # serial tail) is served first, its COCO 1K re-ranking included
+        priority = -len(self.gt.query_index(direction))
+        top, bad = top_ranked(matrix, query_pos, min(depth, n_gal), along_columns, gallery_pos, priority)
         if bad.any():
             ids = self.gt.query_index(direction).ids[queries[bad]]
             raise EvaluationError(

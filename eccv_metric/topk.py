@@ -109,14 +109,20 @@ def _by_score(rows: np.ndarray, row_idx: np.ndarray, cols: np.ndarray) -> np.nda
 
 
 def top_ranked(
-    scores: np.ndarray, query_pos: np.ndarray, k: int, along_columns: bool, gallery_pos: np.ndarray | None = None
+    scores: np.ndarray,
+    query_pos: np.ndarray,
+    k: int,
+    along_columns: bool,
+    gallery_pos: np.ndarray | None = None,
+    priority: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Top-``k`` gallery positions for each query row (or column) of ``scores``.
 
     ``query_pos``: row positions (or column positions if ``along_columns``);
     ``gallery_pos``: restrict the gallery to these (ascending) positions of the
     other axis. Returns (top positions into the gallery axis, bool mask of
-    queries whose scores hold NaN or inf). Chunks run on two threads.
+    queries whose scores hold NaN or inf). Blocks run on the shared block
+    workers, a lower ``priority`` first (default: more queries first).
     """
     order = np.argsort(query_pos, kind="stable")  # read the matrix in storage order
     query_pos = query_pos[order]
@@ -134,7 +140,7 @@ def top_ranked(
 
     workers = block_workers()
     if workers is not None and len(starts) > _INLINE_BLOCKS:
-        parts = workers.map(work, starts, priority=-len(query_pos))  # more queries first
+        parts = workers.map(work, starts, -len(query_pos) if priority is None else priority)
     else:  # a few blocks run in the calling thread: they never queue behind another ranking
         parts = [work(s) for s in starts]
     bad = np.zeros(len(query_pos), bool)
