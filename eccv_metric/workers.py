@@ -34,8 +34,11 @@ class BlockWorkers:
             queue.PriorityQueue()
         )
         self._seq = itertools.count()
-        for i in range(n):
-            threading.Thread(target=self._serve, name=f"eccv-metric-block-{i}", daemon=True).start()
+        self._threads = [
+            threading.Thread(target=self._serve, name=f"eccv-metric-block-{i}", daemon=True) for i in range(n)
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def _serve(self) -> None:
         while True:
@@ -49,6 +52,8 @@ class BlockWorkers:
 
     def map(self, fn: Callable[[T], R], args: Iterable[T], priority: int) -> list[R]:
         """``[fn(a) for a in args]`` on the workers; a lower ``priority`` is served first."""
+        if threading.current_thread() in self._threads:  # called from a block: waiting on the queue would deadlock
+            return [fn(arg) for arg in args]
         futures: list[Future[R]] = []
         for arg in args:
             future: Future[R] = Future()

@@ -31,6 +31,11 @@ def test_an_error_in_a_block_is_raised_in_the_caller_and_the_workers_go_on() -> 
     assert pool.map(work, [1, 2], priority=0) == [1, 2]
 
 
+def test_a_block_that_maps_again_runs_inline_instead_of_deadlocking() -> None:
+    pool = BlockWorkers(1)
+    assert pool.map(lambda x: sum(pool.map(abs, [-x, x], priority=0)), [1, 2], priority=0) == [2, 4]
+
+
 def test_a_lower_priority_value_is_served_first() -> None:
     pool = BlockWorkers(1)
     release = threading.Event()
