@@ -43,12 +43,12 @@ class BlockWorkers:
     def _serve(self) -> None:
         while True:
             _, _, fn, arg, future = self._queue.get()
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                future.set_result(fn(arg))
-            except BaseException as exc:  # handed to the caller, which re-raises it
-                future.set_exception(exc)
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(arg))
+                except BaseException as exc:  # handed to the caller, which re-raises it
+                    future.set_exception(exc)
+            del fn, arg, future  # an idle worker must not keep the last call's matrix alive
 
     def map(self, fn: Callable[[T], R], args: Iterable[T], priority: int) -> list[R]:
         """``[fn(a) for a in args]`` on the workers; a lower ``priority`` is served first."""

@@ -77,3 +77,17 @@ def test_a_forked_child_ranks_with_its_own_workers(monkeypatch: pytest.MonkeyPat
     finally:
         process.kill()
         process.join(10)
+
+
+def test_idle_workers_keep_no_reference_to_the_last_matrix(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+    import weakref
+
+    monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr("eccv_metric.topk._TOPK_ELEMENTS", 40)  # one row per block: the workers run them
+    scores = np.arange(64 * 40, dtype=np.float32).reshape(64, 40) % 7
+    alive = weakref.ref(scores)
+    top_ranked(scores, np.arange(64), 5, False)
+    del scores
+    gc.collect()
+    assert alive() is None
