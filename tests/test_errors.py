@@ -76,6 +76,59 @@ def test_non_integer_ids(metrics, top50, bad):
         metrics.compute_all_metrics(i2t, t2i)
 
 
+class _Index:
+    def __index__(self) -> int:
+        return 3
+
+    def __repr__(self) -> str:
+        return "_Index()"
+
+
+KEPT = [7, True, np.int32(4), np.uint64(5), np.int64(-(2**63)), 2**63 - 1, _Index()]
+REFUSED = [1.5, 2.0, np.float32(3), "770337", b"7", None, np.True_, 2**63, -(2**63) - 1, np.uint64(2**64 - 1)]
+ID_VALUES = KEPT + REFUSED + [[3], 3 + 0j, np.timedelta64(3)]
+
+
+def _expected_id(value: object) -> int | None:
+    """The reference rule, written apart from the engine: an id is an integer (``__index__``) within int64."""
+    if isinstance(value, (bool, np.bool_)):
+        return int(value) if isinstance(value, bool) else None
+    if not hasattr(value, "__index__") or isinstance(value, (list, np.timedelta64)):
+        return None
+    number = value.__index__()
+    return number if -(2**63) <= number < 2**63 else None
+
+
+@pytest.mark.parametrize("value", ID_VALUES, ids=repr)
+@pytest.mark.parametrize("ragged", [False, True])
+def test_ranked_ids_are_integers_exactly(value, ragged):
+    from eccv_metric.ranking import ranked_to_arrays
+
+    lists = [[11, 12, 13], [21, value, 23], [31, 32, 33]]
+    if ragged:
+        lists[2] = [31, 32]
+    keys = np.array([100, 200, 300])
+    expected = _expected_id(value)
+    if expected is None:
+        with pytest.raises(EvaluationError, match="query 200: ranked ids must be integers"):
+            ranked_to_arrays(lists, keys)
+        return
+    flat, lengths = ranked_to_arrays(lists, keys)
+    assert flat.dtype == np.int64 and lengths.tolist() == [3, 3, 2 if ragged else 3]
+    assert flat.tolist() == [11, 12, 13, 21, expected, 23, 31, 32] + ([] if ragged else [33])
+
+
+def test_integer_array_rows_beside_lists(metrics, top50):
+    i2t, t2i = copy_rankings(top50)
+    expected = metrics.compute_all_metrics(i2t, t2i, ("coco_5k_r1", "eccv_map_at_r"))
+    for k in list(t2i)[::2]:
+        t2i[k] = np.asarray(t2i[k], dtype=np.uint32)
+    assert metrics.compute_all_metrics(i2t, t2i, ("coco_5k_r1", "eccv_map_at_r")) == expected
+    t2i[k] = t2i[k].astype(np.float64)
+    with pytest.raises(EvaluationError, match=f"t2i query {k}: "):
+        metrics.compute_all_metrics(i2t, t2i, ("coco_5k_r1",))
+
+
 def test_not_a_dict_or_not_lists(metrics, top50):
     i2t, t2i = copy_rankings(top50)
     with pytest.raises(EvaluationError, match="must be a dict"):
