@@ -18,10 +18,8 @@ from eccv_metric.cxc import Ratings
 from eccv_metric.cxc import load_ratings
 from eccv_metric.embeddings import prepare
 from eccv_metric.embeddings import similarities
-from eccv_metric.engine import ListSource
 from eccv_metric.engine import QueryScores
 from eccv_metric.engine import Relevance
-from eccv_metric.engine import ScoreSource
 from eccv_metric.engine import Source
 from eccv_metric.engine import evaluate
 from eccv_metric.errors import EvaluationError
@@ -33,6 +31,8 @@ from eccv_metric.plausible import PlausibleMatch
 from eccv_metric.plausible import PMOptions
 from eccv_metric.ranking import from_arrays
 from eccv_metric.ranking import from_dict
+from eccv_metric.sources import ListSource
+from eccv_metric.sources import ScoreSource
 from eccv_metric.targets import DEFAULT_TARGETS
 from eccv_metric.targets import Request
 from eccv_metric.targets import parse_targets
