@@ -23,6 +23,7 @@ from eccv_metric.ranking import check_extra_ids
 from eccv_metric.ranking import int_ids
 from eccv_metric.topk import as_score_matrix
 from eccv_metric.topk import top_ranked
+from eccv_metric.workers import next_ticket
 
 
 class ListSource:
@@ -69,6 +70,7 @@ class ScoreSource:
         if not (scores.flags.c_contiguous or scores.flags.f_contiguous):
             scores = np.ascontiguousarray(scores)  # a strided view: one copy, then fast row access
         self.scores = scores
+        self._ticket = next_ticket()
         self.pos: dict[str, np.ndarray] = {}
         self.dense: dict[str, np.ndarray] = {}
         self._ranked: dict[str, RankedLists] = {}
@@ -99,9 +101,9 @@ class ScoreSource:
         transposed = not self.scores.flags.c_contiguous
         matrix = self.scores.T if transposed else self.scores
         along_columns = (direction == "t2i") != transposed
-        # one priority for all of a direction's rankings: the direction with more queries (and the longer
-        # serial tail) is served first, its COCO 1K re-ranking included
-        priority = -len(self.gt.query_index(direction))
+        # this evaluation's ticket, then one priority for all of a direction's rankings: the direction with
+        # more queries (and the longer serial tail) is served first, its COCO 1K re-ranking included
+        priority = (self._ticket, -len(self.gt.query_index(direction)))
         top, bad = top_ranked(matrix, query_pos, min(depth, n_gal), along_columns, gallery_pos, priority)
         if bad.any():
             ids = self.gt.query_index(direction).ids[queries[bad]]

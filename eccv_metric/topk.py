@@ -14,7 +14,9 @@ import threading
 import numpy as np
 
 from eccv_metric.errors import EvaluationError
+from eccv_metric.workers import Priority
 from eccv_metric.workers import block_workers
+from eccv_metric.workers import next_ticket
 
 _CHUNK_ELEMENTS = 1 << 22
 # top-k blocks of about 2 MB (float32): the block, its partitioned copy and its mask stay in cache between passes
@@ -114,7 +116,7 @@ def top_ranked(
     k: int,
     along_columns: bool,
     gallery_pos: np.ndarray | None = None,
-    priority: int | None = None,
+    priority: Priority | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Top-``k`` gallery positions for each query row (or column) of ``scores``.
 
@@ -122,7 +124,7 @@ def top_ranked(
     ``gallery_pos``: restrict the gallery to these (ascending) positions of the
     other axis. Returns (top positions into the gallery axis, bool mask of
     queries whose scores hold NaN or inf). Blocks run on the shared block
-    workers, a lower ``priority`` first (default: more queries first).
+    workers, a lower ``priority`` first (default: a new evaluation's ticket).
     """
     order = np.argsort(query_pos, kind="stable")  # read the matrix in storage order
     query_pos = query_pos[order]
@@ -140,7 +142,7 @@ def top_ranked(
 
     workers = block_workers()
     if workers is not None and len(starts) > _INLINE_BLOCKS:
-        parts = workers.map(work, starts, -len(query_pos) if priority is None else priority)
+        parts = workers.map(work, starts, (next_ticket(), -len(query_pos)) if priority is None else priority)
     else:  # a few blocks run in the calling thread: they never queue behind another ranking
         parts = [work(s) for s in starts]
     bad = np.zeros(len(query_pos), bool)

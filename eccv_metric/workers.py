@@ -3,8 +3,11 @@
 Every ranking in flight (the two directions of one evaluation, or requests of
 a Space served side by side) shares these two threads instead of starting its
 own, so the cores are never oversubscribed. Blocks are served by priority, then
-in submission order: the ranking with more queries goes first, so its longer
-serial tail (scoring, fold filtering) overlaps the other ranking's blocks.
+in submission order. A priority is a tuple: first the evaluation's ticket
+(``next_ticket``), so an evaluation that began earlier is served first and
+requests served side by side never wait behind later ones; then, within an
+evaluation, the ranking with more queries goes first, so its longer serial
+tail (scoring, fold filtering) overlaps the other ranking's blocks.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from typing import TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
-_Item = tuple[int, int, Callable[[Any], Any], Any, Future[Any]]  # (priority, order, fn, arg, its future)
+Priority = tuple[int, ...]
+_Item = tuple[Priority, int, Callable[[Any], Any], Any, Future[Any]]  # (priority, order, fn, arg, its future)
 
 N_WORKERS = 2
 
@@ -30,9 +34,7 @@ class BlockWorkers:
     """A fixed set of daemon threads working through a priority queue of calls."""
 
     def __init__(self, n: int) -> None:
-        self._queue: queue.PriorityQueue[tuple[int, int, Callable[[Any], Any], Any, Future[Any]]] = (
-            queue.PriorityQueue()
-        )
+        self._queue: queue.PriorityQueue[_Item] = queue.PriorityQueue()
         self._seq = itertools.count()
         self._threads = [
             threading.Thread(target=self._serve, name=f"eccv-metric-block-{i}", daemon=True) for i in range(n)
@@ -50,7 +52,7 @@ class BlockWorkers:
                     future.set_exception(exc)
             del fn, arg, future  # an idle worker must not keep the last call's matrix alive
 
-    def map(self, fn: Callable[[T], R], args: Iterable[T], priority: int) -> list[R]:
+    def map(self, fn: Callable[[T], R], args: Iterable[T], priority: Priority) -> list[R]:
         """``[fn(a) for a in args]`` on the workers; a lower ``priority`` is served first."""
         if threading.current_thread() in self._threads:  # called from a block: waiting on the queue would deadlock
             return [fn(arg) for arg in args]
@@ -66,13 +68,25 @@ class BlockWorkers:
                 future.cancel()
 
 
+_TICKETS = itertools.count()
+
+
+def next_ticket() -> int:
+    """An evaluation's place in line: its blocks are served before those of evaluations that began later."""
+    return next(_TICKETS)
+
+
 _WORKERS: list[BlockWorkers] = []
 _LOCK = threading.Lock()
 
 
+def _cores() -> int:
+    return os.cpu_count() or 1
+
+
 def block_workers() -> BlockWorkers | None:
     """The shared workers, started on first use; None on a single core (then the caller works alone)."""
-    if (os.cpu_count() or 1) < N_WORKERS:
+    if _cores() < N_WORKERS:
         return None
     with _LOCK:
         if not _WORKERS:

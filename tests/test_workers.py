@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from eccv_metric.workers import BlockWorkers
 
 def test_map_keeps_the_order_of_its_arguments() -> None:
     pool = BlockWorkers(2)
-    assert pool.map(lambda x: x * x, range(50), priority=0) == [x * x for x in range(50)]
+    assert pool.map(lambda x: x * x, range(50), priority=(0,)) == [x * x for x in range(50)]
 
 
 def test_an_error_in_a_block_is_raised_in_the_caller_and_the_workers_go_on() -> None:
@@ -27,33 +28,50 @@ def test_an_error_in_a_block_is_raised_in_the_caller_and_the_workers_go_on() -> 
         return x
 
     with pytest.raises(ValueError, match="block 3"):
-        pool.map(work, range(8), priority=0)
-    assert pool.map(work, [1, 2], priority=0) == [1, 2]
+        pool.map(work, range(8), priority=(0,))
+    assert pool.map(work, [1, 2], priority=(0,)) == [1, 2]
 
 
 def test_a_block_that_maps_again_runs_inline_instead_of_deadlocking() -> None:
     pool = BlockWorkers(1)
-    assert pool.map(lambda x: sum(pool.map(abs, [-x, x], priority=0)), [1, 2], priority=0) == [2, 4]
+    assert pool.map(lambda x: sum(pool.map(abs, [-x, x], priority=(0,))), [1, 2], priority=(0,)) == [2, 4]
 
 
-def test_a_lower_priority_value_is_served_first() -> None:
-    pool = BlockWorkers(1)
+def _serve_in_turn(pool: BlockWorkers, calls: list[tuple[str, tuple[int, ...]]]) -> list[str]:
+    """Queue three blocks per call behind a busy worker, start it, and return the order they ran in."""
     release = threading.Event()
     served: list[str] = []
-    busy = threading.Thread(target=pool.map, args=(lambda _: release.wait(5), [0], 0))
+    busy = threading.Thread(target=pool.map, args=(lambda _: release.wait(5), [0], (-1,)))
     busy.start()  # the only worker now waits: what follows queues up
-    callers = [
-        threading.Thread(target=pool.map, args=(served.append, ["small"] * 3, -10)),
-        threading.Thread(target=pool.map, args=(served.append, ["big"] * 3, -1000)),
-    ]
+    callers = [threading.Thread(target=pool.map, args=(served.append, [name] * 3, p)) for name, p in calls]
     for caller in callers:
         caller.start()
-    while pool._queue.qsize() < 6:  # both callers have queued all their blocks
+    deadline = time.monotonic() + 10
+    while pool._queue.qsize() < 3 * len(calls) and time.monotonic() < deadline:  # all blocks queued
         threading.Event().wait(0.001)
     release.set()
     for thread in [busy, *callers]:
         thread.join(5)
+    return served
+
+
+def test_a_lower_priority_value_is_served_first() -> None:
+    served = _serve_in_turn(BlockWorkers(1), [("small", (0, -10)), ("big", (0, -1000))])
     assert served == ["big"] * 3 + ["small"] * 3
+
+
+def test_an_earlier_evaluation_is_served_before_a_later_bigger_one() -> None:
+    early, late = workers.next_ticket(), workers.next_ticket()
+    served = _serve_in_turn(BlockWorkers(1), [("late big", (late, -1000)), ("early small", (early, -10))])
+    assert served == ["early small"] * 3 + ["late big"] * 3
+
+
+def test_score_sources_take_tickets_in_order(gt) -> None:  # type: ignore[no-untyped-def]
+    from eccv_metric.sources import ScoreSource
+
+    scores = np.zeros((len(gt.image_ids), len(gt.caption_ids)), np.float16)
+    first, second = (ScoreSource(scores, gt.image_ids, gt.caption_ids, gt) for _ in range(2))
+    assert first._ticket < second._ticket
 
 
 def _rank_in_child(conn) -> None:  # type: ignore[no-untyped-def]
@@ -63,7 +81,7 @@ def _rank_in_child(conn) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_a_forked_child_ranks_with_its_own_workers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(workers, "_cores", lambda: 2)
     monkeypatch.setattr("eccv_metric.topk._TOPK_ELEMENTS", 40)  # one row per block: many blocks, the workers run
     assert workers.block_workers() is not None  # the parent's threads exist before the fork
     scores = np.arange(64 * 40, dtype=np.float32).reshape(64, 40) % 7
@@ -83,7 +101,7 @@ def test_idle_workers_keep_no_reference_to_the_last_matrix(monkeypatch: pytest.M
     import gc
     import weakref
 
-    monkeypatch.setattr(workers.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(workers, "_cores", lambda: 2)
     monkeypatch.setattr("eccv_metric.topk._TOPK_ELEMENTS", 40)  # one row per block: the workers run them
     scores = np.arange(64 * 40, dtype=np.float32).reshape(64, 40) % 7
     alive = weakref.ref(scores)
