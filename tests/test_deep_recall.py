@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from eccv_metric import EvaluationError
+
 BENCHES = ("coco", "cxc", "eccv")
 
 
@@ -71,3 +73,13 @@ def test_deep_recalls_match_a_full_sort(metrics, gt, tie_heavy, layout):
             values = dict(zip(dense.tolist(), result.values.tolist(), strict=True))
             want = (first < k).astype(float).tolist()
             assert [values[q] for q in queries.tolist()] == want, (name, direction)
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_deep_recall_refuses_non_finite_scores_naming_the_query(metrics, gt, scores_gauss, value):
+    scores = scores_gauss.copy()
+    scores[17, 100] = value
+    with pytest.raises(EvaluationError, match=f"i2t coco_5k_r2000: .* contain NaN or inf.*: {gt.image_ids[17]}"):
+        metrics.per_query_from_scores(scores, target_metrics=("coco_5k_r2000",), directions="i2t")
+    with pytest.raises(EvaluationError, match=f"t2i coco_5k_r1500: .* contain NaN or inf.*: {gt.caption_ids[100]}"):
+        metrics.per_query_from_scores(scores, target_metrics=("coco_5k_r1500",), directions="t2i")
