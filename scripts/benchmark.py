@@ -25,6 +25,7 @@ import argparse
 import functools
 import gc
 import os
+import platform
 import subprocess
 import sys
 import tempfile
@@ -215,6 +216,24 @@ def embeddings_stage(metrics: Metrics, report: Callable[..., None], repeat: int)
     return {"ratio": t_emb / (t_matmul + t_path), "t2t_peak": m_t2t, "fg_peak": fg_peak}
 
 
+def machine() -> str:
+    """The machine the numbers were measured on: CPU model, cores, memory, Python and numpy."""
+    model = "unknown CPU"
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        names = [
+            line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines() if line.startswith("model name")
+        ]
+        model = names[0] if names else model
+    memory = (
+        os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30 if hasattr(os, "sysconf") else float("nan")
+    )
+    return (
+        f"machine: {model}, {os.cpu_count()} cores, {memory:.0f} GiB; {platform.python_implementation()} "
+        f"{platform.python_version()}, numpy {np.__version__}"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skip-official-full", action="store_true")
@@ -233,6 +252,7 @@ def main() -> int:
         rows.append((name, seconds, peak))
         print(f"{name:<46} {seconds:8.3f} s  {peak / 2**30:6.2f} GB  {note}", flush=True)
 
+    print(machine())
     scores, t_make, _ = measure(lambda: make_scores(gt, "gauss"))
     print(f"score matrix {scores.shape} {scores.dtype} ({scores.nbytes / 2**20:.0f} MB) built in {t_make:.1f} s\n")
 
