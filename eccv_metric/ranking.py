@@ -204,7 +204,14 @@ def _int_array(values: list, what: str) -> np.ndarray:
         raise EvaluationError(
             f"{what} must be integers, got {arr.dtype if arr.dtype != object else 'mixed/other values'}"
         )
+    _require_int64_range(arr, what)
     return arr.astype(np.int64, copy=False)
+
+
+def _require_int64_range(arr: np.ndarray, what: str) -> None:
+    """An unsigned 64-bit id above the int64 range would wrap to a negative id: refused."""
+    if arr.dtype == np.uint64 and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
+        raise EvaluationError(f"{what} must be integers within int64, got {int(arr.max())}")
 
 
 def _convert(values: list, lengths: np.ndarray, keys: np.ndarray, gallery: IdIndex, direction: str) -> np.ndarray:
@@ -224,6 +231,7 @@ def ranked_to_arrays(
     if isinstance(values, np.ndarray) and values.ndim == 2:
         if values.size and values.dtype.kind not in "iu":
             raise EvaluationError(f"ranked ids must be integers, got {values.dtype}")
+        _require_int64_range(values, "ranked ids")
         ids = values.astype(np.int64, copy=False)
         return (ids.ravel() if flat else ids), np.full(len(ids), ids.shape[1], dtype=np.int64)
     values = list(values)  # type: ignore[call-overload]
@@ -234,14 +242,19 @@ def ranked_to_arrays(
     equal = bool((lengths == width).all())
     try:
         ids = _flat_int64(values, int(lengths.sum()), width if equal else None)
-    except EvaluationError:
-        for key, value in zip(keys.tolist(), values, strict=True):
+    except EvaluationError as error:
+        for key, value in zip(keys.tolist(), values, strict=True):  # the first faulty list, named
             try:
-                _int_array(list(value), "ranked ids")
                 _flat_int64([value], len(value), len(value))
+                continue
             except EvaluationError as exc:
-                raise EvaluationError(f"{label} {key}: {exc}") from None
-        raise
+                message = str(exc)
+            try:
+                _int_array(list(value), "ranked ids")  # only to word the message with a dtype
+            except EvaluationError as exc:
+                message = str(exc)
+            raise EvaluationError(f"{label} {key}: {message}") from None
+        raise AssertionError("a batch refused but each of its lists accepted") from error
     if equal:
         ids = ids.reshape(len(values), width)
         return (ids.ravel() if flat else ids), lengths
@@ -260,7 +273,11 @@ def _flat_int64(lists: list, total: int, width: int | None = None) -> np.ndarray
     """
     try:
         if lists and set(map(type, lists)) == {np.ndarray}:  # numpy rows: no Python ints involved
-            return np.concatenate(lists, dtype=np.int64, casting="same_kind")
+            rows = [row for row in lists if len(row)]  # an empty row holds no id, whatever its dtype
+            if np.dtype(np.uint64) in {row.dtype for row in rows}:
+                for row in rows:
+                    _require_int64_range(row, "ranked ids")
+            return np.concatenate(rows, dtype=np.int64, casting="same_kind") if rows else np.zeros(0, np.int64)
         if width is not None:
             packed = bytearray().join(itertools.starmap(struct.Struct(f"={width}q").pack, lists))
         else:

@@ -93,7 +93,7 @@ def _expected_id(value: object) -> int | None:
     """The reference rule, written apart from the engine: an id is an integer (``__index__``) within int64."""
     if isinstance(value, (bool, np.bool_)):
         return int(value) if isinstance(value, bool) else None
-    if not hasattr(value, "__index__") or isinstance(value, (list, np.timedelta64)):
+    if not hasattr(value, "__index__"):
         return None
     number = value.__index__()
     return number if -(2**63) <= number < 2**63 else None
@@ -116,6 +116,34 @@ def test_ranked_ids_are_integers_exactly(value, ragged):
     flat, lengths = ranked_to_arrays(lists, keys)
     assert flat.dtype == np.int64 and lengths.tolist() == [3, 3, 2 if ragged else 3]
     assert flat.tolist() == [11, 12, 13, 21, expected, 23, 31, 32] + ([] if ragged else [33])
+
+
+BIG = np.array([2**63], dtype=np.uint64)
+
+
+@pytest.mark.parametrize(
+    "lists",
+    [
+        [[True, False], [1.5], [3]],  # bools and __index__ ids pass the rule: the faulty list is named, not them
+        [[_Index(), 4], [1, "2"], [3]],
+        [np.array([1], np.uint64), BIG, [3]],  # above int64 it would wrap to a negative id
+        [np.array([1], np.uint64), BIG, np.array([3], np.uint64)],
+        [np.array([5]), BIG, np.array([3], np.int8)],
+    ],
+)
+def test_the_faulty_list_is_named(lists):
+    from eccv_metric.ranking import ranked_to_arrays
+
+    with pytest.raises(EvaluationError, match="^query 200: ranked ids must be integers"):
+        ranked_to_arrays(lists, np.array([100, 200, 300]))
+
+
+@pytest.mark.parametrize("other", [[1, 2], np.array([1, 2])])
+def test_an_empty_array_row_of_any_dtype_holds_no_id(other):
+    from eccv_metric.ranking import ranked_to_arrays
+
+    flat, lengths = ranked_to_arrays([np.array([]), other, np.array([3], np.uint8)], np.array([100, 200, 300]))
+    assert flat.tolist() == [1, 2, 3] and lengths.tolist() == [0, 2, 1]
 
 
 def test_integer_array_rows_beside_lists(metrics, top50):
