@@ -39,10 +39,16 @@ def test_a_block_that_maps_again_runs_inline_instead_of_deadlocking() -> None:
 
 def _serve_in_turn(pool: BlockWorkers, calls: list[tuple[str, tuple[int, ...]]]) -> list[str]:
     """Queue three blocks per call behind a busy worker, start it, and return the order they ran in."""
-    release = threading.Event()
+    started, release = threading.Event(), threading.Event()
     served: list[str] = []
-    busy = threading.Thread(target=pool.map, args=(lambda _: release.wait(5), [0], (-1,)))
-    busy.start()  # the only worker now waits: what follows queues up
+
+    def hold(_: object) -> None:
+        started.set()
+        release.wait(5)
+
+    busy = threading.Thread(target=pool.map, args=(hold, [0], (-1,)))
+    busy.start()
+    assert started.wait(5)  # the only worker now holds the busy block: what follows queues up
     callers = [threading.Thread(target=pool.map, args=(served.append, [name] * 3, p)) for name, p in calls]
     for caller in callers:
         caller.start()
