@@ -18,9 +18,9 @@ from eccv_caption_dataset.sources import read_json
 from eccv_metric.categories import load_instance_categories
 from eccv_metric.cxc import load_ratings
 from eccv_metric.groundtruth import GroundTruth
-from eccv_metric.groundtruth import Positives
 from eccv_metric.intramodal import cxc_task
 from eccv_metric.plausible import PlausibleMatch
+from eccv_metric.positives import Positives
 
 CXC_POSITIVE = 3.0  # a SITS score >= 3 is a positive (CxC paper)
 _KINDS = {"sits": ("caption", "image"), "sts": ("caption", "caption"), "sis": ("image", "image")}

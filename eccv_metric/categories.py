@@ -15,7 +15,7 @@ from eccv_metric.jsonio import read_json
 from eccv_metric.jsonio import require_object
 
 if TYPE_CHECKING:
-    from eccv_metric.groundtruth import IdIndex
+    from eccv_metric.positives import IdIndex
 
 
 def categories_matrix(image_categories: Mapping[int, Iterable[int]], images: IdIndex) -> np.ndarray:

@@ -9,10 +9,10 @@ import numpy as np
 from eccv_metric.errors import EvaluationError
 from eccv_metric.errors import preview
 from eccv_metric.groundtruth import GroundTruth
-from eccv_metric.groundtruth import require_unique
 from eccv_metric.jsonio import int_list
 from eccv_metric.jsonio import read_json
 from eccv_metric.jsonio import require_object
+from eccv_metric.positives import require_unique
 from eccv_metric.stats import bootstrap_ci
 from eccv_metric.stats import check_resampling
 from eccv_metric.stats import holm

@@ -28,8 +28,8 @@ import numpy as np
 from eccv_metric.download import default_cache_dir
 from eccv_metric.download import download
 from eccv_metric.errors import EvaluationError
-from eccv_metric.groundtruth import IdIndex
-from eccv_metric.groundtruth import Positives
+from eccv_metric.positives import IdIndex
+from eccv_metric.positives import Positives
 
 CXC_RAW = "https://raw.githubusercontent.com/google-research-datasets/Crisscrossed-Captions/master/data/"
 # sha256 of the test CSVs of google-research-datasets/Crisscrossed-Captions (data/, master)

@@ -21,7 +21,7 @@ from eccv_metric.errors import EvaluationError
 from eccv_metric.errors import preview
 from eccv_metric.groundtruth import DIRECTIONS
 from eccv_metric.groundtruth import GroundTruth
-from eccv_metric.groundtruth import Positives
+from eccv_metric.positives import Positives
 from eccv_metric.rank_stats import STATS
 from eccv_metric.ranking import QUERY_KIND
 from eccv_metric.ranking import RankedLists
@@ -194,7 +194,7 @@ def _evaluate_direction(
         ranked = source.ranked(direction, max(j.depth for j in jobs), queries)
         if partial:
             jobs = _restricted(jobs, ranked)
-        hits: dict[int, np.ndarray] = {}
+        hits: dict[int, _Hits] = {}
         for job in jobs:
             out[job.metric][direction] = _score(gt, ranked, job, jobs, hits)
     ks_1k = request.recalls.get("coco_1k", ())
@@ -240,29 +240,42 @@ def _recalls_from_ranks(
         out[job.metric][direction] = QueryScores(job.metric, direction, ids, (ranks[id(rel)] <= job.depth) * 1.0)
 
 
-def _score(
-    gt: GroundTruth, ranked: RankedLists, job: _Job, jobs: list[_Job], cache: dict[int, np.ndarray]
-) -> QueryScores:
-    """Per-query values of one job; the hit matrix is shared by the jobs of the same relevance."""
+def _score(gt: GroundTruth, ranked: RankedLists, job: _Job, jobs: list[_Job], cache: dict[int, _Hits]) -> QueryScores:
+    """Per-query values of one job; the hits are shared by the jobs of the same relevance."""
     direction = ranked.direction
     rel = job.relevance
-    rows = ranked.rows(rel.query, gt, job.metric)
-    available = ranked.lengths[rows]
     if id(rel) not in cache:
-        depth = min(max(j.depth for j in jobs if j.relevance is rel), ranked.items.shape[1])
-        items = ranked.items[rows, :depth]
-        hits = rel.hits(items)
-        if available.min(initial=depth) < depth:  # a short list: positions past its end are no hits
-            hits &= np.arange(depth)[None, :] < available[:, None]
-        cache[id(rel)] = hits
-        cache[-id(rel)] = measures.first_hit(hits)
+        cache[id(rel)] = _hits(gt, ranked, rel, [j for j in jobs if j.relevance is rel])
+    found = cache[id(rel)]
     # R@K jobs only need each query's first hit; the others the hit matrix
-    hits = cache[-id(rel)] if job.first_hit else cache[id(rel)][:, : job.depth]
-    values, undecided = job.compute(hits, rel.n_positives, available, ranked.gallery_size)
-    ids = gt.query_index(direction).ids[rel.query]
+    hits = found.first if job.first_hit else found.hits[:, : job.depth]
+    values, undecided = job.compute(hits, rel.n_positives, found.available, ranked.gallery_size)
     if undecided.any():
         raise EvaluationError(
             f"{direction} {job.metric}: the ranked lists of {int(undecided.sum())} query "
-            f"{QUERY_KIND[direction]}(s) are too short ({job.needs}): {preview(ids[undecided])}"
+            f"{QUERY_KIND[direction]}(s) are too short ({job.needs}): {preview(found.ids[undecided])}"
         )
-    return QueryScores(job.metric, direction, ids, values)
+    return QueryScores(job.metric, direction, found.ids, values)
+
+
+@dataclass(frozen=True)
+class _Hits:
+    """What the jobs of one relevance share: query ids, list lengths, hit matrix and first hits."""
+
+    ids: np.ndarray
+    available: np.ndarray
+    hits: np.ndarray
+    first: np.ndarray
+
+
+def _hits(gt: GroundTruth, ranked: RankedLists, rel: Relevance, jobs: list[_Job]) -> _Hits:
+    """The hits of the relevance's queries, as deep as its deepest job needs; the first job names missing lists."""
+    rows = ranked.rows(rel.query, gt, jobs[0].metric)
+    available = ranked.lengths[rows]
+    depth = min(max(j.depth for j in jobs), ranked.items.shape[1])
+    every_row = len(rows) == len(ranked.items) and bool((rows == np.arange(len(rows))).all())
+    hits = rel.hits(ranked.items[:, :depth] if every_row else ranked.items[rows, :depth])  # a view when all rows
+    if available.min(initial=depth) < depth:  # a short list: positions past its end are no hits
+        hits &= np.arange(depth)[None, :] < available[:, None]
+    ids = gt.query_index(ranked.direction).ids[rel.query]
+    return _Hits(ids, available, hits, measures.first_hit(hits))

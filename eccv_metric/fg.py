@@ -33,10 +33,10 @@ from eccv_metric.download import download
 from eccv_metric.errors import EvaluationError
 from eccv_metric.errors import preview
 from eccv_metric.groundtruth import GroundTruth
-from eccv_metric.groundtruth import IdIndex
-from eccv_metric.groundtruth import Positives
 from eccv_metric.jsonio import read_json
 from eccv_metric.jsonio import require_object
+from eccv_metric.positives import IdIndex
+from eccv_metric.positives import Positives
 from eccv_metric.tasks import RetrievalTask
 
 FG_RAW = "https://raw.githubusercontent.com/cwj1412/MSCOCO-Flikcr30K_FG/master/"

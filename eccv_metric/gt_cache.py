@@ -25,8 +25,8 @@ import numpy as np
 from eccv_metric.download import default_cache_dir
 from eccv_metric.groundtruth import DIRECTIONS
 from eccv_metric.groundtruth import GroundTruth
-from eccv_metric.groundtruth import IdIndex
-from eccv_metric.groundtruth import Positives
+from eccv_metric.positives import IdIndex
+from eccv_metric.positives import Positives
 
 FORMAT = "eccv_metric ground truth arrays v1"
 

@@ -25,7 +25,7 @@ from eccv_metric.cxc import intramodal_positives
 from eccv_metric.engine import QueryScores
 from eccv_metric.errors import EvaluationError
 from eccv_metric.groundtruth import GroundTruth
-from eccv_metric.groundtruth import IdIndex
+from eccv_metric.positives import IdIndex
 from eccv_metric.targets import Request
 from eccv_metric.tasks import EmbeddingScorer
 from eccv_metric.tasks import MatrixScorer

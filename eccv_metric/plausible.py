@@ -19,7 +19,7 @@ import numpy as np
 
 from eccv_metric.errors import EvaluationError
 from eccv_metric.groundtruth import GroundTruth
-from eccv_metric.groundtruth import Positives
+from eccv_metric.positives import Positives
 
 MISSING_CATEGORIES = (
     "pmrp needs COCO categories: pass instances_json=<a COCO-format instances file, "

@@ -19,7 +19,7 @@ from eccv_metric.errors import EvaluationError
 from eccv_metric.errors import preview
 from eccv_metric.groundtruth import N_FOLDS
 from eccv_metric.groundtruth import GroundTruth
-from eccv_metric.groundtruth import Positives
+from eccv_metric.positives import Positives
 from eccv_metric.ranking import QUERY_KIND
 from eccv_metric.ranking import RankedLists
 from eccv_metric.topk import _CHUNK_ELEMENTS

@@ -14,7 +14,7 @@ import numpy as np
 from eccv_metric.errors import EvaluationError
 from eccv_metric.errors import preview
 from eccv_metric.groundtruth import GroundTruth
-from eccv_metric.groundtruth import IdIndex
+from eccv_metric.positives import IdIndex
 from eccv_metric.topk import _CHUNK_ELEMENTS
 
 QUERY_KIND = {"i2t": "image", "t2i": "caption"}

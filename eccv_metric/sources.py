@@ -13,8 +13,8 @@ from eccv_metric.errors import EvaluationError
 from eccv_metric.errors import preview
 from eccv_metric.groundtruth import N_FOLDS
 from eccv_metric.groundtruth import GroundTruth
-from eccv_metric.groundtruth import Positives
-from eccv_metric.groundtruth import require_unique
+from eccv_metric.positives import Positives
+from eccv_metric.positives import require_unique
 from eccv_metric.rank_stats import ranks_from_lists
 from eccv_metric.rank_stats import ranks_from_scores
 from eccv_metric.ranking import QUERY_KIND

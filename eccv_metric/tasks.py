@@ -35,9 +35,9 @@ from eccv_metric.engine import QueryScores
 from eccv_metric.errors import EvaluationError
 from eccv_metric.errors import preview
 from eccv_metric.groundtruth import GroundTruth
-from eccv_metric.groundtruth import IdIndex
-from eccv_metric.groundtruth import Positives
-from eccv_metric.groundtruth import require_unique
+from eccv_metric.positives import IdIndex
+from eccv_metric.positives import Positives
+from eccv_metric.positives import require_unique
 from eccv_metric.rank_stats import STATS
 from eccv_metric.rank_stats import block_ranks
 from eccv_metric.ranking import _dense_rows

@@ -32,7 +32,7 @@ import numpy as np
 
 from eccv_metric.errors import EvaluationError
 from eccv_metric.groundtruth import GroundTruth
-from eccv_metric.groundtruth import Positives
+from eccv_metric.positives import Positives
 from eccv_metric.ranking import int_ids
 from eccv_metric.topk import as_score_matrix
 from eccv_metric.topk import top_ranked

@@ -132,3 +132,49 @@ def test_wheel_ground_truth_is_cached_as_arrays(tmp_path, monkeypatch):
     monkeypatch.setenv("ECCV_CAPTION_NO_GT_CACHE", "1")
     assert same_ground_truth(parsed, GroundTruth.from_wheel())
     assert not (tmp_path / "off").exists()
+
+
+@pytest.mark.parametrize("max_count", [1, 5, 48, 200])
+def test_positives_hits_equal_set_membership(max_count):
+    """``Positives.hits`` (columns of positives by decreasing count, or the sorted lookup beyond 64 per query)
+    against a set-membership loop written here: uneven counts, queries whose only positive is outside the
+    gallery, padded items (-1), ranked lists with and without positives."""
+    from eccv_metric.positives import Positives
+
+    rng = np.random.default_rng(max_count)
+    n_query, n_gallery, depth = 300, 400, 30
+    counts = rng.integers(1, max_count + 1, n_query)
+    q = np.repeat(np.arange(n_query), counts)
+    g = np.concatenate([rng.choice(n_gallery, c, replace=False) for c in counts])
+    outside_only = {int(x): (10**9 + int(x),) for x in rng.choice(n_query, 20, replace=False)}
+    keep = ~np.isin(q, list(outside_only))
+    rel = Positives.from_pairs(q[keep], g[keep], n_gallery, outside_only)
+    assert len(rel.query) == n_query  # outside-only queries are stored, with no in-gallery positive
+    items = np.stack([rng.choice(n_gallery, depth, replace=False) for _ in range(n_query)]).astype(np.int32)
+    items[rng.random(items.shape) < 0.1] = -1
+    positive = {(int(a), int(b)) for a, b in zip(*rel.pairs(), strict=True)}
+    expected = np.array(
+        [[(int(rel.query[k]), int(items[k, i])) in positive for i in range(depth)] for k in range(n_query)]
+    )
+    assert expected.any() and not expected.all()
+    assert np.array_equal(rel.hits(items), expected)
+    assert np.array_equal(rel.hits(items[:, :7]), expected[:, :7])
+    assert rel.hits(items[:, :0]).shape == (n_query, 0)
+
+
+@pytest.mark.parametrize("with_zero", [False, True])
+def test_id_index_positions_refuse_out_of_range_ids(with_zero):
+    """Negative ids, ids past the largest and uint64 ids past int64 are never mapped onto an id (the table's
+    clip sends them to its first or sentinel slot), whether or not 0 is an id; equal to a dict lookup."""
+    from eccv_metric.positives import IdIndex
+
+    ids = np.array([7, 3, 12, 40] + ([0] if with_zero else []))
+    index = IdIndex(ids, "image")
+    where = {int(x): k for k, x in enumerate(ids)}
+    probes = [0, 1, 3, 7, 12, 39, 40, 41, 42, 10**6, -1, -7, -(2**63), 2**63 - 1]
+    for dtype in (np.int64, np.int32):
+        arr = np.array([p for p in probes if np.iinfo(dtype).min <= p <= np.iinfo(dtype).max], dtype=dtype)
+        assert index.positions(arr).tolist() == [where.get(int(p), -1) for p in arr]
+    unsigned = np.array([0, 3, 40, 41, 2**63, 2**63 + 3, 2**64 - 1], dtype=np.uint64)
+    assert index.positions(unsigned).tolist() == [where.get(int(p), -1) for p in unsigned]
+    assert index.positions(np.array([[3, -1], [40, 41]])).tolist() == [[where[3], -1], [where[40], -1]]
