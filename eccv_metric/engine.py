@@ -160,7 +160,9 @@ def evaluate(
     def one(direction: str) -> None:
         _evaluate_direction(out, gt, request, direction, sources[direction], pm, r_cap, partial)
 
-    if len(given) > 1:  # directions overlap: one's serial steps run beside the other's ranking
+    # directions overlap: one's serial steps run beside the other's ranking of a score matrix; given lists are
+    # many small numpy steps, which measured faster in one thread than contending for the GIL in two
+    if len(given) > 1 and any(isinstance(sources[d], ScoreSource) for d in given):
         with ThreadPoolExecutor(len(given)) as pool:
             for future in [pool.submit(one, d) for d in given]:
                 future.result()  # the first direction's error first, as in a serial run
