@@ -54,7 +54,7 @@ class IdIndex:
         if self.table is None:
             pos = np.minimum(np.searchsorted(self._sorted, ids), len(self._sorted) - 1)
             return np.where(self._sorted[pos] == ids, self._order[pos], -1).astype(np.int32)
-        out = self.table.take(ids, mode="clip")
+        out = np.asarray(self.table.take(ids, mode="clip"))  # an array even for one id: written below
         if self.table[0] >= 0:  # 0 is an id: negative ids (and uint64 ids past int64) were clipped onto it
             unsigned = ids.view(np.uint64) if ids.dtype == np.int64 else ids.astype(np.uint64)
             out[unsigned >= len(self.table)] = -1  # negatives wrap to huge values
@@ -137,6 +137,9 @@ class Positives:
 
     def hits(self, items: np.ndarray) -> np.ndarray:
         """``hits[k, i]``: is ``items[k, i]`` a positive of ``query[k]`` (rows aligned with ``query``).
+
+        ``items``: dense gallery indices in ``[0, n_gallery)``, or -1 (padding, an item outside the
+        gallery), no index twice in a row (ranked lists are checked for that).
 
         Compares the p-th positive of every query with its ranked items, one
         column ``p`` at a time: O(positives x depth) comparisons. Queries are
