@@ -115,6 +115,9 @@ class EccvMapAtR(evaluate.Metric):
         super().__init__(*args, **kwargs)
         # read the cache back as Arrow, not Python lists (MetricInfo refuses a format with list features)
         self._module_info.format = "arrow"
+        # one record batch per add_batch call (evaluate's default splits every 1,000 rows): read back as one chunk,
+        # the ranked ids are handed to the library without being copied into one array again
+        self.writer_batch_size = 1 << 30
         self.ground_truth = ground_truth
         self.instances_json = instances_json
 
