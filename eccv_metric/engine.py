@@ -274,10 +274,6 @@ def _hits(gt: GroundTruth, ranked: RankedLists, rel: Relevance, jobs: list[_Job]
     """The hits of the relevance's queries, as deep as its deepest job needs; the first job names missing lists."""
     rows = ranked.rows(rel.query, gt, jobs[0].metric)
     available = ranked.lengths[rows]
-    depth = min(max(j.depth for j in jobs), ranked.items.shape[1])
-    every_row = len(rows) == len(ranked.items) and bool((rows == np.arange(len(rows))).all())
-    hits = rel.hits(ranked.items[:, :depth] if every_row else ranked.items[rows, :depth])  # a view when all rows
-    if available.min(initial=depth) < depth:  # a short list: positions past its end are no hits
-        hits &= np.arange(depth)[None, :] < available[:, None]
+    hits = ranked.hits(rel, rows, max(j.depth for j in jobs))
     ids = gt.query_index(ranked.direction).ids[rel.query]
     return _Hits(ids, available, hits, measures.first_hit(hits))

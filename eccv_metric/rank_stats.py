@@ -31,9 +31,7 @@ STATS = {"medr": "median", "meanr": "mean"}
 def ranks_from_lists(lists: RankedLists, rel: Positives, gt: GroundTruth, name: str) -> np.ndarray:
     """Ranks from ranked lists (``lists`` already restricted to the fold for COCO 1K)."""
     rows = lists.rows(rel.query, gt, name)
-    items = lists.items[rows]
-    hits = rel.hits(items) & (np.arange(items.shape[1])[None, :] < lists.lengths[rows][:, None])
-    first = measures.first_hit(hits)
+    first = measures.first_hit(lists.hits(rel, rows))
     missing = first == measures.NO_HIT
     if missing.any():
         raise EvaluationError(

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Protocol
 
 import numpy as np
 
@@ -19,6 +20,10 @@ from eccv_metric.topk import _CHUNK_ELEMENTS
 
 QUERY_KIND = {"i2t": "image", "t2i": "caption"}
 GALLERY_KIND = {"i2t": "caption", "t2i": "image"}
+
+
+class HasHits(Protocol):
+    def hits(self, items: np.ndarray) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,17 @@ class RankedLists:
                 f"{needed_by} have no ranked list: {preview(missing)}"
             )
         return rows
+
+    def hits(self, rel: HasHits, rows: np.ndarray, depth: int | None = None) -> np.ndarray:
+        """``rel.hits`` of the lists at ``rows`` (aligned with ``rel``'s queries) over their first ``depth``
+        items (default: all held); positions past a list's end are no hits."""
+        depth = self.items.shape[1] if depth is None else min(depth, self.items.shape[1])
+        every_row = len(rows) == len(self.items) and bool((rows == np.arange(len(rows))).all())
+        hits = rel.hits(self.items[:, :depth] if every_row else self.items[rows, :depth])  # a view when all rows
+        available = self.lengths[rows]
+        if available.min(initial=depth) < depth:  # a short list: positions past its end are no hits
+            hits &= np.arange(depth)[None, :] < available[:, None]
+        return hits
 
 
 def from_dict(rankings: Mapping[int, Sequence[int]], direction: str, gt: GroundTruth) -> RankedLists:

@@ -159,8 +159,7 @@ class ScoreSource:
         rows = filtered.rows(queries, self.gt, "COCO 1K")
         items, available = filtered.items[rows], filtered.lengths[rows]
         width = items.shape[1]
-        hits = rel.hits(items) & (np.arange(width)[None, :] < available[:, None])
-        again = (available < depth) & ~hits.any(axis=1)
+        again = (available < depth) & ~filtered.hits(rel, rows).any(axis=1)
         size = self.gt.fold_size(direction)
         if again.any():
             exact = self._fold_top(direction, depth, queries[again])
