@@ -27,7 +27,8 @@ import datasets
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
+
+from eccv_metric.core.folder import read_config
 
 ITEM_FEATURES = datasets.Features(
     {
@@ -46,11 +47,6 @@ ITEM_FILE = "items-00000-of-00001.parquet"
 QRELS_FILE = "test-00000-of-00001.parquet"
 
 
-def _read(folder: Path, config: str, columns: list[str]) -> pa.Table | None:
-    files = sorted((folder / "data" / config).glob("*.parquet"))
-    return pq.ParquetDataset([str(f) for f in files]).read(columns=columns) if files else None
-
-
 def _prefixed(kind: str, ids: pa.Array) -> pa.Array:
     return pc.binary_join_element_wise(pa.scalar(f"{kind}-"), pc.cast(ids, pa.string()), "")
 
@@ -64,11 +60,11 @@ def _items(kind: str, ids: pa.ChunkedArray, modality: str, text: object, image: 
 def item_tables(folder: Path) -> dict[str, pa.Table]:
     """``beir-images`` and ``beir-captions`` tables (only for the configs the folder has)."""
     out = {}
-    images = _read(folder, "images", ["image_id", "image"])
+    images = read_config(folder, "images", ["image_id", "image"])
     if images is not None:
         text = pa.nulls(images.num_rows, pa.string())
         out["beir-images"] = _items("image", images["image_id"], "image", text, images["image"])
-    captions = _read(folder, "captions", ["caption_id", "caption"])
+    captions = read_config(folder, "captions", ["caption_id", "caption"])
     if captions is not None:
         image = pa.nulls(captions.num_rows, ITEM_FEATURES.arrow_schema.field("image").type)
         out["beir-captions"] = _items("caption", captions["caption_id"], "text", captions["caption"], image)
@@ -77,7 +73,7 @@ def item_tables(folder: Path) -> dict[str, pa.Table]:
 
 def _cxc_grades(folder: Path) -> dict[tuple[int, int], int]:
     """(caption id, image id) -> SITS rating rounded half up, from the built ``cxc_ratings``."""
-    ratings = _read(folder, "cxc_ratings", ["kind", "id_1", "type_1", "id_2", "score"])
+    ratings = read_config(folder, "cxc_ratings", ["kind", "id_1", "type_1", "id_2", "score"])
     if ratings is None:
         return {}
     sits = ratings.filter(pc.equal(ratings["kind"], "sits")).to_pydict()
@@ -90,7 +86,7 @@ def _cxc_grades(folder: Path) -> dict[tuple[int, int], int]:
 
 def qrels_tables(folder: Path) -> dict[str, pa.Table]:
     """``<benchmark>-<direction>-qrels`` tables from the folder's ``positives`` config."""
-    positives = _read(folder, "positives", ["direction", "query_id", *BENCHMARKS])
+    positives = read_config(folder, "positives", ["direction", "query_id", *BENCHMARKS])
     if positives is None:
         return {}
     grades = _cxc_grades(folder)

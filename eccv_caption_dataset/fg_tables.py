@@ -1,4 +1,4 @@
-"""Rows of the MSCOCO-FG / Flickr30K-FG configs (Chen, Yao and Jin, ACM MM 2023; see ``eccv_metric.fg``).
+"""Rows of the MSCOCO-FG / Flickr30K-FG configs (Chen, Yao and Jin, SIGIR '23; see ``eccv_metric.groundtruth.fg``).
 
 - ``<bench>_captions``: caption_id, image_id, refined caption, original caption (COCO's text for
   MSCOCO-FG when the COCO captions are given; Flickr30K captions are not distributed here: null).
@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from eccv_caption_dataset.sources import Sources
-from eccv_metric.fg import FILES
-from eccv_metric.fg import load_fg
-from eccv_metric.groundtruth import GroundTruth
+from eccv_metric.groundtruth.fg import FILES
+from eccv_metric.groundtruth.fg import load_fg
+from eccv_metric.groundtruth.split import GroundTruth
 
 FG_CONFIGS = tuple(f"{bench}_{part}" for bench in FILES for part in ("captions", "gallery"))
 COCO_URL = "http://images.cocodataset.org/"

@@ -6,9 +6,7 @@ place at the end: a failed build leaves nothing half-written.
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from collections.abc import Callable
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,6 +29,13 @@ from eccv_caption_dataset.fg_tables import fg_missing
 from eccv_caption_dataset.sources import Sources
 from eccv_caption_dataset.sources import Urls
 from eccv_caption_dataset.sources import resolve
+from eccv_metric.analysis.leaderboard import LABELS
+from eccv_metric.analysis.leaderboard import SHIPPED
+from eccv_metric.analysis.leaderboard import TABLE4_CSV
+from eccv_metric.analysis.leaderboard import csv_rows
+from eccv_metric.benchmarks.docs import protocol_table
+from eccv_metric.core.files import replace_folder
+from eccv_metric.core.files import temporary_folder
 
 IMAGE_ROW_GROUP = 100  # the Hub viewer re-converts Parquet whose row groups exceed 100 MB
 
@@ -85,9 +90,7 @@ def build(
             report["skipped"][key] = why
             log(f"note: {why}")
     todo = [n for n in wanted if can[n] is None]
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
-    tmp.chmod(0o755)
+    tmp = temporary_folder(output)
     try:
         infos = {}
         for name in todo:
@@ -118,7 +121,7 @@ def build(
         report["beir"] = {name: info["rows"] for name, info in beir.items()}
         infos.update(beir)
         (tmp / "README.md").write_text(dataset_card(infos, report, paper_results, repo_id or output.name))
-        _swap_into_place(tmp, output)
+        replace_folder(tmp, output)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -151,17 +154,6 @@ def _card_info(dataset: datasets.Dataset, parquet_size: int, splits: tuple[str, 
         "download_size": parquet_size,
         "splits": splits,
     }
-
-
-def _swap_into_place(new: Path, output: Path) -> None:
-    old = None
-    if output.exists():
-        old = output.with_name(f".{output.name}.old")
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(output, old)
-    os.replace(new, output)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"))
@@ -215,19 +207,20 @@ def dataset_card(
             if missing
             else "Every image is stored with its pixels."
         )
-    body = CARD_BODY.format(configs=rows, notes="\n".join(notes), results=_paper_table(paper_results), repo=repo_id)
+    body = CARD_BODY.format(
+        configs=rows,
+        notes="\n".join(notes),
+        results=_paper_table(paper_results),
+        repo=repo_id,
+        protocols=protocol_table(),
+    )
     beir = CARD_SECTION.replace("REPO", repr(repo_id)) if any(n.startswith("beir-") for n in infos) else ""
     return "---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True) + "---\n\n" + body + beir
 
 
 def _paper_table(path: str | Path | None) -> str:
     """The paper's Table 4 (shipped with the package), sorted by ECCV mAP@R; or a given results CSV."""
-    from eccv_metric.leaderboard import LABELS
-    from eccv_metric.leaderboard import SHIPPED
-    from eccv_metric.leaderboard import TABLE4_CSV
-    from eccv_metric.leaderboard import _rows
-
-    rows = list(_rows(Path(path) if path else SHIPPED / TABLE4_CSV))
+    rows = list(csv_rows(Path(path) if path else SHIPPED / TABLE4_CSV))
     cols = [c for c in rows[0] if c not in ("model", "group", "direction")]
     rows.sort(key=lambda r: -float(r.get("eccv_map_at_r") or 0))
     first = ["model"] + (["direction"] if "direction" in rows[0] else [])
@@ -271,11 +264,13 @@ positives and ratings, and PCME's Plausible Match (PM,
   null for the 48 images without COCO instance annotations and their
   captions, and everywhere when categories were not available at build time). Rows follow the
   Karpathy order (t2i rows = the 25,000 captions in order). With the CxC CSVs, `t2t` rows
-  (a caption and the other captions with CxC STS >= 3) and `i2i` rows (an image and the
-  images with SIS >= 2.5) follow, for the queries that have one, in the `cxc` column only:
-  pairs are undirected (a pair rated in both orders is a positive when either rating
-  reaches the threshold), the query itself never counts; the CxC paper's t2t / i2i
-  retrieval tasks (`eccv-caption evaluate --metrics cxc_t2t_recalls cxc_i2i_recalls`).
+  follow for every caption: `coco` = its co-captions (the other 4 captions of its image:
+  MS-COCO's own text-to-text, benchmark `coco_t2t`) and `cxc` = the co-captions plus the
+  captions rated CxC STS >= 3 with it (benchmark `cxc_t2t`, the CxC paper's section 4: CxC
+  pairs *extend* MS-COCO's associations); then `i2i` rows (an image and the images with
+  SIS >= 2.5, `cxc_i2i`), for the images that have one. CxC pairs are undirected (a pair
+  rated in both orders is a positive when either rating reaches the threshold) and the
+  query itself never counts (`eccv-caption evaluate --metrics cxc_t2t_recalls coco_t2t_recalls cxc_i2i_recalls`).
 - `images` / `captions`: `coco_1k_fold` is the COCO 1K fold (0-4), i.e. captions
   `[5000f, 5000f+5000)` in Karpathy order and their images; `is_eccv_query`
   marks ECCV Caption queries. `removed_in_eccv` flags what the paper left out
@@ -284,7 +279,7 @@ positives and ratings, and PCME's Plausible Match (PM,
 - `cxc_ratings`: raw graded CxC ratings (0-5) between test items: `sits`
   (caption, image), `sts` (caption, caption), `sis` (image, image).
 - `mscoco_fg_*` / `flickr30k_fg_*` (when their files were given): MSCOCO-FG and
-  Flickr30K-FG (Chen, Yao and Jin, ACM MM 2023, [arXiv:2304.10824](https://arxiv.org/abs/2304.10824)),
+  Flickr30K-FG (Chen, Yao and Jin, SIGIR '23, [doi:10.1145/3539618.3591758](https://doi.org/10.1145/3539618.3591758), [arXiv:2304.10824](https://arxiv.org/abs/2304.10824)),
   refined captions and enlarged galleries, from the files of
   github.com/cwj1412/MSCOCO-Flikcr30K_FG (`Annotations/*_FG_ann.json`,
   `Images/*_FG_img_filenames.npy`). `_captions`: one row per refined caption in
@@ -311,6 +306,13 @@ eccv_i2t = positives.filter(lambda r: r["direction"] == "i2t" and len(r["eccv"])
 from eccv_metric import GroundTruth, Metrics
 metrics = Metrics(ground_truth=GroundTruth.from_dataset("{repo}"))
 ```
+
+## Protocol choices
+
+Where the papers and the official code differ, both are offered under clear
+names (`eccv-caption benchmarks` lists every benchmark):
+
+{protocols}
 
 ## Results from the paper
 

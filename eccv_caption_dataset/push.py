@@ -6,14 +6,14 @@ The token comes from huggingface_hub's usual places (``HF_TOKEN`` or
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from eccv_metric.hf_evaluate import EVALUATE_MODULE_DIR
+from eccv_metric import EVALUATE_MODULE_DIR
+from eccv_metric.core.files import write_text_atomic
 
 PACKAGE = Path(__file__).resolve().parents[1] / "eccv_metric"
 SPACE_FILES = ("eccv_map_at_r.py", "README.md", "app.py", "requirements.txt")
@@ -91,9 +91,7 @@ def set_card_repo(folder: Path, repo: str) -> None:
     new = re.sub(r'GroundTruth\.from_dataset\("[^"]*"\)', f'GroundTruth.from_dataset("{repo}")', new)
     new = re.sub(r"load_dataset\('[^']*'", f"load_dataset({repo!r}", new)
     if new != text:
-        tmp = card.with_name(".README.md.tmp")
-        tmp.write_text(new)
-        os.replace(tmp, card)
+        write_text_atomic(card, new)
 
 
 def _upload(repo: str, repo_type: str, folder: Path, private: bool, revision: str | None, token: str | None) -> None:

@@ -8,30 +8,31 @@ into a cache (resumable, retried, sha256-checked where the digest is known).
 from __future__ import annotations
 
 import io
-import json
-import os
 import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 
-from eccv_metric.cxc import CXC_SHA256
-from eccv_metric.download import SourceError  # noqa: F401 (re-exported)
-from eccv_metric.download import default_cache_dir
-from eccv_metric.download import download
-from eccv_metric.fg import FG_RAW
-from eccv_metric.fg import FILES as FG_FILES
-from eccv_metric.fg import SHA256 as FG_SHA256
-from eccv_metric.groundtruth import WHEEL_FILES
-from eccv_metric.groundtruth import sha256_file
-from eccv_metric.groundtruth import wheel_data_dir
+from eccv_metric.core.download import SourceError
+from eccv_metric.core.download import default_cache_dir
+from eccv_metric.core.download import download
+from eccv_metric.core.download import sha256_file
+from eccv_metric.core.files import atomic_open
+from eccv_metric.core.jsonio import read_json as read_strict_json
+from eccv_metric.core.jsonio import require_object
+from eccv_metric.groundtruth.cxc import CXC_FILES
+from eccv_metric.groundtruth.cxc import CXC_RAW
+from eccv_metric.groundtruth.cxc import CXC_SHA256
+from eccv_metric.groundtruth.fg import FG_RAW
+from eccv_metric.groundtruth.fg import FILES as FG_FILES
+from eccv_metric.groundtruth.fg import SHA256 as FG_SHA256
+from eccv_metric.groundtruth.split import WHEEL_FILES
+from eccv_metric.groundtruth.split import wheel_data_dir
 
 WHEEL_RAW = "https://raw.githubusercontent.com/naver-ai/eccv-caption/master/eccv_caption/data/"
-CXC_RAW = "https://raw.githubusercontent.com/google-research-datasets/Crisscrossed-Captions/master/data/"
 COCO_ANNOTATIONS_ZIP = "http://images.cocodataset.org/annotations/annotations_trainval2014.zip"
 COCO_IMAGES = "http://images.cocodataset.org/val2014/"
-CXC_FILES = ("sits_test.csv", "sts_test.csv", "sis_test.csv")
 CAPTION_FILES = ("captions_val2014.json", "captions_karpathy_test.json")
 INSTANCE_FILES = ("instances_val2014.json", "instances_karpathy_test.json")
 
@@ -182,19 +183,17 @@ def _extract(zip_path: Path, members: tuple[str, ...], cache: Path) -> list[Path
                 continue
             dest = cache / Path(member).name
             if not dest.is_file():
-                tmp = dest.with_name(dest.name + ".part")
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                with archive.open(member) as fin, open(tmp, "wb") as fout:
+                with archive.open(member) as fin, atomic_open(dest, "wb") as fout:
                     while block := fin.read(1 << 20):
                         fout.write(block)
-                os.replace(tmp, dest)
             out.append(dest)
     return out
 
 
 def read_json(path: Path) -> dict:
-    with open(path) as fin:
-        return json.load(fin)
+    """A COCO-format JSON file, read by the metric package's strict reader (errors name the file)."""
+    expected = "a COCO-format annotations JSON"
+    return require_object(read_strict_json(path, expected), path, expected)
 
 
 def jpeg_size(data: bytes) -> tuple[int, int] | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,19 +10,19 @@ from tqdm.auto import tqdm
 
 from eccv_caption_dataset.paper import REMOVED_CAPTIONS
 from eccv_caption_dataset.paper import REMOVED_IMAGES
-from eccv_caption_dataset.sources import CXC_FILES
 from eccv_caption_dataset.sources import Sources
 from eccv_caption_dataset.sources import jpeg_size
 from eccv_caption_dataset.sources import read_json
-from eccv_metric.categories import load_instance_categories
-from eccv_metric.cxc import load_ratings
-from eccv_metric.groundtruth import GroundTruth
-from eccv_metric.intramodal import cxc_task
-from eccv_metric.plausible import PlausibleMatch
-from eccv_metric.positives import Positives
-
-CXC_POSITIVE = 3.0  # a SITS score >= 3 is a positive (CxC paper)
-_KINDS = {"sits": ("caption", "image"), "sts": ("caption", "caption"), "sis": ("image", "image")}
+from eccv_metric.benchmarks.definitions import REGISTRY
+from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.core.positives import Positives
+from eccv_metric.groundtruth.categories import load_instance_categories
+from eccv_metric.groundtruth.cxc import CXC_FILES
+from eccv_metric.groundtruth.cxc import KINDS
+from eccv_metric.groundtruth.cxc import read_csv
+from eccv_metric.groundtruth.cxc import sits_positives
+from eccv_metric.groundtruth.plausible import PlausibleMatch
+from eccv_metric.groundtruth.split import GroundTruth
 
 
 def ground_truth(sources: Sources) -> GroundTruth:
@@ -121,51 +120,29 @@ def caption_rows(sources: Sources, gt: GroundTruth, removed: set[int] | None = N
 
 def cxc_sits_positives(cxc_dir: Path, gt: GroundTruth) -> dict[str, Positives]:
     """CxC positives from the raw SITS ratings: score >= 3, caption and image both in the test split."""
-    caps, imgs = [], []
-    for row in cxc_ratings(cxc_dir, gt, kinds=("sits",)):
-        if row["score"] >= CXC_POSITIVE:
-            caps.append(row["id_1"])
-            imgs.append(row["id_2"])
-    c = gt.captions.positions(np.asarray(caps, np.int64))
-    i = gt.images.positions(np.asarray(imgs, np.int64))
-    return {
-        "i2t": Positives.from_pairs(i, c, len(gt.caption_ids)),
-        "t2i": Positives.from_pairs(c, i, len(gt.image_ids)),
-    }
-
-
-def _key_id(key: str) -> tuple[str, int]:
-    """``COCO_val2014:sentid:123`` -> (caption, 123); ``COCO_val2014_000000391895.jpg`` -> (image, 391895)."""
-    if ":sentid:" in key:
-        return "caption", int(key.rsplit(":", 1)[1])
-    return "image", int(key.rsplit("_", 1)[1].split(".")[0])
+    return sits_positives(read_csv(Path(cxc_dir) / "sits_test.csv", "sits"), gt.captions, gt.images)
 
 
 def cxc_ratings(cxc_dir: Path, gt: GroundTruth, kinds: tuple[str, ...] = ("sits", "sts", "sis")) -> Iterator[dict]:
-    """Raw graded CxC rows whose two items are both in the test split."""
-    known = {"caption": set(gt.caption_ids.tolist()), "image": set(gt.image_ids.tolist())}
+    """Raw graded CxC rows whose two items are both in the test split (read by the metric package's parser)."""
     for name in CXC_FILES:
         kind = name.split("_")[0]
         if kind not in kinds:
             continue
-        with open(Path(cxc_dir) / name, newline="") as fin:
-            reader = csv.reader(fin)
-            next(reader)
-            for first, second, score, method in reader:
-                (type_1, id_1), (type_2, id_2) = _key_id(first), _key_id(second)
-                if (type_1, type_2) != _KINDS[kind]:
-                    raise ValueError(f"{name}: unexpected pair {first}, {second}")
-                if id_1 not in known[type_1] or id_2 not in known[type_2]:
-                    continue
-                yield {
-                    "kind": kind,
-                    "id_1": id_1,
-                    "type_1": type_1,
-                    "id_2": id_2,
-                    "type_2": type_2,
-                    "score": float(score),
-                    "sampling_method": method,
-                }
+        type_1, type_2 = KINDS[kind]
+        ratings = read_csv(Path(cxc_dir) / name, kind)
+        keep = (gt.index(type_1).positions(ratings.id_1) >= 0) & (gt.index(type_2).positions(ratings.id_2) >= 0)
+        methods = np.asarray(ratings.method, dtype=object)
+        for k in np.flatnonzero(keep).tolist():
+            yield {
+                "kind": kind,
+                "id_1": int(ratings.id_1[k]),
+                "type_1": type_1,
+                "id_2": int(ratings.id_2[k]),
+                "type_2": type_2,
+                "score": float(ratings.score[k]),
+                "sampling_method": str(methods[k]) if len(methods) else "",
+            }
 
 
 def positive_rows(
@@ -206,19 +183,35 @@ def positive_rows(
                 "eccv": per_bench["eccv"][k],
                 "pm": pm_rows[k] if pm_rows is not None else None,
             }
-    if sources.cxc_dir is not None:  # CxC intramodal positives (undirected; see eccv_metric.cxc)
-        for kind in ("sts", "sis"):
-            task = cxc_task(gt, load_ratings(kind, sources.cxc_dir))
-            lists = task.positives.to_id_lists(task.queries.ids, task.gallery.ids)
-            for query_id, ids in lists.items():
-                yield {
-                    "direction": task.direction,
-                    "query_id": query_id,
-                    "coco": [],
-                    "cxc": ids,
-                    "eccv": [],
-                    "pm": None,
-                }
+    if (
+        sources.cxc_dir is not None
+    ):  # the registry's intramodal benchmarks (undirected; see eccv_metric.groundtruth.cxc)
+        yield from intramodal_rows(Resources(gt, cxc_source=sources.cxc_dir))
+
+
+def intramodal_rows(resources: Resources) -> Iterator[dict]:
+    """``t2t`` rows (every caption: ``coco`` = its co-captions, MS-COCO's text-to-text; ``cxc`` = co-captions plus
+    STS >= 3, CxC t2t) and ``i2i`` rows (the images with an SIS >= 2.5 pair: ``cxc``), in Karpathy order."""
+    gt = resources.gt
+    for direction, columns in (("t2t", {"coco": "coco_t2t", "cxc": "cxc_t2t"}), ("i2i", {"cxc": "cxc_i2i"})):
+        lists = {}
+        for column, name in columns.items():
+            bench = REGISTRY.get(name)
+            task = bench.task(direction)
+            rel = resources.positives(bench, task.relation, direction)  # type: ignore[arg-type]
+            ids = gt.index(resources.view(bench, task).query_kind).ids
+            lists[column] = rel.to_id_lists(ids, ids)
+        index = gt.index("caption" if direction == "t2t" else "image")
+        given = np.fromiter(set().union(*lists.values()), dtype=np.int64)
+        for query_id in given[np.argsort(index.positions(given))].tolist():
+            yield {
+                "direction": direction,
+                "query_id": query_id,
+                "coco": lists.get("coco", {}).get(query_id, []),
+                "cxc": lists["cxc"].get(query_id, []),
+                "eccv": [],
+                "pm": None,
+            }
 
 
 def _rows_of(pos: Positives, gallery_ids: np.ndarray, query_ids: np.ndarray) -> list[list[int]]:

@@ -44,9 +44,9 @@ sys.path.insert(0, str(ROOT))
 
 from eccv_metric import EVALUATE_MODULE_DIR  # noqa: E402
 from eccv_metric import Metrics  # noqa: E402
-from eccv_metric.hf_evaluate import nest  # noqa: E402
-from eccv_metric.metrics import means  # noqa: E402
-from eccv_metric.topk import stable_topk  # noqa: E402
+from eccv_metric import means  # noqa: E402
+from eccv_metric.hub.evaluate_glue import nest  # noqa: E402
+from eccv_metric.kernels.topk import stable_topk  # noqa: E402
 from tests.fixtures import INSTANCES  # noqa: E402
 from tests.fixtures import make_scores  # noqa: E402
 
@@ -135,7 +135,7 @@ def startup() -> tuple[float, float, bool]:
     code = (
         "import sys, time; t = time.perf_counter(); import eccv_metric; "
         "heavy = any(m in sys.modules for m in ('pyarrow', 'datasets', 'evaluate')); "
-        "from eccv_metric.groundtruth import GroundTruth, wheel_data_dir; eccv_metric.Metrics(); "
+        "from eccv_metric.groundtruth.split import GroundTruth, wheel_data_dir; eccv_metric.Metrics(); "
         "t = time.perf_counter(); GroundTruth._parse_wheel(wheel_data_dir()); parse = time.perf_counter() - t; "
         "t = time.perf_counter(); eccv_metric.Metrics(); print(parse, time.perf_counter() - t, heavy)"
     )
@@ -203,7 +203,7 @@ def embeddings_stage(metrics: Metrics, report: Callable[..., None], repeat: int)
     fg_peak = 0.0
     fg_dir = INSTANCES.parents[1] / "mscoco_fg"
     if fg_dir.is_dir():
-        from eccv_metric.fg_metrics import FineGrainedMetrics
+        from eccv_metric import FineGrainedMetrics
 
         fg = FineGrainedMetrics("mscoco_fg", fg_dir, gt)
         gallery = rng.standard_normal((len(fg.fg.images), DIM), dtype=np.float32)

@@ -21,10 +21,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.engine_cases import CASES  # noqa: E402
-from tests.engine_cases import digests  # noqa: E402
-from tests.engine_cases import run_case  # noqa: E402
 from tests.fixtures import INSTANCES  # noqa: E402
+from tests.integration.engine_cases import CASES  # noqa: E402
+from tests.integration.engine_cases import digests  # noqa: E402
+from tests.integration.engine_cases import run_case  # noqa: E402
 
 OUT = ROOT / "tests" / "data" / "engine_digests.json"
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from eccv_metric.groundtruth import GroundTruth  # noqa: E402
+from eccv_metric.groundtruth.split import GroundTruth  # noqa: E402
 from tests.fixtures import MATRICES  # noqa: E402
 from tests.fixtures import full_rankings  # noqa: E402
 from tests.fixtures import make_scores  # noqa: E402

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from eccv_metric.groundtruth import GroundTruth
-from eccv_metric.plausible import PlausibleMatch
+from eccv_metric.groundtruth.plausible import PlausibleMatch
+from eccv_metric.groundtruth.split import GroundTruth
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

@@ -1,0 +1,170 @@
+"""Compare two systems from their per-query results (``eccv-caption evaluate --per-query``), for every benchmark.
+
+A metric is compared when it is a mean over queries (every R@K, mAP@R,
+R-Precision, PMRP, MeanR of every registered benchmark); the others are
+skipped with the reason (MedR is a median; a correlation's values are
+bootstrap samples, whose mean and spread are already its estimate and
+uncertainty). Queries are aligned by id; both systems must cover the same
+queries. COCO 1K metrics are resampled within their folds (stratified
+bootstrap), and only then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from eccv_metric.analysis.stats import bootstrap_ci
+from eccv_metric.analysis.stats import check_resampling
+from eccv_metric.analysis.stats import holm
+from eccv_metric.analysis.stats import paired_test
+from eccv_metric.benchmarks.names import metric_info
+from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.errors import preview
+from eccv_metric.core.ids import require_unique
+from eccv_metric.core.jsonio import int_list
+from eccv_metric.core.jsonio import read_json
+from eccv_metric.core.jsonio import require_object
+from eccv_metric.core.view import DIRECTION_KINDS
+from eccv_metric.groundtruth.split import GroundTruth
+
+PER_QUERY_FORMAT = (
+    'the per-query JSON of `eccv-caption evaluate --per-query` {metric: {direction: {"query_ids", "values"}}}'
+)
+
+
+def comparable(metric: str) -> str | None:
+    """Why a metric's per-query values are not compared (None: they are)."""
+    bench, kind = metric_info(metric)
+    if kind.aggregate == "median":
+        return "a median (compare tests differences of means: use *_meanr)"
+    if kind.needs == "pairs":
+        return "a correlation: its values are bootstrap samples, not queries"
+    return None
+
+
+def compare(
+    a: Mapping[str, Mapping[str, Mapping]],
+    b: Mapping[str, Mapping[str, Mapping]],
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    method: str = "randomization",
+    gt: GroundTruth | None = None,
+    skipped: dict[str, str] | None = None,
+) -> list[dict]:
+    """One row per comparable metric and direction found in both: means, CIs, mean difference, paired p-value.
+
+    ``p_holm``: the p-values adjusted over all rows of the comparison
+    (Holm-Bonferroni), for claims about several metrics at once. ``skipped``
+    (filled in when given): metric -> why it was not compared.
+    """
+    check_resampling(n_resamples, confidence)
+    gt = gt or GroundTruth.from_wheel()
+    rows = []
+    for metric in [m for m in a if m in b]:
+        reason = comparable(metric)
+        if reason is not None:
+            if skipped is not None:
+                skipped[metric] = reason
+            continue
+        for direction in [d for d in a[metric] if d in b[metric]]:
+            ids_a, va = per_query_arrays(a, metric, direction, gt, "A")
+            ids_b, vb = per_query_arrays(b, metric, direction, gt, "B")
+            if len(ids_a) != len(ids_b) or (np.sort(ids_a) != np.sort(ids_b)).any():
+                raise EvaluationError(f"{metric}/{direction}: the two systems were scored on different queries")
+            order_b = np.argsort(ids_b)[np.searchsorted(np.sort(ids_b), ids_a)]
+            vb = vb[order_b]
+            groups = None
+            bench, _ = metric_info(metric)
+            if any(t.restriction == "coco_1k_folds" for t in bench.tasks):
+                index = gt.index(DIRECTION_KINDS[direction][0])
+                groups = gt.fold(DIRECTION_KINDS[direction][0])[index.positions(ids_a)]
+            ci_a = bootstrap_ci(va, n_resamples, confidence, seed, groups)
+            ci_b = bootstrap_ci(vb, n_resamples, confidence, seed, groups)
+            test = paired_test(va, vb, n_resamples, seed, method, confidence, groups)
+            rows.append(
+                {
+                    "metric": metric,
+                    "direction": direction,
+                    "a": ci_a.mean,
+                    "a_low": ci_a.low,
+                    "a_high": ci_a.high,
+                    "b": ci_b.mean,
+                    "b_low": ci_b.low,
+                    "b_high": ci_b.high,
+                    "diff": test.diff,
+                    "diff_low": test.low,
+                    "diff_high": test.high,
+                    "p_value": test.p_value,
+                    "n_queries": len(va),
+                    "stratified": groups is not None,
+                }
+            )
+    if not rows:
+        why = "; ".join(f"{m}: {r}" for m, r in (skipped or {}).items())
+        raise EvaluationError("the two files share no comparable metric/direction" + (f" ({why})" if why else ""))
+    for row, adjusted in zip(rows, holm([r["p_value"] for r in rows]), strict=True):
+        row["p_holm"] = adjusted
+    return rows
+
+
+def per_query_arrays(
+    results: Mapping, metric: str, direction: str, gt: GroundTruth, label: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """(query ids, finite values) of one metric/direction; ids must be distinct items of the query modality."""
+    where = f"{label} {metric}/{direction}"
+    bench, kind = metric_info(metric)
+    if direction not in bench.directions:
+        raise EvaluationError(f"{where}: {bench.name} has no {direction} direction ({', '.join(bench.directions)})")
+    entry = results[metric][direction]
+    if not isinstance(entry, dict) or not {"query_ids", "values"} <= set(entry) <= {"query_ids", "values", "aggregate"}:
+        raise EvaluationError(f"{where}: expected {{'query_ids': [...], 'values': [...]}}")
+    ids = int_list(entry["query_ids"], label, f"{metric}/{direction} query_ids")
+    values = entry["values"]
+    if not isinstance(values, list) or any(type(v) not in (int, float) for v in values):
+        raise EvaluationError(f"{where}: values must be a list of numbers")
+    ids_arr, vals = np.asarray(ids, dtype=np.int64), np.asarray(values, dtype=np.float64)
+    if len(ids_arr) != len(vals) or not len(ids_arr):
+        raise EvaluationError(f"{where}: {len(ids_arr)} query ids but {len(vals)} values (one value per query)")
+    if not np.isfinite(vals).all():
+        bad = ids_arr[~np.isfinite(vals)]
+        raise EvaluationError(f"{where}: non-finite values (NaN or inf) for queries {preview(bad)}")
+    low, high = (0.0, 1.0) if kind.scale == "fraction" else (1.0, np.inf)
+    outside = (vals < low) | (vals > high)
+    if outside.any():
+        raise EvaluationError(
+            f"{where}: values outside [{low:g}, {high:g}] (a {kind.label} per query; fractions, not percent) for "
+            f"queries {preview(ids_arr[outside])}"
+        )
+    require_unique(ids_arr, f"{where} query")
+    if bench.collection == "coco_5k":
+        index = gt.index(DIRECTION_KINDS[direction][0])
+        dense = index.positions(ids_arr)
+        relation = bench.task(direction).relation
+        known = None
+        if relation in gt.positives:  # the split's own relations: the metric's queries are known here
+            known = gt.positives[relation][direction].query  # type: ignore[index]
+        wrong = (dense < 0) if known is None else (dense < 0) | ~np.isin(dense, known)
+        if wrong.any():
+            raise EvaluationError(
+                f"{where}: {int(wrong.sum())} id(s) are not queries of this metric: {preview(ids_arr[wrong])}"
+            )
+    return ids_arr, vals
+
+
+def compare_files(a: str | Path, b: str | Path, *args: object, **kwargs: object) -> list[dict]:
+    """:func:`compare` of two per-query JSON files (errors name the file)."""
+    loaded = [require_object(read_json(p, PER_QUERY_FORMAT), p, PER_QUERY_FORMAT) for p in (a, b)]
+    for path, results in zip((a, b), loaded, strict=True):
+        for metric, by_dir in results.items():
+            require_object(by_dir, path, f"{metric} to map directions to per-query values")
+            try:
+                metric_info(metric)
+            except EvaluationError:
+                raise EvaluationError(
+                    f"{path}: unknown metric {metric!r} (not a metric of a registered benchmark)"
+                ) from None
+    return compare(loaded[0], loaded[1], *args, **kwargs)  # type: ignore[arg-type]

@@ -1,0 +1,1 @@
+"""Layer 5: evaluate(input, metrics, ks) -> Results; Metrics and FineGrainedMetrics (thin shims)."""

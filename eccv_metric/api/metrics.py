@@ -1,0 +1,332 @@
+"""``Metrics``: a drop-in, exact and fast replacement of ``eccv_caption.Metrics`` (a thin shim over ``evaluate``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from eccv_metric.api.evaluate import evaluate
+from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
+from eccv_metric.benchmarks.definitions import REGISTRY
+from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.core.errors import EvaluationError
+from eccv_metric.groundtruth.cxc import KINDS as RATING_KINDS
+from eccv_metric.groundtruth.cxc import Ratings
+from eccv_metric.groundtruth.plausible import PMOptions
+from eccv_metric.groundtruth.split import GroundTruth
+from eccv_metric.inputs.embeddings import Embeddings
+from eccv_metric.inputs.given import Rankings
+from eccv_metric.inputs.matrix import ScoreMatrix
+from eccv_metric.measures.correlation import Correlation
+from eccv_metric.measures.correlation import bootstrap_spearman
+from eccv_metric.measures.results import QueryScores
+from eccv_metric.measures.results import means
+
+RankingsDict = Mapping[int, Sequence[int]]
+
+
+def _directions(directions: Iterable[str] | str) -> Iterable[str] | str:
+    """The official-style methods take directions explicitly (None is refused, not read as "both")."""
+    if directions is None:
+        raise EvaluationError("directions must be 'i2t' and/or 't2i' (each once), not None")
+    return directions
+
+
+def _names(target_metrics: Iterable[str] | str) -> Iterable[str] | str:
+    """The official API takes names only: None is refused (``evaluate`` reads None as "the defaults")."""
+    if target_metrics is None:
+        raise EvaluationError("target_metrics must be a metric name or a list of names, not NoneType")
+    return target_metrics
+
+
+ResultsDict = dict[str, dict[str, float]]
+PerQuery = dict[str, dict[str, QueryScores]]
+
+
+class Metrics:
+    """ECCV Caption, CxC, COCO 1K/5K and PMRP retrieval metrics, and every other registered benchmark of the split.
+
+    Same constructor and ``compute_all_metrics`` as the official package, plus
+    ``compute_all_metrics_from_scores`` / ``_from_embeddings`` (exact metrics
+    from a score matrix or embeddings) and per-query variants. Every method is
+    a thin layer over :func:`eccv_metric.evaluate`.
+
+    Parameters
+    ----------
+    extra_file_dir: folder with the released ``pm_image_to_caption.json`` and
+        ``pm_caption_to_image.json`` (official argument); PM lists then come
+        from these files instead of being computed from categories.
+    verbose: accepted for compatibility; long steps show progress bars.
+    instances_json: COCO-format instances JSON (e.g. ``instances_val2014.json``):
+        its categories define the PM positives for ``pmrp``.
+    ground_truth: a :class:`GroundTruth` (default: the ``eccv_caption`` wheel's data).
+    pm_zeta, pm_include_own, pm_r_cap: PM definition and PMRP cap of ``pmrp`` (see
+        :class:`~eccv_metric.groundtruth.plausible.PMOptions`). ``pm_r_cap=None`` gives the
+        uncapped R-Precision that the official code returns on full rankings.
+    cxc_source: where the CxC ratings (STS / SIS / SITS) come from: a built dataset
+        folder or Hub repo, a folder holding the CSVs, or None: the ground truth's dataset
+        folder if it has them, else the canonical CxC files (downloaded once, sha256-checked).
+    cxc_directed: read CxC intramodal pairs as directed (first column = query).
+    """
+
+    def __init__(
+        self,
+        extra_file_dir: str | Path | None = None,
+        verbose: bool = False,
+        *,
+        instances_json: str | Path | None = None,
+        ground_truth: GroundTruth | None = None,
+        pm_zeta: int = 2,
+        pm_include_own: bool = False,
+        pm_r_cap: int | None = 50,
+        cxc_source: str | Path | None = None,
+        cxc_directed: bool = False,
+        fg_source: str | Path | None = None,
+    ):
+        self.resources = Resources(
+            ground_truth,
+            instances_json=instances_json,
+            extra_file_dir=extra_file_dir,
+            pm=PMOptions(pm_zeta, pm_include_own, pm_r_cap),
+            cxc_source=cxc_source,
+            cxc_directed=cxc_directed,
+            fg_source=fg_source,
+        )
+        self.gt = self.resources.gt
+        self.pm_options = self.resources.pm
+        self.verbose = verbose
+        self.coco_ids = self.gt.caption_ids
+        self._i2t: RankingsDict | None = None
+        self._t2i: RankingsDict | None = None
+
+    @property
+    def cxc_source(self) -> str | Path | None:
+        return self.resources.cxc_source
+
+    # -- official-style API ---------------------------------------------------
+
+    def set_i2t_retrieved_items(self, i2t_retrieved_items: RankingsDict) -> None:
+        self._i2t = i2t_retrieved_items
+
+    def set_t2i_retrieved_items(self, t2i_retrieved_items: RankingsDict) -> None:
+        self._t2i = t2i_retrieved_items
+
+    def compute_all_metrics(
+        self,
+        i2t_retrieved_items: RankingsDict | None = None,
+        t2i_retrieved_items: RankingsDict | None = None,
+        target_metrics: Iterable[str] = DEFAULT_TARGETS,
+        Ks: Iterable[int] = (1, 5, 10),  # noqa: N803 (official name)
+        verbose: bool | None = None,
+        *,
+        partial: bool = False,
+    ) -> ResultsDict:
+        """Metrics from ranked lists ``{query id: [gallery ids, best first]}``.
+
+        Returns ``{metric: {'i2t': value, 't2i': value}}`` with the official keys.
+        A direction passed as ``None`` is left out (both ``None``: the lists set
+        with ``set_*_retrieved_items``). ``partial=True`` scores only the
+        queries given (means over them, not comparable with full results);
+        by default every query of a metric must have a list.
+        """
+        return means(self.per_query(i2t_retrieved_items, t2i_retrieved_items, target_metrics, Ks, partial=partial))
+
+    def compute_all_metrics_from_scores(
+        self,
+        scores: object = None,
+        image_ids: Iterable[int] | None = None,
+        caption_ids: Iterable[int] | None = None,
+        target_metrics: Iterable[str] = DEFAULT_TARGETS,
+        Ks: Iterable[int] = (1, 5, 10),  # noqa: N803
+        directions: Iterable[str] = ("i2t", "t2i"),
+        *,
+        caption_scores: object = None,
+        image_scores: object = None,
+        n_resamples: int = 1000,
+        seed: int = 0,
+    ) -> ResultsDict:
+        """Exact metrics from ``scores[i, j]`` = similarity of ``image_ids[i]`` and ``caption_ids[j]``.
+
+        Ranking = stable descending sort of each row/column (ties: the item given
+        first wins). The ids default to the test split in Karpathy order; extra
+        ids are allowed and ranked as negatives (COCO 1K ranks within the fold only).
+        ``caption_scores`` / ``image_scores``: square matrices over ``caption_ids`` /
+        ``image_ids`` for the intramodal benchmarks and the STS / SIS correlations;
+        ``n_resamples`` and ``seed`` for the correlations.
+        """
+        return means(
+            self.per_query_from_scores(
+                scores,
+                image_ids,
+                caption_ids,
+                target_metrics,
+                Ks,
+                directions,
+                caption_scores=caption_scores,
+                image_scores=image_scores,
+                n_resamples=n_resamples,
+                seed=seed,
+            )
+        )
+
+    def compute_all_metrics_from_embeddings(
+        self,
+        image_embeddings: object = None,
+        caption_embeddings: object = None,
+        image_ids: Iterable[int] | None = None,
+        caption_ids: Iterable[int] | None = None,
+        target_metrics: Iterable[str] = DEFAULT_TARGETS,
+        Ks: Iterable[int] = (1, 5, 10),  # noqa: N803
+        directions: Iterable[str] = ("i2t", "t2i"),
+        normalize: bool = False,
+        n_resamples: int = 1000,
+        seed: int = 0,
+    ) -> ResultsDict:
+        """Exact metrics from embeddings: similarity = dot product (cosine with ``normalize=True``).
+
+        Rows default to the test split in Karpathy order. The image-caption
+        similarities are one matrix product when they fit 1 GB, else one block
+        of queries at a time; intramodal benchmarks (``cxc_t2t``, ``coco_t2t``,
+        ``cxc_i2i``) likewise; correlations: dot products of the rated pairs only.
+        """
+        return means(
+            self.per_query_from_embeddings(
+                image_embeddings,
+                caption_embeddings,
+                image_ids,
+                caption_ids,
+                target_metrics,
+                Ks,
+                directions,
+                normalize,
+                n_resamples,
+                seed,
+            )
+        )
+
+    def cxc_ratings(self, kind: str) -> Ratings:
+        """The CxC ``sts``, ``sis`` or ``sits`` test ratings (from ``cxc_source``; loaded once)."""
+        return self.resources.ratings(kind)
+
+    def cxc_correlation(
+        self, kind: str, pair_scores: Callable[[np.ndarray, np.ndarray], object], n_resamples: int = 1000, seed: int = 0
+    ) -> Correlation:
+        """CxC bootstrap Spearman correlation for ``sts``, ``sis`` or ``sits`` from a caller's pair scorer.
+
+        ``pair_scores(ids_1, ids_2)`` returns the model's similarity of each rated
+        pair (ids of the CSV's first and second column: captions for STS, images
+        for SIS, captions then images for SITS); no dense matrix is needed.
+        """
+        kind = str(kind).lower()
+        if kind not in RATING_KINDS:
+            raise EvaluationError(f"kind must be one of {', '.join(RATING_KINDS)} (CxC ratings), not {kind!r:.20}")
+        first, second = (self.gt.index(m) for m in RATING_KINDS[kind])
+        rated = self.cxc_ratings(kind).within(first, second)
+        return bootstrap_spearman(rated, np.asarray(pair_scores(rated.id_1, rated.id_2)), n_resamples, seed)
+
+    # -- per-query API ----------------------------------------------------------
+
+    def per_query(
+        self,
+        i2t_retrieved_items: RankingsDict | None = None,
+        t2i_retrieved_items: RankingsDict | None = None,
+        target_metrics: Iterable[str] = DEFAULT_TARGETS,
+        Ks: Iterable[int] = (1, 5, 10),  # noqa: N803
+        *,
+        partial: bool = False,
+    ) -> PerQuery:
+        """Per-query values (``QueryScores``) whose means ``compute_all_metrics`` reports."""
+        if i2t_retrieved_items is None and t2i_retrieved_items is None:
+            i2t_retrieved_items, t2i_retrieved_items = self._i2t, self._t2i
+            if i2t_retrieved_items is None and t2i_retrieved_items is None:
+                raise EvaluationError("no ranked lists: pass i2t_retrieved_items and/or t2i_retrieved_items")
+        source = Rankings(i2t=i2t_retrieved_items, t2i=t2i_retrieved_items)
+        return dict(evaluate(source, _names(target_metrics), Ks, resources=self.resources, partial=partial))
+
+    def per_query_from_arrays(
+        self,
+        i2t: tuple | None = None,
+        t2i: tuple | None = None,
+        target_metrics: Iterable[str] = DEFAULT_TARGETS,
+        Ks: Iterable[int] = (1, 5, 10),  # noqa: N803
+        *,
+        partial: bool = False,
+    ) -> PerQuery:
+        """Like :meth:`per_query`, with each direction as arrays instead of a dict.
+
+        ``i2t`` / ``t2i``: ``(query_ids, ranked_ids)`` with a 2-D ``ranked_ids``
+        (one row per query), or ``(query_ids, flat_ids, lengths)`` for lists of
+        different lengths. No Python list is built: the fast path for large inputs.
+        """
+        if i2t is None and t2i is None:
+            raise EvaluationError("no ranked lists: pass i2t and/or t2i")
+        source = Rankings(i2t=i2t, t2i=t2i)
+        return dict(evaluate(source, _names(target_metrics), Ks, resources=self.resources, partial=partial))
+
+    def per_query_from_scores(
+        self,
+        scores: object = None,
+        image_ids: Iterable[int] | None = None,
+        caption_ids: Iterable[int] | None = None,
+        target_metrics: Iterable[str] = DEFAULT_TARGETS,
+        Ks: Iterable[int] = (1, 5, 10),  # noqa: N803
+        directions: Iterable[str] = ("i2t", "t2i"),
+        *,
+        caption_scores: object = None,
+        image_scores: object = None,
+        n_resamples: int = 1000,
+        seed: int = 0,
+    ) -> PerQuery:
+        """Per-query values whose means :meth:`compute_all_metrics_from_scores` reports."""
+        source = ScoreMatrix(scores, image_ids, caption_ids, caption_scores=caption_scores, image_scores=image_scores)
+        return dict(
+            evaluate(
+                source,
+                _names(target_metrics),
+                Ks,
+                resources=self.resources,
+                directions=_directions(directions),
+                n_resamples=n_resamples,
+                seed=seed,
+            )
+        )
+
+    def per_query_from_embeddings(
+        self,
+        image_embeddings: object = None,
+        caption_embeddings: object = None,
+        image_ids: Iterable[int] | None = None,
+        caption_ids: Iterable[int] | None = None,
+        target_metrics: Iterable[str] = DEFAULT_TARGETS,
+        Ks: Iterable[int] = (1, 5, 10),  # noqa: N803
+        directions: Iterable[str] = ("i2t", "t2i"),
+        normalize: bool = False,
+        n_resamples: int = 1000,
+        seed: int = 0,
+    ) -> PerQuery:
+        """Per-query values whose means :meth:`compute_all_metrics_from_embeddings` reports."""
+        source = Embeddings(image_embeddings, caption_embeddings, image_ids, caption_ids, normalize)
+        return dict(
+            evaluate(
+                source,
+                _names(target_metrics),
+                Ks,
+                resources=self.resources,
+                directions=_directions(directions),
+                n_resamples=n_resamples,
+                seed=seed,
+            )
+        )
+
+    def relevance(self, relation: str, direction: str) -> object:
+        """Positives of ``coco``, ``cxc``, ``eccv``, ``pm`` (PM needs categories) in ``i2t`` or ``t2i``."""
+        if direction not in ("i2t", "t2i"):
+            raise EvaluationError(f"direction must be 'i2t' or 't2i', not {direction!r}")
+        if relation not in ("coco", "cxc", "eccv", "pm"):
+            raise EvaluationError(f"unknown benchmark {relation!r}; known: coco, cxc, eccv, pm")
+        return self.resources.relation(REGISTRY.get("coco_5k"), relation, direction)

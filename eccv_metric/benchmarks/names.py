@@ -1,0 +1,143 @@
+"""Metric names users type, read through the registry: ``eccv_map_at_r``, ``coco_1k_r5``, ``cxc_t2t_recalls``...
+
+``<benchmark>_r<K>`` for any K >= 1, ``<benchmark>_recalls`` (R@K for every K
+in ``Ks``), ``<benchmark>_<kind>`` for the benchmark's other kinds
+(``map_at_r``, ``rprecision``, ``medr``, ``meanr``) and the names a benchmark
+gives its own kinds (``pmrp``, ``cxc_sts_spearman``). Unknown names raise (the
+official package silently ignores them).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
+from eccv_metric.benchmarks.definitions import REGISTRY
+from eccv_metric.benchmarks.registry import Benchmark
+from eccv_metric.core.errors import EvaluationError
+from eccv_metric.measures.kinds import KINDS
+from eccv_metric.measures.kinds import MetricKind
+
+_RK = re.compile(r"(.+)_r([1-9][0-9]*)")
+
+
+@dataclass(frozen=True)
+class MetricRequest:
+    """One metric to compute: its output name, benchmark, kind and (R@K) K."""
+
+    name: str
+    benchmark: Benchmark
+    kind: str
+    k: int | None = None
+
+    @property
+    def spec(self) -> MetricKind:
+        return KINDS[self.kind]
+
+
+def _fixed_names() -> dict[str, tuple[Benchmark, str]]:
+    out = {}
+    for bench in REGISTRY:
+        for kind in bench.kinds:
+            if kind != "recall":
+                out[bench.metric_name(kind)] = (bench, kind)
+    return out
+
+
+FIXED = _fixed_names()
+
+
+def parse_ks(ks: object) -> tuple[int, ...]:
+    """Ks: an int (Python or numpy) or an iterable of them, each >= 1 (bools, floats and strings refused)."""
+    if hasattr(ks, "__index__") and not isinstance(ks, (bool, np.bool_)) and getattr(ks, "ndim", 0) == 0:
+        ks = (ks,)
+    if isinstance(ks, (str, bytes, Mapping)) or not isinstance(ks, Iterable):
+        raise EvaluationError(f"Ks must be a positive integer or a list of them, not {ks!r:.40}")
+    out = []
+    for k in ks:
+        if isinstance(k, (bool, np.bool_)) or not hasattr(k, "__index__") or getattr(k, "ndim", 0) or int(k) < 1:
+            raise EvaluationError(f"Ks must be positive integers, not {k!r:.40}")
+        out.append(int(k))
+    return tuple(sorted(set(out)))
+
+
+def resolve_name(name: str, ks: tuple[int, ...]) -> list[MetricRequest]:
+    """The metrics one name asks for (``*_recalls`` expands to every K)."""
+    if not isinstance(name, str):
+        raise EvaluationError(f"target metric names must be strings, not {name!r:.40}")
+    if name in FIXED:
+        bench, kind = FIXED[name]
+        if kind == "spearman_std":
+            bench, kind = bench, "spearman"  # a correlation always comes with its std
+        return [MetricRequest(bench.metric_name(kind), bench, kind)]
+    if name.endswith("_recalls") and name[: -len("_recalls")] in REGISTRY:
+        bench = REGISTRY.get(name[: -len("_recalls")])
+        if "recall" in bench.kinds:
+            if not ks:
+                raise EvaluationError(f"{name} needs at least one K: Ks is empty")
+            return [MetricRequest(bench.metric_name("recall", k), bench, "recall", k) for k in ks]
+    match = _RK.fullmatch(name)
+    if match and match.group(1) in REGISTRY and "recall" in REGISTRY.get(match.group(1)).kinds:
+        bench = REGISTRY.get(match.group(1))
+        k = int(match.group(2))
+        return [MetricRequest(bench.metric_name("recall", k), bench, "recall", k)]
+    raise EvaluationError(
+        f"unknown target metric {name!r}; valid: <benchmark>_r<K>, <benchmark>_recalls, <benchmark>_map_at_r, "
+        f"_rprecision, _medr, _meanr, pmrp, cxc_<sts|sis|sits>_spearman, with benchmarks "
+        f"{', '.join(b.name for b in REGISTRY if 'recall' in b.kinds)} (`eccv-caption benchmarks` lists them)"
+    )
+
+
+def parse_targets(
+    target_metrics: Iterable[str] | str | None = None,
+    ks: object = (1, 5, 10),
+    benchmarks: Iterable[str] | str | None = None,
+) -> list[MetricRequest]:
+    """The metrics asked for, each once, in registry order (defaults: the official ones, or each benchmark's)."""
+    if isinstance(target_metrics, str):
+        names = [target_metrics]
+    elif target_metrics is None:
+        names = []
+    elif isinstance(target_metrics, Iterable) and not isinstance(target_metrics, Mapping):
+        names = list(target_metrics)
+    else:
+        raise EvaluationError(
+            f"target_metrics must be a metric name or a list of names, not {type(target_metrics).__name__}"
+        )
+    parsed_ks = parse_ks(ks)
+    if benchmarks is not None:
+        for bench_name in [benchmarks] if isinstance(benchmarks, str) else list(benchmarks):
+            bench = REGISTRY.get(bench_name)
+            names += [
+                bench.metric_name(kind) if kind in bench.kinds else f"{bench.name}_{kind}" for kind in bench.default
+            ]
+    elif target_metrics is None:
+        names = list(DEFAULT_TARGETS)
+    if not names:
+        raise EvaluationError("target_metrics is empty")
+    requests: dict[str, MetricRequest] = {}
+    for name in names:
+        for request in resolve_name(name, parsed_ks):
+            requests.setdefault(request.name, request)
+    return sorted(requests.values(), key=_order)
+
+
+def _order(request: MetricRequest) -> tuple:
+    bench = request.benchmark
+    return (REGISTRY.index(bench.name), bench.kinds.index(request.kind), request.k or 0)
+
+
+def metric_info(name: str) -> tuple[Benchmark, MetricKind]:
+    """(benchmark, kind) of an output name such as ``eccv_map_at_r``, ``coco_1k_r5`` or ``cxc_sts_spearman_std``."""
+    if name in FIXED:
+        bench, kind = FIXED[name]
+        return bench, KINDS[kind]
+    match = _RK.fullmatch(name)
+    if match and match.group(1) in REGISTRY and "recall" in REGISTRY.get(match.group(1)).kinds:
+        return REGISTRY.get(match.group(1)), KINDS["recall"]
+    raise EvaluationError(f"unknown metric {name!r}")

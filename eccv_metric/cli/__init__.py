@@ -1,0 +1,1 @@
+"""Layer 7: the eccv-caption command: argparse in, evaluate() out."""

@@ -1,0 +1,7 @@
+"""``python -m eccv_metric.cli``: the ``eccv-caption`` command."""
+
+import sys
+
+from eccv_metric.cli.main import main
+
+sys.exit(main())

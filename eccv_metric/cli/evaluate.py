@@ -1,0 +1,216 @@
+"""``eccv-caption evaluate`` and ``eccv-caption benchmarks``: argparse in, :func:`eccv_metric.evaluate` out."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+
+from eccv_metric.analysis.report import format_table
+from eccv_metric.api.evaluate import default_resources
+from eccv_metric.api.evaluate import evaluate
+from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
+from eccv_metric.benchmarks.definitions import REGISTRY
+from eccv_metric.benchmarks.docs import sizes
+from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.files import check_output_path
+from eccv_metric.core.files import load_npy
+from eccv_metric.core.files import write_json_atomic
+from eccv_metric.formats.ids import load_ids
+from eccv_metric.formats.rankings import load_rankings
+from eccv_metric.formats.trec import read_run
+from eccv_metric.groundtruth.plausible import PMOptions
+from eccv_metric.groundtruth.split import GroundTruth
+from eccv_metric.inputs.choose import input_from_parts
+from eccv_metric.inputs.embeddings import Embeddings
+from eccv_metric.inputs.given import Rankings
+from eccv_metric.inputs.matrix import ScoreMatrix
+
+
+def add_evaluate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("evaluate", help="score rankings, a TREC run, score matrices or embeddings on any benchmark")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--rankings", help='JSON {"i2t": {image id: [caption ids]}, "t2i": {caption id: [image ids]}}')
+    src.add_argument("--run", help="a TREC run file (image-<id> / caption-<id> ids; see `eccv-caption export-trec`)")
+    src.add_argument("--scores", help=".npy matrix, scores[i, j] = similarity(image_ids[i], caption_ids[j])")
+    src.add_argument("--demo", action="store_true", help="a synthetic seeded score matrix (offline smoke run)")
+    p.add_argument("--image-embeddings", help=".npy image embeddings (rows: --image-ids or the canonical order)")
+    p.add_argument("--caption-embeddings", help=".npy caption embeddings (rows: --caption-ids or the canonical order)")
+    p.add_argument("--caption-scores", help=".npy captions x captions matrix (over --caption-ids): t2t, STS")
+    p.add_argument("--image-scores", help=".npy images x images matrix (over --image-ids): i2i, SIS")
+    p.add_argument("--normalize", action="store_true", help="embeddings: cosine similarity instead of dot product")
+    p.add_argument("--image-ids", help="image ids of the rows (.npy, .json or text); default: canonical order")
+    p.add_argument("--caption-ids", help="caption ids of the rows / columns; default: canonical order")
+    p.add_argument(
+        "--metrics",
+        nargs="+",
+        help=f"metric names (default: {' '.join(DEFAULT_TARGETS)}); `eccv-caption benchmarks` lists them all",
+    )
+    p.add_argument(
+        "--benchmarks",
+        "--benchmark",
+        nargs="+",
+        choices=[*REGISTRY.names(), "eccv_caption"],
+        metavar="BENCHMARK",
+        help="add these benchmarks' default metrics (`eccv-caption benchmarks`; eccv_caption = the official defaults)",
+    )
+    p.add_argument("--ks", nargs="+", type=int, default=[1, 5, 10], help="K values for *_recalls (default 1 5 10)")
+    p.add_argument("--ground-truth", help="a built dataset folder or Hub repo (default: the eccv_caption wheel)")
+    p.add_argument("--instances-json", help="COCO-format instances JSON or a built dataset folder: PM categories")
+    p.add_argument("--pm-zeta", type=int, default=2, help="pmrp: largest category distance of a plausible match")
+    p.add_argument(
+        "--pm-r-cap", type=pm_r_cap, default=50, help="PMRP uses R = min(R, cap); 'none' = no cap (default 50)"
+    )
+    p.add_argument("--cxc-source", help="CxC ratings: a built dataset or a folder with the CSVs (default: download)")
+    p.add_argument("--cxc-directed", action="store_true", help="CxC intramodal pairs: first column = query")
+    p.add_argument("--fg-source", help="MSCOCO-FG / Flickr30K-FG files or a built dataset (default: download)")
+    p.add_argument("--source-dir", help="a folder searched for both the CxC CSVs and the FG files")
+    p.add_argument("--n-resamples", type=int, default=1000, help="bootstrap samples of cxc_*_spearman (default 1000)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the cxc_*_spearman bootstrap")
+    p.add_argument("--partial", action="store_true", help="ranked lists: score only the queries given")
+    p.add_argument("--output", "-o", help="write the results as JSON here (fractions, the official keys)")
+    p.add_argument("--per-query", help="also write per-query values as JSON here (for `eccv-caption compare`)")
+    p.set_defaults(func=run_evaluate)
+
+
+def pm_r_cap(text: str) -> int | None:
+    """``--pm-r-cap``: a positive integer, or ``none`` for the uncapped R-Precision (0 is refused, as in the API)."""
+    if text.strip().lower() == "none":
+        return None
+    if not text.strip().isascii() or not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer or 'none', not {text!r}")
+    return int(text)
+
+
+def demo_scores(gt: GroundTruth, seed: int = 0) -> np.ndarray:
+    """A synthetic, seeded 5,000 x 25,000 float32 score matrix: noise plus a boost on COCO pairs."""
+    rng = np.random.default_rng(seed)
+    scores = rng.standard_normal((len(gt.image_ids), len(gt.caption_ids)), dtype=np.float32)
+    scores[gt.caption_image, np.arange(len(gt.caption_ids))] += 3.0
+    return scores
+
+
+def resources_of(args: argparse.Namespace) -> Resources:
+    gt = GroundTruth.from_dataset(args.ground_truth) if getattr(args, "ground_truth", None) else None
+    return Resources(
+        gt,
+        instances_json=args.instances_json,
+        pm=PMOptions(getattr(args, "pm_zeta", 2), False, getattr(args, "pm_r_cap", 50)),
+        cxc_source=getattr(args, "cxc_source", None) or getattr(args, "source_dir", None),
+        cxc_directed=getattr(args, "cxc_directed", False),
+        fg_source=getattr(args, "fg_source", None) or getattr(args, "source_dir", None),
+    )
+
+
+CLI_WORDS = {
+    "rankings": "--rankings / --run",
+    "scores": "--scores",
+    "caption_scores": "--caption-scores",
+    "image_scores": "--image-scores",
+    "image_embeddings": "--image-embeddings",
+    "caption_embeddings": "--caption-embeddings",
+    "image_ids": "--image-ids",
+    "caption_ids": "--caption-ids",
+    "normalize": "--normalize",
+}
+
+
+def input_of(args: argparse.Namespace, resources: Resources) -> Rankings | ScoreMatrix | Embeddings:
+    """The one input the flags give (:func:`~eccv_metric.inputs.choose.input_from_parts`, in flag words)."""
+    if args.demo:
+        others = [w for name, w in CLI_WORDS.items() if name != "normalize" and _given(args, name)]
+        if others:
+            raise EvaluationError(f"--demo is an input of its own: drop {', '.join(others)}")
+        print("demo: a seeded synthetic score matrix over the real test ids (noise + 3 on COCO pairs), not a model")
+        return ScoreMatrix(demo_scores(resources.gt))
+    parts = {
+        "rankings": read_run(args.run) if args.run else load_rankings(args.rankings) if args.rankings else None,
+        "scores": _npy(args.scores, "a .npy float matrix, scores[i, j] = similarity(image i, caption j)"),
+        "caption_scores": _npy(args.caption_scores, "a .npy float matrix (captions x captions)"),
+        "image_scores": _npy(args.image_scores, "a .npy float matrix (images x images)"),
+        "image_embeddings": _npy(args.image_embeddings, "a .npy float array (images x dimensions)"),
+        "caption_embeddings": _npy(args.caption_embeddings, "a .npy float array (captions x dimensions)"),
+        "image_ids": load_ids(args.image_ids, "image ids") if args.image_ids else None,
+        "caption_ids": load_ids(args.caption_ids, "caption ids") if args.caption_ids else None,
+        "normalize": args.normalize,
+    }
+    return input_from_parts(parts, CLI_WORDS)
+
+
+def _given(args: argparse.Namespace, name: str) -> bool:
+    if name == "rankings":
+        return bool(args.rankings or args.run)
+    return bool(getattr(args, name))
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    check_output_path(args.output)
+    check_output_path(args.per_query)
+    resources = resources_of(args)
+    source = input_of(args, resources)
+    benchmarks = [b for b in args.benchmarks or () if b != "eccv_caption"]
+    metrics = list(args.metrics or ())
+    if "eccv_caption" in (args.benchmarks or ()) or (not metrics and not benchmarks):
+        metrics += list(DEFAULT_TARGETS)
+    results = evaluate(
+        source,
+        metrics,
+        args.ks,
+        benchmarks=benchmarks or None,
+        resources=resources,
+        partial=args.partial,
+        n_resamples=args.n_resamples,
+        seed=args.seed,
+    )
+    means = results.means()
+    print(format_table(means))
+    if args.output:
+        write_json_atomic(args.output, means)
+        print(f"wrote {args.output}")
+    if args.per_query:
+        write_json_atomic(args.per_query, results.per_query_json())
+        print(f"wrote {args.per_query}")
+    return 0
+
+
+def _npy(path: str | None, expected: str) -> np.ndarray | None:
+    return None if path is None else load_npy(path, expected)
+
+
+def add_benchmarks(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("benchmarks", help="list the registered benchmarks: directions, queries, metrics, citation")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.set_defaults(func=run_benchmarks)
+
+
+def run_benchmarks(args: argparse.Namespace) -> int:
+    resources = default_resources()
+    rows = [
+        {
+            "name": b.name,
+            "title": b.title,
+            "directions": list(b.directions),
+            "collection": b.collection,
+            "queries_gallery": sizes(b, resources),
+            "metrics": b.metric_names(),
+            "default": [b.metric_name(k) if k in b.kinds else f"{b.name}_{k}" for k in b.default],
+            "needs": b.needs or "the eccv_caption wheel",
+            "citation": b.citation,
+            "description": b.description,
+        }
+        for b in REGISTRY
+    ]
+    if args.format == "json":
+        print(json.dumps(rows, indent=1))
+        return 0
+    for row in rows:
+        print(f"{row['name']}  ({row['title']}; {', '.join(row['directions'])}; {row['collection']})")
+        if row["queries_gallery"]:
+            shown = "; ".join(f"{d}: {q:,} queries x {g:,} items" for d, (q, g) in row["queries_gallery"].items())
+            print(f"  {shown}")
+        print(f"  metrics: {', '.join(row['metrics'])}   default: {', '.join(row['default'])}")
+        print(f"  needs: {row['needs']}")
+        print(f"  {row['citation']}")
+    return 0

@@ -1,0 +1,137 @@
+"""Files: the one atomic writer, folder swaps, and strict reading of the arrays and texts users give.
+
+Every file the package writes goes through :func:`atomic_open` (or its
+shorthands): a temporary file in the destination folder, renamed into place
+when complete, so a failure never leaves half a file; the new file gets the
+mode an ordinary ``open`` would give (``0o666`` minus the user's umask), not
+the ``0o600`` of a bare temporary file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+
+from eccv_metric.core.errors import EvaluationError
+
+_UMASK_LOCK = threading.Lock()
+
+
+def current_umask() -> int:
+    """The process's umask (read without changing it where Linux allows; else set and restored under a lock)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    with _UMASK_LOCK:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
+    """Open a temporary file beside ``path``; on success it is given the usual mode and renamed to ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        binary = "b" in mode
+        with os.fdopen(fd, mode, encoding=None if binary else encoding, newline=None if binary else "") as fout:
+            yield fout
+        os.chmod(tmp, 0o666 & ~current_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write text atomically (see :func:`atomic_open`)."""
+    with atomic_open(path, "w") as fout:
+        fout.write(text)
+
+
+def write_bytes_atomic(path: str | Path, data: bytes) -> None:
+    with atomic_open(path, "wb") as fout:
+        fout.write(data)
+
+
+def write_json_atomic(path: str | Path, payload: object) -> None:
+    """Write JSON atomically (indented, one trailing newline)."""
+    import json
+
+    write_text_atomic(path, json.dumps(payload, indent=2) + "\n")
+
+
+def temporary_folder(dest: str | Path) -> Path:
+    """A new empty folder beside ``dest`` (same file system: it can be renamed onto it) with the usual mode."""
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    tmp.chmod(0o777 & ~current_umask())
+    return tmp
+
+
+def replace_folder(new: Path, dest: Path) -> None:
+    """Put the finished folder ``new`` in place of ``dest`` (renames; the old one is removed afterwards)."""
+    old = None
+    if dest.exists():
+        old = dest.with_name(f".{dest.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(dest, old)
+    os.replace(new, dest)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def read_text(path: str | Path) -> str:
+    """A UTF-8 text file (a byte-order mark is dropped); errors name the file."""
+    try:
+        return Path(path).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvaluationError(f"cannot read {path} as UTF-8 text: {exc}") from None
+
+
+def load_npy(path: str | Path, expected: str) -> np.ndarray:
+    """A .npy array (memory-mapped; no pickles); other formats are named in the error."""
+    path = Path(path)
+    try:
+        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+        if not isinstance(arr, np.ndarray):  # an .npz archive loads as a lazy NpzFile
+            arr.close()
+            raise ValueError("an archive of several arrays")
+        return arr
+    except IsADirectoryError:
+        raise EvaluationError(f"{path} is a folder; expected {expected}") from None
+    except FileNotFoundError:
+        raise EvaluationError(f"{path}: no such file; expected {expected}") from None
+    except (OSError, ValueError, EOFError) as exc:
+        with open(path, "rb") as fin:
+            head = fin.read(6)
+        kind = "a .npz archive" if head[:2] == b"PK" else "not a .npy file" if head != b"\x93NUMPY" else "a broken .npy"
+        raise EvaluationError(f"{path}: {kind} ({exc}); expected {expected}") from None
+
+
+def check_output_path(path: str | Path | None) -> None:
+    """Fail before any work when an output path cannot be written as a file."""
+    if path is None:
+        return
+    path = Path(path)
+    if path.is_dir():
+        raise EvaluationError(f"output {path} is a folder: give a file name, e.g. {path / 'results.json'}")
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise EvaluationError(f"output {path}: cannot create it under {parent}")

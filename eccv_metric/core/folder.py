@@ -1,0 +1,43 @@
+"""The one reader of built dataset configs: ``data/<config>/*.parquet`` of a local folder or of a Hub dataset repo.
+
+A *source* is a folder written by ``eccv-caption build`` or the id of a Hub
+dataset repo it was pushed to (read through huggingface_hub's ``HfFileSystem``,
+only the columns asked for). pyarrow and huggingface_hub are imported on use.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eccv_metric.core.errors import EvaluationError
+
+
+def is_built_folder(source: str | Path | None, config: str) -> bool:
+    """Whether ``source`` is a local folder holding the config ``config``."""
+    return source is not None and (Path(source) / "data" / config).is_dir()
+
+
+def config_files(source: str | Path, config: str, token: str | None = None) -> tuple[list[str], object]:
+    """(Parquet files of one config, the file system to read them with: None for local files)."""
+    local = Path(source)
+    if local.is_dir():
+        return sorted(str(p) for p in (local / "data" / config).glob("*.parquet")), None
+    if local.exists() or str(source).count("/") != 1:
+        raise EvaluationError(f"{source}: neither a folder built by `eccv-caption build` nor a Hub dataset repo id")
+    from huggingface_hub import HfFileSystem
+
+    fs = HfFileSystem(token=token)
+    try:
+        return sorted(fs.glob(f"datasets/{source}/data/{config}/*.parquet")), fs
+    except Exception as exc:  # network, authentication or a missing repo: one line, what to pass instead
+        raise EvaluationError(f"{source}: cannot read the Hub dataset repo ({type(exc).__name__}: {exc})") from None
+
+
+def read_config(source: str | Path, config: str, columns: list[str], token: str | None = None):  # noqa: ANN201
+    """The ``columns`` of a config as a pyarrow Table, or None when the source has no such config."""
+    import pyarrow.parquet as pq
+
+    files, fs = config_files(source, config, token)
+    if not files:
+        return None
+    return pq.ParquetDataset(files, filesystem=fs).read(columns=columns)

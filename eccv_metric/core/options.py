@@ -1,0 +1,31 @@
+"""Checks of the options users pass: booleans are booleans, integers are integers (Python or numpy).
+
+A string such as ``"False"`` is truthy in Python and would silently select the
+other behaviour, so boolean options take ``True`` / ``False`` (or numpy
+booleans) only; integer options take Python or numpy integers, never bools,
+floats or strings.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from eccv_metric.core.errors import EvaluationError
+
+
+def require_bool(value: object, name: str) -> bool:
+    """``value`` as a bool; anything but ``True`` / ``False`` (or a numpy bool) is refused naming ``name``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise EvaluationError(f"{name} must be True or False, not {value!r:.40}")
+    return bool(value)
+
+
+def require_int(value: object, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
+    """``value`` as an int in [minimum, maximum]; bools, floats and strings are refused naming ``name``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise EvaluationError(f"{name} must be an integer, not {value!r:.40}")
+    out = int(value)
+    if (minimum is not None and out < minimum) or (maximum is not None and out > maximum):
+        bounds = f"between {minimum:,} and {maximum:,}" if maximum is not None else f">= {minimum}"
+        raise EvaluationError(f"{name} must be an integer {bounds}, not {out}")
+    return out

@@ -1,0 +1,200 @@
+"""The one engine: every job, from any input, with the kernels and formulas of the layers below.
+
+Per view (the ranking a set of jobs reads) it asks the input once for the top
+items every depth job needs (R@K: K items; R-Precision / mAP@R: R items;
+PMRP: min(R, cap)), shares each relevance's hits among its jobs, and reads
+rank jobs (MedR, MeanR; R@K with K above ``DEEP_K`` from scores) off exact
+ranks. Correlations score the rated pairs. Per-query values everywhere; a
+job an input cannot decide is an error naming the queries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.errors import preview
+from eccv_metric.core.view import View
+from eccv_metric.engine.plan import Job
+from eccv_metric.engine.plan import direction_order
+from eccv_metric.inputs.base import Input
+from eccv_metric.inputs.base import Relevance
+from eccv_metric.inputs.lists import RankedLists
+from eccv_metric.measures import formulas
+from eccv_metric.measures.correlation import bootstrap_spearman
+from eccv_metric.measures.kinds import KINDS
+from eccv_metric.measures.results import QueryScores
+
+# R@K with a deeper K is read off exact ranks (one pass over the scores per relevance), not a K-deep top-K:
+# measured faster from about K = 1,000 on (slower at K = 100-400, where the top-K is cheap)
+DEEP_K = 1000
+PerQuery = dict[str, dict[str, QueryScores]]
+
+
+def run(jobs: list[Job], source: Input, partial: bool = False, n_resamples: int = 1000, seed: int = 0) -> PerQuery:
+    """Per-query values ``out[metric][direction]`` of every job.
+
+    ``partial``: score only the queries the input has a ranking for (ranked
+    lists; means over those); by default a missing query is an error.
+    """
+    for job in jobs:  # refuse what this input cannot give before any work
+        reason = source.cannot_pairs(job.rating_kinds) if job.view is None else source.cannot(job.view)
+        if reason is not None:
+            raise EvaluationError(f"{job.metric} ({job.direction}): {reason}")
+    out: dict[tuple[str, str], QueryScores] = {}
+    directions = sorted({j.direction for j in jobs if j.view is not None}, key=direction_order)
+
+    def one(direction: str) -> None:
+        _run_direction([j for j in jobs if j.view is not None and j.direction == direction], source, partial, out)
+
+    if len(directions) > 1 and source.kind != "lists":  # a direction's serial steps beside the other's ranking
+        with ThreadPoolExecutor(len(directions)) as pool:
+            for future in [pool.submit(one, d) for d in directions]:
+                future.result()  # the first direction's error first, as in a serial run
+    else:
+        for direction in directions:
+            one(direction)
+    for job in jobs:
+        if job.view is None and (job.metric, job.direction) not in out:
+            _correlation(job, source, n_resamples, seed, out)
+    result: PerQuery = {}
+    for job in jobs:  # metrics in the jobs' order (the registry's), directions in i2t, t2i, t2t, i2i order
+        for name in (job.metric, job.metric + "_std") if job.kind == "spearman" else (job.metric,):
+            result.setdefault(name, {})
+    for (metric, direction), scores in sorted(out.items(), key=lambda item: direction_order(item[0][1])):
+        result[metric][direction] = scores
+    return result
+
+
+def _run_direction(jobs: list[Job], source: Input, partial: bool, out: dict) -> None:
+    views: list[View] = []
+    for job in jobs:
+        if all(job.view is not v for v in views):
+            views.append(job.view)  # type: ignore[arg-type]
+    views.sort(key=lambda v: v.restricted)  # unrestricted first: restricted views may filter its lists
+    for view in views:
+        _run_view(view, [j for j in jobs if j.view is view], source, partial, out)
+
+
+def _run_view(view: View, jobs: list[Job], source: Input, partial: bool, out: dict) -> None:
+    restricted: dict[int, Relevance] = {}
+
+    def rel_of(rel: Relevance) -> Relevance:
+        if not partial or source.given_queries(view) is None:
+            return rel
+        if id(rel) not in restricted:
+            restricted[id(rel)] = rel.restrict(source.given_queries(view))  # type: ignore[arg-type]
+        return restricted[id(rel)]
+
+    deep = [j for j in jobs if j.kind == "recall" and source.exact_ranks and j.k > DEEP_K]  # type: ignore[operator]
+    by_rank = [j for j in jobs if KINDS[j.kind].needs == "rank" or j in deep]
+    by_depth = [j for j in jobs if j not in by_rank]
+    if by_depth:
+        rels = {id(r): rel_of(r) for j in by_depth for r in j.relevances}
+        queries = np.unique(np.concatenate([r.query for r in rels.values()])).astype(np.int64)
+        depth = max(_depth(j, rel_of) for j in by_depth)
+        only_hits = all(j.kind == "recall" for j in by_depth) and len(rels) == 1
+        lists = source.top(view, depth, queries, next(iter(rels.values())) if only_hits else None)
+        cache: dict[int, _Hits] = {}
+        for job in by_depth:
+            parts = []
+            for rel in (rel_of(r) for r in job.relevances):
+                if id(rel) not in cache:
+                    deepest = max(_depth(j, rel_of) for j in by_depth if any(rel_of(r) is rel for r in j.relevances))
+                    cache[id(rel)] = _hits(view, lists, rel, deepest, job.metric)
+                parts.append(_score(view, job, rel, cache[id(rel)]))
+            out[(job.metric, job.direction)] = parts[0] if len(parts) == 1 else _mean_over(job, parts)
+    ranks: dict[int, np.ndarray] = {}
+    for job in by_rank:
+        rel = rel_of(job.relevance)
+        if id(rel) not in ranks:
+            ranks[id(rel)] = source.first_ranks(view, rel, job.metric)
+        ids = view.queries.ids[rel.query]
+        if job.kind == "recall":  # an exact rank is at most the gallery size: K needs no capping
+            values = formulas.recall_from_ranks(ranks[id(rel)], job.k, formulas.NO_HIT)  # type: ignore[arg-type]
+            out[(job.metric, job.direction)] = QueryScores(job.metric, job.direction, ids, values)
+        else:
+            out[(job.metric, job.direction)] = QueryScores(
+                job.metric, job.direction, ids, ranks[id(rel)], KINDS[job.kind].aggregate
+            )
+
+
+def _depth(job: Job, rel_of: Callable[[Relevance], Relevance]) -> int:
+    """How many items of each list the job reads at most."""
+    if job.kind == "recall":
+        return int(min(job.k, formulas.NO_HIT))  # type: ignore[type-var]
+    n_pos = [rel_of(r).n_positives for r in job.relevances]
+    if job.kind == "capped_rprecision" and job.cap is not None:
+        return max(int(np.minimum(n, job.cap).max(initial=1)) for n in n_pos)
+    return max(int(n.max(initial=1)) for n in n_pos)
+
+
+@dataclass(frozen=True)
+class _Hits:
+    """What the jobs of one relevance share: query ids, list lengths, gallery sizes, hit matrix, first hits."""
+
+    ids: np.ndarray
+    available: np.ndarray
+    sizes: np.ndarray | int
+    hits: np.ndarray
+    first: np.ndarray
+
+
+def _hits(view: View, lists: RankedLists, rel: Relevance, depth: int, needed_by: str) -> _Hits:
+    rows = lists.rows(rel.query, view.queries, needed_by)
+    hits = lists.hits(rel, rows, depth)
+    sizes = lists.gallery_size if np.ndim(lists.gallery_size) == 0 else np.asarray(lists.gallery_size)[rows]
+    ids = view.queries.ids[rel.query]
+    return _Hits(ids, lists.lengths[rows], sizes, hits, formulas.first_hit(hits))
+
+
+def _score(view: View, job: Job, rel: Relevance, found: _Hits) -> QueryScores:
+    """Per-query values of one job on one relevance; an error names the queries the lists cannot decide."""
+    if job.kind == "recall":
+        values, undecided = formulas.recall_at_k(found.first, found.available, job.k, found.sizes)  # type: ignore[arg-type]
+        k = int(np.max(formulas.capped_k(job.k, found.sizes), initial=0))  # type: ignore[arg-type]
+        where = f" of the query's {job.restriction_label}" if job.restriction_label else ""
+        needs = f"R@{job.k} needs {k} items{where} or a positive among them"
+    elif job.kind == "map_at_r":
+        values, undecided = formulas.map_at_r(found.hits, rel.n_positives, found.available)
+        needs = "mAP@R needs the first R items (R = its number of positives)"
+    elif job.kind == "rprecision":
+        values, undecided = formulas.r_precision(found.hits, rel.n_positives, found.available)
+        needs = "R-Precision needs the first R items (R = its number of positives)"
+    else:  # capped_rprecision
+        values, undecided = formulas.r_precision(found.hits, rel.n_positives, found.available, job.cap)
+        needs = f"PMRP needs the first min(R, {job.cap}) items" if job.cap else "PMRP needs the first R items"
+    if undecided.any():
+        raise EvaluationError(
+            f"{job.direction} {job.metric}: the ranked lists of {int(undecided.sum())} query "
+            f"{view.query_kind}(s) are too short ({needs}): {preview(found.ids[undecided])}; give longer lists "
+            "or the scores (a score matrix or embeddings rank every item)"
+        )
+    return QueryScores(job.metric, job.direction, found.ids, values)
+
+
+def _mean_over(job: Job, parts: list[QueryScores]) -> QueryScores:
+    """Per query, the mean of its values over several relations (PCME's PMRP), on the queries all of them score."""
+    common = parts[0].query_ids
+    for part in parts[1:]:
+        common = np.intersect1d(common, part.query_ids)
+    values = np.zeros(len(common))
+    for part in parts:
+        order = np.argsort(part.query_ids)
+        values += part.values[order][np.searchsorted(part.query_ids[order], common)]
+    return QueryScores(job.metric, job.direction, common, values / len(parts))
+
+
+def _correlation(job: Job, source: Input, n_resamples: int, seed: int, out: dict) -> None:
+    """Spearman bootstrap of the rated pairs' similarities; the ``_std`` job reads the same samples."""
+    assert job.ratings is not None and job.pairs is not None and job.collection is not None
+    sims = source.pair_scores(job.collection, job.rating_kinds, job.pairs[0], job.pairs[1], job.metric)
+    rho = bootstrap_spearman(job.ratings, sims, n_resamples, seed)
+    samples = np.arange(len(rho.samples))
+    base = job.metric.removesuffix("_std")
+    out[(base, job.direction)] = QueryScores(base, job.direction, samples, rho.samples)
+    out[(base + "_std", job.direction)] = QueryScores(base + "_std", job.direction, samples, rho.samples, "std")

@@ -1,0 +1,1 @@
+"""Layer 6: files users give: rankings JSON, id files, TREC runs and qrels."""

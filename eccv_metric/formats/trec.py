@@ -1,0 +1,188 @@
+"""TREC qrels and run files (trec_eval, pytrec_eval, ranx) for every benchmark and direction.
+
+Ids: images and captions live in different id spaces, so TREC / BEIR ids carry
+their modality: ``image-391895`` (a COCO image id), ``caption-770337`` (a COCO
+caption id); ASCII decimal digits only. The query's and the document's
+modalities give the direction (``image-*`` queries ranking ``caption-*``
+documents are i2t; ``caption-*`` ranking ``caption-*`` is t2t).
+
+- qrels: ``<query> 0 <doc> <relevance>``, one line per positive pair
+  (relevance 1, or a graded CxC rating where asked; ids outside the test split
+  that the ground truth lists, such as the two ECCV captions outside the
+  25,000, are kept: they count in R).
+- runs: ``<query> Q0 <doc> <rank> <score> <tag>``, rank 1-based. trec_eval
+  orders a run by score (ties by document id), not by rank, so exported runs
+  carry strictly decreasing scores ``depth - rank + 1``: every tool then sees
+  exactly our ranking. Imported runs are ordered by score descending, then
+  rank; two lines of one query with equal score and rank are ambiguous and
+  refused.
+
+Metric names across tools: COCO R@K = trec_eval ``success_K`` = ranx / MTEB
+``hit_rate@K`` (not MTEB's ``recall_at_k``, which is IR recall); R-Precision =
+``Rprec`` / ``r-precision``; mAP@R = ``map_cut_R`` / ranx ``map@R`` with each
+query's own cut R (both divide by the number of positives).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Mapping
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.files import atomic_open
+from eccv_metric.core.files import read_text
+from eccv_metric.core.positives import Positives
+from eccv_metric.core.view import DIRECTION_KINDS
+from eccv_metric.core.view import View
+from eccv_metric.groundtruth.split import GroundTruth
+from eccv_metric.inputs.matrix import ScoreMatrix
+
+KINDS = ("image", "caption")
+DIRECTION_OF = {kinds: direction for direction, kinds in DIRECTION_KINDS.items()}
+_TREC_ID = re.compile(r"(image|caption)-(0|[1-9][0-9]{0,18})")
+_RANK = re.compile(r"[+-]?[0-9]{1,18}")
+_SCORE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def trec_id(kind: str, ident: int) -> str:
+    """``image-391895`` / ``caption-770337``."""
+    return f"{kind}-{int(ident)}"
+
+
+def parse_trec_id(token: str, where: str) -> tuple[str, int]:
+    """``image-<id>`` / ``caption-<id>``: the id in ASCII decimal digits, canonical (no sign, no leading zero)."""
+    match = _TREC_ID.fullmatch(token)
+    if match is None or int(match.group(2)) > np.iinfo(np.int64).max:
+        raise EvaluationError(f"{where}: id {token!r:.40} is not 'image-<id>' or 'caption-<id>' (ASCII decimal id)")
+    return match.group(1), int(match.group(2))
+
+
+def positives_lists(gt: GroundTruth, relevance: object, direction: str) -> dict[int, list[int]]:
+    """``{query id: [positive ids]}`` of CSR positives or of PM relevance (materialised)."""
+    positives = relevance if isinstance(relevance, Positives) else relevance.to_positives()  # type: ignore[attr-defined]
+    q, g = DIRECTION_KINDS[direction]
+    return positives.to_id_lists(gt.index(q).ids, gt.index(g).ids)
+
+
+def qrels_lines(
+    lists: Mapping[int, Sequence[int]], direction: str, grades: Mapping[tuple[int, int], int] | None = None
+) -> Iterator[str]:
+    """qrels lines of ``{query id: [positive ids]}`` (relevance 1, or ``grades[(query, doc)]``)."""
+    q, g = DIRECTION_KINDS[direction]
+    for query, docs in lists.items():
+        for doc in docs:
+            grade = 1 if grades is None else grades.get((query, doc), 1)
+            yield f"{q}-{query} 0 {g}-{doc} {grade}"
+
+
+def run_lines(rankings: Mapping[int, Sequence[int]], direction: str, tag: str = "eccv_caption") -> Iterator[str]:
+    """Run lines of ``{query id: [ranked ids]}`` with strictly decreasing scores (see the module doc)."""
+    check_tag(tag)
+    q, g = DIRECTION_KINDS[direction]
+    for query, ranked in rankings.items():
+        depth = len(ranked)
+        for r, doc in enumerate(ranked, 1):
+            yield f"{q}-{query} Q0 {g}-{doc} {r} {depth - r + 1} {tag}"
+
+
+def check_tag(tag: str) -> None:
+    if not tag or any(c.isspace() for c in tag):
+        raise EvaluationError(f"run tag must be one word, not {tag!r}")
+
+
+def write_lines(path: str | Path, lines: Iterable[str]) -> int:
+    """Write lines (streamed, atomically: never half a file); returns how many were written."""
+    count = 0
+    with atomic_open(path, "w") as fout:
+        for line in lines:
+            fout.write(line + "\n")
+            count += 1
+    return count
+
+
+def read_run(path: str | Path) -> dict[str, dict[int, list[int]]]:
+    """A TREC run -> ``{direction: {query id: [ranked ids]}}`` (the official rankings format).
+
+    A query's documents of one modality form one list (an image query may rank captions, i2t, and
+    images, i2i, in the same file); each list is ordered by score descending, then rank.
+    """
+    rows: dict[tuple[str, str], list[tuple[float, int, int, int]]] = {}
+    for n, line in enumerate(read_text(path).splitlines(), 1):
+        parts = line.split()
+        if not parts:
+            continue
+        where = f"{path}:{n}"
+        if len(parts) != 6:
+            raise EvaluationError(f"{where}: a run line has 6 fields '<query> Q0 <doc> <rank> <score> <tag>'")
+        if not _RANK.fullmatch(parts[3]) or not _SCORE.fullmatch(parts[4]):
+            raise EvaluationError(
+                f"{where}: rank must be an integer and score must be a finite decimal number (ASCII digits)"
+            )
+        rank, score = int(parts[3]), float(parts[4])
+        if not math.isfinite(score):
+            raise EvaluationError(f"{where}: score must be finite, not {parts[4]}")
+        dkind, did = parse_trec_id(parts[2], where)
+        rows.setdefault((parts[0], dkind), []).append((-score, rank, did, n))
+    out: dict[str, dict[int, list[int]]] = {}
+    for (query, dkind), items in rows.items():
+        kind, qid = parse_trec_id(query, f"{path}: query")
+        items.sort()
+        keys = [(s, r) for s, r, _, _ in items]
+        if len(set(keys)) != len(keys):
+            dup = next(n for (s, r, _, n), prev in zip(items[1:], items, strict=False) if (s, r) == prev[:2])
+            raise EvaluationError(f"{path}:{dup}: query {query} has two documents with the same score and rank")
+        out.setdefault(DIRECTION_OF[(kind, dkind)], {})[qid] = [did for _, _, did, _ in items]
+    if not out:
+        raise EvaluationError(f"{path}: no run lines")
+    return {d: out[d] for d in DIRECTION_KINDS if d in out}
+
+
+def read_qrels(path: str | Path) -> dict[str, dict[int, dict[int, int]]]:
+    """TREC qrels -> ``{direction: {query id: {doc id: relevance}}}``."""
+    out: dict[str, dict[int, dict[int, int]]] = {}
+    for n, line in enumerate(read_text(path).splitlines(), 1):
+        parts = line.split()
+        if not parts:
+            continue
+        where = f"{path}:{n}"
+        if len(parts) != 4 or not _RANK.fullmatch(parts[3]):
+            raise EvaluationError(f"{where}: a qrels line is '<query> 0 <doc> <integer relevance>'")
+        kind, qid = parse_trec_id(parts[0], where)
+        dkind, did = parse_trec_id(parts[2], where)
+        docs = out.setdefault(DIRECTION_OF[(kind, dkind)], {}).setdefault(qid, {})
+        if did in docs:
+            raise EvaluationError(f"{where}: pair {parts[0]} {parts[2]} given twice")
+        docs[did] = int(parts[3])
+    return out
+
+
+def run_from_scores(
+    source: ScoreMatrix, gt: GroundTruth, direction: str, depth: int, tag: str = "eccv_caption"
+) -> Iterator[str]:
+    """Run lines of the top-``depth`` items of every test-split query of a score matrix, streamed.
+
+    Same ranking as the metrics (stable descending: the item given first wins
+    ties); extra gallery ids are kept in the lists.
+    """
+    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
+        raise EvaluationError(f"depth must be a positive integer, not {depth!r}")
+    check_tag(tag)
+    view = View(direction, gt)
+    q, g = DIRECTION_KINDS[direction]
+    gallery_ids = source.given_ids(gt, g)
+    n_queries = len(gt.index(q))
+    step = max(1, (1 << 22) // max(1, min(int(depth), len(gallery_ids))))  # bounded memory whatever the depth
+    for start in range(0, n_queries, step):
+        queries = np.arange(start, min(start + step, n_queries))
+        top = source.top_positions(view, int(depth), queries)
+        width = top.shape[1]
+        for query, row in zip(gt.index(q).ids[queries].tolist(), gallery_ids[top].tolist(), strict=True):
+            for r, doc in enumerate(row):
+                yield f"{q}-{query} Q0 {g}-{doc} {r + 1} {width - r} {tag}"

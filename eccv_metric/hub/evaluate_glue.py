@@ -1,0 +1,175 @@
+"""Glue between the ``evaluate`` module ``eccv_map_at_r`` and the library (no metric math here).
+
+Ranked lists go through evaluate's Arrow cache, but not through its slow
+per-element encoder: a validated batch becomes one Arrow table (list<int64>
+predictions, int64 references, string directions) written as is, and is read
+back as Arrow (format ``"arrow"``) and handed to the library as numpy arrays.
+Scores and embeddings never go through Arrow: they are keyword arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from eccv_metric.api.evaluate import evaluate
+from eccv_metric.benchmarks.definitions import REGISTRY
+from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.ids import int_ids
+from eccv_metric.core.view import DIRECTION_KINDS
+from eccv_metric.groundtruth.plausible import PMOptions
+from eccv_metric.groundtruth.split import GroundTruth
+from eccv_metric.inputs.choose import input_from_parts
+from eccv_metric.inputs.lists import ranked_to_arrays
+from eccv_metric.measures.results import Results
+
+DIRECTIONS = tuple(DIRECTION_KINDS)
+_RESOURCES: dict[tuple, Resources] = {}
+# the keyword arguments of compute(), as the module's users know them
+MODULE_WORDS = {
+    "rankings": "predictions / references / directions",
+    "scores": "scores=",
+    "caption_scores": "caption_scores=",
+    "image_scores": "image_scores=",
+    "image_embeddings": "image_embeddings=",
+    "caption_embeddings": "caption_embeddings=",
+    "image_ids": "image_ids=",
+    "caption_ids": "caption_ids=",
+    "normalize": "normalize=",
+}
+
+
+def batch_table(predictions: object, references: object, directions: object, schema: pa.Schema) -> pa.Table:
+    """Validate one batch and build its Arrow table; float or string ids are refused (evaluate would truncate)."""
+    if predictions is None or references is None or directions is None:
+        raise EvaluationError("each batch needs predictions (ranked ids), references (query ids) and directions")
+    refs = int_ids(references, "references (query ids)", ndim=1)
+    n = len(refs)
+    dirs = pa.array([directions] * n if isinstance(directions, str) else directions, type=pa.string())
+    if len(dirs) != n or len(predictions) != n:  # type: ignore[arg-type]
+        raise EvaluationError(
+            f"predictions ({len(predictions)}), references ({n}) and directions ({len(dirs)}) "  # type: ignore[arg-type]
+            "must have one entry per query"
+        )
+    known = pc.fill_null(pc.is_in(dirs, value_set=pa.array(DIRECTIONS)), False)
+    bad = pc.invert(known).to_numpy(zero_copy_only=False)
+    if bad.any():
+        raise EvaluationError(
+            f"directions must be 'i2t', 't2i', 't2t' or 'i2i', got {sorted(set(dirs.filter(bad).to_pylist()))[:5]}"
+        )
+    flat, lengths = ranked_to_arrays(predictions, refs, "query")
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    if offsets[-1] >= 2**31:
+        raise EvaluationError("more than 2^31 ranked ids in one batch: add them in several batches")
+    columns = {
+        "predictions": pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array(flat)),
+        "references": pa.array(refs),
+        "directions": dirs,
+    }
+    return pa.Table.from_pydict(columns, schema=schema)
+
+
+def arrays_by_direction(predictions: object, references: object, directions: object) -> dict[str, tuple]:
+    """Arrow columns read back from the cache -> ``{direction: (query_ids, flat ids, lengths)}``."""
+    pred = _combine(predictions)
+    refs = _combine(references).to_numpy(zero_copy_only=False)
+    dirs = _combine(directions)
+    offsets = pred.offsets.to_numpy()
+    flat = pred.values.to_numpy(zero_copy_only=False)[offsets[0] : offsets[-1]] if len(refs) else np.zeros(0, np.int64)
+    lengths = np.diff(offsets)
+    out = {}
+    for direction in DIRECTIONS:
+        mask = pc.equal(dirs, direction).to_numpy(zero_copy_only=False) if len(refs) else np.zeros(0, bool)
+        rows = np.flatnonzero(mask)
+        if len(rows) == 0:
+            continue
+        lo, hi = int(rows[0]), int(rows[-1]) + 1
+        if hi - lo == len(rows):  # one contiguous block of queries: slices, no copies
+            start, stop = offsets[lo] - offsets[0], offsets[hi] - offsets[0]
+            out[direction] = (refs[lo:hi], flat[start:stop], lengths[lo:hi])
+        else:
+            out[direction] = (refs[mask], flat[np.repeat(mask, lengths)], lengths[mask])
+    return out
+
+
+def _combine(column: object) -> pa.Array:
+    if isinstance(column, pa.ChunkedArray):
+        return column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    if isinstance(column, pa.Table):
+        return _combine(column.column(0))
+    if isinstance(column, pa.Array):
+        return column
+    return pa.array(column)
+
+
+def nest(flat: Mapping[str, float]) -> dict[str, dict[str, float]]:
+    """``{'eccv_map_at_r/i2t': x}`` -> the official nested form ``{'eccv_map_at_r': {'i2t': x}}``."""
+    out: dict[str, dict[str, float]] = {}
+    for key, value in flat.items():
+        name, direction = key.rsplit("/", 1)
+        out.setdefault(name, {})[direction] = value
+    return out
+
+
+def resources_for(
+    ground_truth: str | Path | None = None,
+    instances_json: str | Path | None = None,
+    pm_zeta: int = 2,
+    pm_include_own: bool = False,
+    pm_r_cap: int | None = 50,
+    cxc_source: str | Path | None = None,
+    cxc_directed: bool = False,
+    fg_source: str | Path | None = None,
+) -> Resources:
+    """Cached :class:`Resources` for a ground-truth source (default: the eccv_caption wheel)."""
+    pm = PMOptions(pm_zeta, pm_include_own, pm_r_cap)  # checked before it becomes a cache key
+    key = (str(ground_truth), str(instances_json), pm, str(cxc_source), cxc_directed, str(fg_source))
+    if key not in _RESOURCES:
+        gt = None if ground_truth is None else GroundTruth.from_dataset(ground_truth)
+        _RESOURCES[key] = Resources(
+            gt,
+            instances_json=instances_json,
+            pm=pm,
+            cxc_source=cxc_source,
+            cxc_directed=cxc_directed,
+            fg_source=fg_source,
+        )
+    return _RESOURCES[key]
+
+
+def compute(
+    arrays: dict[str, tuple],
+    parts: Mapping[str, object],
+    target_metrics: object,
+    ks: object,
+    resources: Resources,
+    benchmark: str | None = None,
+    partial: bool = False,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> Results:
+    """The module's compute: ranked lists (Arrow arrays) or the keyword inputs, scored by :func:`evaluate`.
+
+    ``benchmark``: a registered benchmark whose default metrics are used when ``target_metrics`` is None.
+    """
+    parts = dict(parts)
+    parts["rankings"] = arrays or None
+    source = input_from_parts(parts, MODULE_WORDS)
+    if benchmark is not None and benchmark not in REGISTRY:
+        raise EvaluationError(f"unknown benchmark {benchmark!r}; known: {', '.join(REGISTRY.names())}")
+    return evaluate(
+        source,
+        target_metrics,
+        ks,  # type: ignore[arg-type]
+        benchmarks=benchmark if target_metrics is None else None,
+        resources=resources,
+        partial=partial,
+        n_resamples=n_resamples,
+        seed=seed,
+    )

@@ -1,0 +1,71 @@
+"""The protocol every input answers: rank a view's queries, give exact ranks, score rated pairs.
+
+Three kinds of inputs implement it: ranked lists (:mod:`eccv_metric.inputs.given`:
+dicts, arrays, TREC runs), score matrices and embeddings
+(:mod:`eccv_metric.inputs.scored`: both scored block by block).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from eccv_metric.core.view import Collection
+from eccv_metric.core.view import View
+from eccv_metric.inputs.lists import RankedLists
+
+
+class Relevance(Protocol):
+    """Positives of one task: CSR :class:`~eccv_metric.core.positives.Positives` or the PM relation."""
+
+    query: np.ndarray
+    n_positives: np.ndarray
+
+    def hits(self, items: np.ndarray) -> np.ndarray: ...
+
+    def restrict(self, queries: np.ndarray) -> Relevance: ...
+
+    def positive_mask(self, part: np.ndarray, columns: np.ndarray, col_of_dense: np.ndarray) -> np.ndarray: ...
+
+
+class Input(Protocol):
+    """What the engine asks of an input (see the module docstring).
+
+    ``exact_ranks``: whether :meth:`first_ranks` is exact for every query
+    (scores: yes; ranked lists: only where a positive is listed), so that R@K
+    for a deep K can be read off ranks instead of a K-deep top-K.
+    """
+
+    kind: str
+    exact_ranks: bool
+
+    def cannot(self, view: View) -> str | None:
+        """Why this input cannot rank ``view`` (None: it can)."""
+        ...
+
+    def cannot_pairs(self, kinds: tuple[str, str]) -> str | None:
+        """Why this input cannot score pairs of items of these kinds (None: it can)."""
+        ...
+
+    def given_queries(self, view: View) -> np.ndarray | None:
+        """Dense queries the input has a ranking for (None: every query)."""
+        ...
+
+    def top(self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None = None) -> RankedLists:
+        """The first ``depth`` items of the rankings of ``queries`` (dense).
+
+        ``decided_by``: the only relevance whose first hits will be read; a
+        restricted view's list may then stop at its first positive.
+        """
+        ...
+
+    def first_ranks(self, view: View, rel: Relevance, name: str) -> np.ndarray:
+        """1-based rank of each ``rel.query``'s best-ranked positive (float64); an error names undecidable queries."""
+        ...
+
+    def pair_scores(
+        self, collection: Collection, kinds: tuple[str, str], dense_1: np.ndarray, dense_2: np.ndarray, what: str
+    ) -> np.ndarray:
+        """The similarity of each pair (dense_1[k], dense_2[k]) of items of the two kinds (float64)."""
+        ...

@@ -1,0 +1,93 @@
+"""The one rule for what a front end was given: exactly one kind of input, named in the front end's words.
+
+The CLI (flags), the evaluate module (keyword arguments) and the Space (upload
+boxes) each collect the same parts and call :func:`input_from_parts` with a
+``words`` table naming each part their way, so every front end accepts the
+same combinations and refuses the others with the same reasons.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from eccv_metric.core.errors import EvaluationError
+from eccv_metric.inputs.embeddings import Embeddings
+from eccv_metric.inputs.given import Rankings
+from eccv_metric.inputs.matrix import ScoreMatrix
+
+PARTS = (
+    "rankings",
+    "scores",
+    "caption_scores",
+    "image_scores",
+    "image_embeddings",
+    "caption_embeddings",
+    "image_ids",
+    "caption_ids",
+    "normalize",
+)
+PYTHON_WORDS = {name: name for name in PARTS}
+
+
+def input_from_parts(
+    parts: Mapping[str, object], words: Mapping[str, str] = PYTHON_WORDS
+) -> Rankings | ScoreMatrix | Embeddings:
+    """Rankings (``rankings``: ``{direction: lists}``), a score matrix (``scores`` and / or the square
+    ``caption_scores`` / ``image_scores``) or embeddings; ids and ``normalize`` where they apply."""
+    unknown = set(parts) - set(PARTS)
+    if unknown:
+        raise ValueError(f"unknown input parts {sorted(unknown)}")
+    given = {name for name, value in parts.items() if value is not None and value is not False}
+    kinds = {
+        "rankings": given & {"rankings"},
+        "scores": given & {"scores", "caption_scores", "image_scores"},
+        "embeddings": given & {"image_embeddings", "caption_embeddings"},
+    }
+    present = [k for k, names in kinds.items() if names]
+    if not present:
+        raise EvaluationError(
+            f"nothing to score: give {words['rankings']}, {words['scores']} or "
+            f"{words['image_embeddings']} / {words['caption_embeddings']}"
+        )
+    if len(present) != 1:
+        raise EvaluationError(
+            "give one input: "
+            + ", ".join(
+                [
+                    words["rankings"],
+                    f"{words['scores']} (and/or {words['caption_scores']} / {words['image_scores']})",
+                    f"{words['image_embeddings']} / {words['caption_embeddings']}",
+                ]
+            )
+            + (
+                f"; got {' and '.join(' + '.join(words[n] for n in sorted(kinds[k])) for k in present)}"
+                if present
+                else ""
+            )
+        )
+    if parts.get("normalize") and present != ["embeddings"]:
+        raise EvaluationError(f"{words['normalize']} applies to embeddings only (cosine similarity)")
+    ids = {"image_ids": parts.get("image_ids"), "caption_ids": parts.get("caption_ids")}
+    if present == ["rankings"]:
+        named = [words[k] for k, v in ids.items() if v is not None]
+        if named:
+            raise EvaluationError(f"{' / '.join(named)} name the rows of scores or embeddings, not of ranked lists")
+        rankings = parts["rankings"]
+        if not isinstance(rankings, Mapping):
+            raise EvaluationError(f"{words['rankings']} must map directions (i2t, t2i, t2t, i2i) to ranked lists")
+        return Rankings(**{str(d): v for d, v in rankings.items()})
+    if present == ["embeddings"]:
+        return Embeddings(
+            parts.get("image_embeddings"),
+            parts.get("caption_embeddings"),
+            ids["image_ids"],
+            ids["caption_ids"],
+            parts.get("normalize", False),  # type: ignore[arg-type]
+        )
+    return ScoreMatrix(
+        parts.get("scores"),
+        ids["image_ids"],
+        ids["caption_ids"],
+        caption_scores=parts.get("caption_scores"),
+        image_scores=parts.get("image_scores"),
+    )

@@ -1,0 +1,343 @@
+"""Ranked lists as integer arrays (:class:`RankedLists`), converted from the official dicts or from arrays.
+
+Every list is checked in full: query ids are items of the view's queries,
+given once; ranked ids are integers (Python or numpy ints, or objects with
+``__index__``; floats, strings, None and bools are refused) naming gallery
+items of the view, each at most once per list. Errors name the query.
+"""
+
+from __future__ import annotations
+
+import itertools
+import struct
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Protocol
+
+import numpy as np
+
+from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.errors import preview
+from eccv_metric.core.ids import IdIndex
+from eccv_metric.core.ids import int_array
+from eccv_metric.core.ids import int_ids
+from eccv_metric.core.ids import require_int64_range
+from eccv_metric.core.view import DIRECTION_KINDS
+from eccv_metric.kernels.scorers import CHUNK_ELEMENTS
+
+
+class HasHits(Protocol):
+    def hits(self, items: np.ndarray) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class RankedLists:
+    """The ranked lists of one direction.
+
+    ``items[k, :depth]`` are the first ranked gallery items (dense indices; -1
+    for an item that is not in the test split, e.g. an extra gallery id) of
+    query ``query[k]``; ``lengths[k]`` is how long the whole list is (it may
+    exceed ``depth``: the rest was not needed). ``gallery_size`` is the number
+    of items that were ranked.
+    """
+
+    direction: str
+    query: np.ndarray
+    items: np.ndarray
+    lengths: np.ndarray
+    gallery_size: int | np.ndarray  # per list when galleries differ (folds, a query's own item left out)
+
+    @cached_property
+    def _row_of_query(self) -> np.ndarray:
+        table = np.full(int(self.query.max(initial=-1)) + 1, -1, dtype=np.int64)
+        table[self.query] = np.arange(len(self.query))
+        return table
+
+    def rows(self, queries: np.ndarray, query_index: IdIndex, needed_by: str) -> np.ndarray:
+        """Row of each dense query index; an error names the queries the lists lack."""
+        table = self._row_of_query
+        known = queries < len(table)
+        rows = np.full(len(queries), -1, dtype=np.int64)
+        rows[known] = table[queries[known]]
+        if (rows < 0).any():
+            missing = query_index.ids[queries[rows < 0]]
+            raise EvaluationError(
+                f"{self.direction}: {len(missing)} query {DIRECTION_KINDS[self.direction][0]} id(s) needed by "
+                f"{needed_by} have no ranked list: {preview(missing)}"
+            )
+        return rows
+
+    def hits(self, rel: HasHits, rows: np.ndarray, depth: int | None = None) -> np.ndarray:
+        """``rel.hits`` of the lists at ``rows`` (aligned with ``rel``'s queries) over their first ``depth``
+        items (default: all held); positions past a list's end are no hits."""
+        depth = self.items.shape[1] if depth is None else min(depth, self.items.shape[1])
+        every_row = len(rows) == len(self.items) and bool((rows == np.arange(len(rows))).all())
+        hits = rel.hits(self.items[:, :depth] if every_row else self.items[rows, :depth])  # a view when all rows
+        available = self.lengths[rows]
+        if available.min(initial=depth) < depth:  # a short list: positions past its end are no hits
+            hits &= np.arange(depth)[None, :] < available[:, None]
+        return hits
+
+
+def require_sequences(values: list, keys: Sequence[object], label: str) -> None:
+    """Each ranked list must be a sequence: a list, a tuple or a 1-D integer array.
+
+    A dict (``{id: score}``) or a set has no rank order we may trust (its
+    insertion or hash order is not the order of its scores): refused, as are
+    strings and scalars. Checked per distinct type, not per list.
+    """
+    kinds = set(map(type, values))
+    if kinds <= {list, tuple}:
+        return
+    for key, value in zip(keys, values, strict=True):
+        if isinstance(value, (list, tuple)):
+            continue
+        if isinstance(value, np.ndarray) and value.ndim == 1 and (value.size == 0 or value.dtype.kind in "iu"):
+            continue
+        what = type(value).__name__
+        if isinstance(value, np.ndarray):
+            what = f"a {value.ndim}-D {value.dtype} array"
+        elif isinstance(value, Mapping):
+            what = "a dict (scores are not ranks: sort the ids by score, best first)"
+        elif isinstance(value, (set, frozenset)):
+            what = "a set (it has no order: give the ids best first)"
+        raise EvaluationError(
+            f"{label} {key}: a ranked list must be a list, tuple or 1-D integer array of ids (best first), not {what}"
+        )
+
+
+def from_dict(rankings: Mapping[int, Sequence[int]], direction: str, queries: IdIndex, gallery: IdIndex) -> RankedLists:
+    """Validate and convert ``{query id: [ranked gallery ids]}`` (the official format)."""
+    if not isinstance(rankings, Mapping):
+        raise EvaluationError(
+            f"{direction} rankings must be a dict {{query id: [ranked ids]}}, not {type(rankings).__name__}"
+        )
+    keys = list(rankings.keys())
+    key_arr = query_key_array(keys, direction)
+    qpos = query_positions(key_arr, direction, queries)
+    values = list(rankings.values())
+    require_sequences(values, keys, f"{direction} query")
+    lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+    width = int(lengths.max(initial=0))
+    rows_per_chunk = max(1, CHUNK_ELEMENTS // max(1, width))
+    if len(values) <= rows_per_chunk:
+        items = _convert(values, lengths, key_arr, gallery, direction)
+    else:
+        items = np.full((len(values), width), -1, dtype=np.int32)
+        for start in range(0, len(values), rows_per_chunk):
+            stop = min(start + rows_per_chunk, len(values))
+            part = _convert(values[start:stop], lengths[start:stop], key_arr[start:stop], gallery, direction)
+            items[start:stop, : part.shape[1]] = part
+    return RankedLists(direction, qpos, items, lengths, len(gallery))
+
+
+def from_arrays(
+    query_ids: object, ranked: object, direction: str, queries: IdIndex, gallery: IdIndex, lengths: object = None
+) -> RankedLists:
+    """Validate and convert ranked lists given as arrays (no Python lists involved).
+
+    ``query_ids``: 1-D ints; ``ranked``: a 2-D int array (one row per query), or
+    a flat int array of all lists concatenated with their ``lengths``.
+    """
+    keys = int_ids(query_ids, f"{direction} query ids", ndim=1)
+    ranked = int_ids(ranked, f"{direction} ranked ids")
+    if lengths is None:
+        if ranked.ndim != 2 or len(ranked) != len(keys):
+            raise EvaluationError(
+                f"{direction}: ranked ids must be a 2-D array with one row per query "
+                f"({len(keys)} queries), got shape {ranked.shape}"
+            )
+        lengths = np.full(len(keys), ranked.shape[1], dtype=np.int64)
+    else:
+        lengths = int_ids(lengths, f"{direction} list lengths")
+        if lengths.shape != keys.shape or ranked.ndim != 1 or int(lengths.sum()) != len(ranked) or (lengths < 0).any():
+            raise EvaluationError(
+                f"{direction}: lengths must give one non-negative length per query summing to the ids"
+            )
+        if len(lengths) and (lengths == lengths[0]).all():
+            ranked = ranked.reshape(len(lengths), int(lengths[0]))  # equal lengths: no padding needed
+    qpos = query_positions(keys, direction, queries)
+    return RankedLists(direction, qpos, dense_rows(ranked, lengths, keys, gallery, direction), lengths, len(gallery))
+
+
+def query_key_array(keys: list, direction: str) -> np.ndarray:
+    """The query ids of a dict of lists as int64; string keys (e.g. from ``json.load``) are named as such."""
+    try:
+        key_arr = int_array(keys, f"{direction} query ids")
+    except EvaluationError:
+        text = next((k for k in keys if isinstance(k, str)), None)
+        if text is None:
+            raise
+        raise EvaluationError(
+            f"{direction} query ids must be integers, got strings such as {text!r:.20} (JSON object keys are "
+            "strings: convert them with int(), or read the file with eccv_metric.formats.load_rankings)"
+        ) from None
+    if key_arr.ndim != 1:
+        raise EvaluationError(f"{direction} query ids must be single integers")
+    return key_arr
+
+
+def query_positions(keys: np.ndarray, direction: str, queries: IdIndex) -> np.ndarray:
+    """Dense index of each query id; unknown and repeated queries are refused, named."""
+    qpos = queries.positions(keys)
+    kind = DIRECTION_KINDS[direction][0]
+    if (qpos < 0).any():
+        raise EvaluationError(
+            f"{direction}: {int((qpos < 0).sum())} query id(s) are not test-split {kind}s: {preview(keys[qpos < 0])}"
+        )
+    seen = np.bincount(qpos, minlength=len(queries))
+    if (seen > 1).any():
+        raise EvaluationError(f"{direction}: queries given more than once: {preview(queries.ids[seen > 1])}")
+    return qpos
+
+
+def restrict_lists(
+    lists: RankedLists,
+    depth: int,
+    query_group: np.ndarray | None,
+    gallery_group: np.ndarray | None,
+    own: np.ndarray | None,
+    sizes: np.ndarray,
+) -> RankedLists:
+    """Each list filtered to the items its query may rank, the first ``depth`` of them kept.
+
+    ``query_group`` (per list) / ``gallery_group`` (per dense gallery item): a
+    list keeps the items of its query's group (a COCO 1K fold, an original
+    pool); ``own`` (per list, a dense gallery index or -1): the query's own item,
+    dropped. The filtered list is the ranking restricted to those items (same
+    scores, same tie order), so its first ``lengths`` items are known exactly.
+    ``sizes``: how many items each query is ranked against. Memory is bounded
+    by the input: a filtered list never holds more than its query's gallery.
+    """
+    n, width = lists.items.shape
+    depth = min(depth, width, int(sizes.max(initial=0)))
+    out = np.full((n, depth), -1, dtype=np.int32)
+    available = np.zeros(n, dtype=np.int64)
+    step = max(1, (1 << 22) // max(1, width))
+    for start in range(0, n if width else 0, step):
+        items = lists.items[start : start + step]
+        keep = items >= 0
+        if gallery_group is not None and query_group is not None:
+            keep &= gallery_group[np.maximum(items, 0)] == query_group[start : start + step, None]
+        if own is not None:
+            keep &= items != own[start : start + step, None]
+        cum = np.cumsum(keep, axis=1, dtype=np.int32)
+        available[start : start + step] = cum[:, -1]
+        r, c = np.nonzero(keep & (cum <= depth))
+        out[start + r, cum[r, c] - 1] = items[r, c]
+    return RankedLists(lists.direction, lists.query, out, available, sizes)
+
+
+def _convert(values: list, lengths: np.ndarray, keys: np.ndarray, gallery: IdIndex, direction: str) -> np.ndarray:
+    """Ranked lists -> dense gallery indices (int32, rows padded with -1); errors name the query."""
+    ids, lengths = ranked_to_arrays(values, keys, f"{direction} query", lengths, flat=False)
+    return dense_rows(ids, lengths, keys, gallery, direction)
+
+
+def ranked_to_arrays(
+    values: object, keys: np.ndarray, label: str = "query", lengths: np.ndarray | None = None, flat: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """Python (or numpy) ranked lists -> (int64 ids, lengths); non-integer ids raise naming the query.
+
+    The ids come back flat, or as a 2-D array when ``flat`` is False and all
+    lists have the same length.
+    """
+    if isinstance(values, np.ndarray) and values.ndim == 2:
+        if values.size and values.dtype.kind not in "iu":
+            raise EvaluationError(f"ranked ids must be integers, got {values.dtype}")
+        require_int64_range(values, "ranked ids")
+        ids = values.astype(np.int64, copy=False)
+        return (ids.ravel() if flat else ids), np.full(len(ids), ids.shape[1], dtype=np.int64)
+    values = list(values)  # type: ignore[call-overload]
+    if lengths is None:
+        require_sequences(values, keys.tolist(), label)
+        lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+    width = int(lengths.max(initial=0))
+    equal = bool((lengths == width).all())
+    try:
+        ids = flat_int64(values, int(lengths.sum()), width if equal else None)
+    except EvaluationError as error:
+        for key, value in zip(keys.tolist(), values, strict=True):  # the first faulty list, named
+            try:
+                flat_int64([value], len(value), len(value))
+                continue
+            except EvaluationError as exc:
+                message = str(exc)
+            try:
+                int_array(list(value), "ranked ids")  # only to word the message with a dtype
+            except EvaluationError as exc:
+                message = str(exc)
+            raise EvaluationError(f"{label} {key}: {message}") from None
+        raise AssertionError("a batch refused but each of its lists accepted") from error
+    if equal:
+        ids = ids.reshape(len(values), width)
+        return (ids.ravel() if flat else ids), lengths
+    return ids, lengths
+
+
+def flat_int64(lists: list, total: int, width: int | None = None) -> np.ndarray:
+    """All ids of the lists, concatenated, as int64; a float, string or other non-integer raises.
+
+    Packed by ``struct``'s ``q`` format, which takes Python and numpy integers
+    (and objects with ``__index__``) and refuses floats, strings, None, numpy
+    bools and ints out of the int64 range, with no dtype discovery. Lists of
+    one length ``width`` are packed one C call per list (``starmap``), about
+    35% faster than a sum type check plus ``np.fromiter``; lists of different
+    lengths in one call over all ids.
+    """
+    try:
+        if lists and set(map(type, lists)) == {np.ndarray}:  # numpy rows: no Python ints involved
+            rows = [row for row in lists if len(row)]  # an empty row holds no id, whatever its dtype
+            if np.dtype(np.uint64) in {row.dtype for row in rows}:
+                for row in rows:
+                    require_int64_range(row, "ranked ids")
+            return np.concatenate(rows, dtype=np.int64, casting="same_kind") if rows else np.zeros(0, np.int64)
+        if width is not None:
+            packed = bytearray().join(itertools.starmap(struct.Struct(f"={width}q").pack, lists))
+        else:
+            packed = bytearray(struct.Struct(f"={total}q").pack(*itertools.chain.from_iterable(lists)))
+        return np.frombuffer(packed, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError, struct.error):
+        pass
+    raise EvaluationError("ranked ids must be integers, got mixed/other values")
+
+
+def dense_rows(ids: np.ndarray, lengths: np.ndarray, keys: np.ndarray, gallery: IdIndex, direction: str) -> np.ndarray:
+    """Ranked ids (2-D, or flat with ``lengths``) -> dense gallery indices, rows padded with -1.
+
+    Errors name the query whose list holds an id outside the gallery or a repeated id.
+    """
+    if ids.ndim == 2:
+        valid = None
+    else:
+        width = int(lengths.max(initial=0))
+        valid = np.arange(width)[None, :] < lengths[:, None]
+        padded = np.full((len(lengths), width), -1, dtype=np.int64)
+        padded[valid] = ids
+        ids = padded
+    dense = gallery.positions(ids)
+    unknown = dense < 0 if valid is None else valid & (dense < 0)
+    if unknown.any():
+        row = int(np.flatnonzero(unknown.any(axis=1))[0])
+        raise EvaluationError(
+            f"{direction} query {keys[row]} ranks id(s) that are not test-split {DIRECTION_KINDS[direction][1]}s: "
+            f"{preview(ids[row][unknown[row]])}"
+        )
+    srt = np.sort(dense, axis=1)
+    dup = srt[:, 1:] == srt[:, :-1]
+    if valid is not None:
+        dup &= srt[:, 1:] >= 0
+    if dup.any():
+        row = int(np.flatnonzero(dup.any(axis=1))[0])
+        raise EvaluationError(
+            f"{direction} query {keys[row]} ranks the same {DIRECTION_KINDS[direction][1]} more than once: "
+            f"{preview(_repeated(ids[row][dense[row] >= 0]))}"
+        )
+    return dense
+
+
+def _repeated(ids: np.ndarray) -> np.ndarray:
+    uniq, counts = np.unique(ids, return_counts=True)
+    return uniq[counts > 1]

@@ -1,0 +1,79 @@
+"""A score matrix given by the user: image x caption scores, and square caption / image matrices."""
+
+from __future__ import annotations
+
+from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.view import View
+from eccv_metric.inputs.scored import ScoredInput
+from eccv_metric.kernels.scorers import MatrixScorer
+from eccv_metric.kernels.scorers import as_score_matrix
+
+
+class ScoreMatrix(ScoredInput):
+    """``scores[i, j]`` = similarity of ``image_ids[i]`` and ``caption_ids[j]``; optionally square
+    ``caption_scores`` (captions x captions over ``caption_ids``) and ``image_scores`` for the intramodal views.
+
+    A given matrix is never written; a query's own entry of a square matrix is never read.
+    """
+
+    kind = "scores"
+
+    def __init__(
+        self,
+        scores: object = None,
+        image_ids: object = None,
+        caption_ids: object = None,
+        *,
+        caption_scores: object = None,
+        image_scores: object = None,
+    ):
+        super().__init__({"image": image_ids, "caption": caption_ids})
+        self.scores = None if scores is None else as_score_matrix(scores)
+        self.square = {}
+        for kind, matrix in (("caption", caption_scores), ("image", image_scores)):
+            if matrix is not None:
+                matrix = as_score_matrix(matrix, f"{kind}_scores")
+                if matrix.shape[0] != matrix.shape[1]:
+                    raise EvaluationError(f"{kind}_scores must be square ({kind}s x {kind}s), got {matrix.shape}")
+                self.square[kind] = matrix
+        if self.scores is None and not self.square:
+            raise EvaluationError("no scores: give the image x caption scores (or caption_scores / image_scores)")
+
+    def n_rows(self, kind: str) -> int | None:
+        if self.scores is not None:
+            return self.scores.shape[0 if kind == "image" else 1]
+        return None if kind not in self.square else self.square[kind].shape[0]
+
+    def shape_error(self, kind: str, n_rows: int, n_ids: int) -> str:
+        if self.scores is not None:
+            return (
+                f"scores have shape {self.scores.shape} but {n_ids} {kind} ids were given "
+                "(scores[i, j] must be image_ids[i] x caption_ids[j]: one id per row / column)"
+            )
+        return f"{kind}_scores has {n_rows} rows but {n_ids} {kind} ids were given: one id per row"
+
+    def cannot(self, view: View) -> str | None:
+        q, g = view.query_kind, view.gallery_kind
+        if q != g:
+            return None if self.scores is not None else "image-caption metrics need the image x caption scores"
+        if q not in self.square:
+            return f"{q}-{q} similarities are needed: give {q}_scores (or {q} embeddings)"
+        if self.scores is not None and self.square[q].shape[0] != self.n_rows(q):
+            return f"{q}_scores must be over the {q}_ids of the scores ({self.n_rows(q)} {q}s)"
+        return None
+
+    def cannot_pairs(self, kinds: tuple[str, str]) -> str | None:
+        if kinds[0] != kinds[1]:
+            return None if self.scores is not None else "needs the image x caption scores"
+        return None if kinds[0] in self.square else f"needs {kinds[0]}_scores (or {kinds[0]} embeddings)"
+
+    def scorer(self, view: View) -> MatrixScorer:
+        q, g = view.query_kind, view.gallery_kind
+        if q == g:
+            return MatrixScorer(self.square[q])
+        return MatrixScorer(self.scores, along_columns=q == "caption")  # type: ignore[arg-type]
+
+    def pair_scorer(self, kinds: tuple[str, str]) -> MatrixScorer:
+        if kinds[0] == kinds[1]:
+            return MatrixScorer(self.square[kinds[0]])
+        return MatrixScorer(self.scores, along_columns=kinds[0] == "caption")  # type: ignore[arg-type]

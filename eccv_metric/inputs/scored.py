@@ -1,0 +1,267 @@
+"""What inputs that give scores share: a score matrix (:mod:`.matrix`) or embeddings (:mod:`.embeddings`).
+
+Both are ranked block by block through a scorer
+(:mod:`eccv_metric.kernels.scorers`), so every view, every fold and every
+intramodal task costs a bounded amount of memory beyond the input, and every
+rank is exact (``#{higher} + #{equal, given earlier} + 1``).
+
+Rows are named by ids (default: the collection's canonical order: Karpathy
+order for the 5K split, the annotation order for FG). Extra ids beside the
+collection's items are distractors (ranked as negatives in unrestricted
+views; a restricted view ranks only its own items); an id of the other
+modality among them is refused as a likely mix-up. Every item a view ranks
+must have a row.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.errors import preview
+from eccv_metric.core.ids import check_extra_ids
+from eccv_metric.core.ids import int_ids
+from eccv_metric.core.ids import require_unique
+from eccv_metric.core.view import Collection
+from eccv_metric.core.view import View
+from eccv_metric.inputs.base import Relevance
+from eccv_metric.inputs.lists import RankedLists
+from eccv_metric.inputs.lists import restrict_lists
+from eccv_metric.kernels.ranks import first_ranks
+from eccv_metric.kernels.scorers import BlockScorer
+from eccv_metric.kernels.scorers import MatrixScorer
+from eccv_metric.kernels.topk import top_ranked
+from eccv_metric.kernels.workers import next_ticket
+
+OTHER = {"image": "caption", "caption": "image"}
+
+
+class ScoredInput:
+    """What score matrices and embeddings share: id mappings, top-k per view, exact ranks, pair scores."""
+
+    exact_ranks = True
+    kind = "scores"
+
+    def __init__(self, ids: dict[str, object]):
+        self._ids = ids
+        self.ticket = next_ticket()
+        self._maps: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        self._last: dict[tuple, RankedLists] = {}
+
+    # -- what a subclass provides ----------------------------------------------------------------------------------
+
+    def n_rows(self, kind: str) -> int | None:
+        """How many rows the input has for a modality (None: none given)."""
+        raise NotImplementedError
+
+    def scorer(self, view: View) -> BlockScorer:
+        raise NotImplementedError
+
+    def shape_error(self, kind: str, n_rows: int, n_ids: int) -> str:
+        raise NotImplementedError
+
+    def cannot(self, view: View) -> str | None:
+        raise NotImplementedError
+
+    def cannot_pairs(self, kinds: tuple[str, str]) -> str | None:
+        raise NotImplementedError
+
+    # -- ids ---------------------------------------------------------------------------------------------------
+
+    def mapping(self, collection: Collection, kind: str) -> tuple[np.ndarray, np.ndarray]:
+        """(dense item of each row (-1: an extra id), row of each dense item (-1: none)) for one modality."""
+        key = (id(collection), kind)
+        if key not in self._maps:
+            index = collection.index(kind)
+            n_rows = self.n_rows(kind)
+            given = self._ids.get(kind)
+            arr = int_ids(index.ids if given is None else given, f"{kind} ids", ndim=1)
+            if n_rows is None or len(arr) != n_rows:
+                raise EvaluationError(self.shape_error(kind, n_rows or 0, len(arr)))
+            require_unique(arr, f"given {kind}")
+            check_extra_ids(arr, index, collection.index(OTHER[kind]))
+            dense = index.positions(arr).astype(np.int64)
+            row = np.full(len(index), -1, dtype=np.int64)
+            row[dense[dense >= 0]] = np.flatnonzero(dense >= 0)
+            self._maps[key] = (dense, row)
+        return self._maps[key]
+
+    def _rows(self, view: View, kind: str, needed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """The mapping of a modality; the items ``needed`` (dense; None: all) must have rows."""
+        dense, row = self.mapping(view.collection, kind)
+        missing = row < 0 if needed is None else np.zeros(len(row), bool)
+        if needed is not None:
+            missing[needed[row[needed] < 0]] = True
+        if missing.any():
+            ids = view.collection.index(kind).ids[missing]
+            raise EvaluationError(
+                f"the gallery must cover the test split: {len(ids)} test {kind} id(s) are missing from "
+                f"{kind}_ids: {preview(ids)}"
+            )
+        return dense, row
+
+    def given_queries(self, view: View) -> None:
+        return None
+
+    def _priority(self, view: View) -> tuple[int, int]:
+        # this evaluation's ticket, then the view with more queries (the longer serial tail) first
+        return (self.ticket, -len(view.queries))
+
+    # -- rankings -----------------------------------------------------------------------------------------------
+
+    def top(self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None = None) -> RankedLists:
+        if view.restricted:
+            return self._restricted_top(view, depth, queries, decided_by)
+        _, qrow = self._rows(view, view.query_kind, queries)
+        gdense, _ = self._rows(view, view.gallery_kind, None)
+        scorer = self.scorer(view)
+        n_gal = scorer.n_gallery - view.exclude_self
+        own = self.mapping(view.collection, view.gallery_kind)[1][queries] if view.exclude_self else None
+        top = self._top(view, scorer, qrow[queries], min(depth, n_gal), None, own, queries)
+        lists = RankedLists(view.direction, queries, gdense[top].astype(np.int32), np.full(len(queries), n_gal), n_gal)
+        self._last[view.key] = lists
+        return lists
+
+    def top_positions(self, view: View, depth: int, queries: np.ndarray) -> np.ndarray:
+        """The given gallery row of each of the first ``depth`` items of ``queries`` (dense), unrestricted view."""
+        _, qrow = self._rows(view, view.query_kind, queries)
+        self._rows(view, view.gallery_kind, None)
+        scorer = self.scorer(view)
+        own = self.mapping(view.collection, view.gallery_kind)[1][queries] if view.exclude_self else None
+        k = min(depth, scorer.n_gallery - view.exclude_self)
+        return self._top(view, scorer, qrow[queries], k, None, own, queries)
+
+    def given_ids(self, collection: Collection, kind: str) -> np.ndarray:
+        """The id of each row of a modality (given, or the collection's canonical order)."""
+        given = self._ids.get(kind)
+        return collection.index(kind).ids if given is None else int_ids(given, f"{kind} ids", ndim=1)
+
+    def _top(
+        self,
+        view: View,
+        scorer: BlockScorer,
+        rows: np.ndarray,
+        k: int,
+        gallery_pos: np.ndarray | None,
+        own: np.ndarray | None,
+        queries: np.ndarray,
+    ) -> np.ndarray:
+        top, bad = top_ranked(scorer, rows, k, gallery_pos, self._priority(view), own)
+        if bad.any():
+            ids = view.queries.ids[queries[bad]]
+            raise EvaluationError(
+                f"{view.direction}: the scores of {int(bad.sum())} query {view.query_kind}(s) contain NaN or inf: "
+                f"{preview(ids)}"
+            )
+        return top
+
+    def _restricted_top(self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None) -> RankedLists:
+        """Top items of each query among its group's items (group items keep their given order for ties).
+
+        Shortcut, exact: a group's ranking is the whole ranking restricted to the
+        group's items (same scores, same tie order). So when the unrestricted
+        lists of these queries are at hand, a query is decided by its filtered
+        list if that holds ``depth`` items, or a positive of ``decided_by`` (the
+        only relevance whose first hits will be read); only the other queries are
+        ranked again, within their group.
+        """
+        sizes = view.gallery_sizes(queries, 0)
+        qgroup = np.zeros(len(view.queries), np.int64) if view.query_group is None else view.query_group
+        full = self._last.get(view.unrestricted().key)
+        if full is None or not np.isin(queries, full.query).all():
+            return self._group_top(view, depth, queries)
+        rows = full.rows(queries, view.queries, view.restriction or "")
+        sub = RankedLists(view.direction, queries, full.items[rows], full.lengths[rows], full.gallery_size)
+        own = queries.astype(np.int64) if view.exclude_self else None
+        filtered = restrict_lists(sub, depth, qgroup[queries], view.gallery_group, own, sizes)
+        items, available = filtered.items, filtered.lengths
+        settled = available >= np.minimum(depth, sizes)
+        if decided_by is not None:
+            hit_rows = filtered.rows(decided_by.query, view.queries, view.restriction or "")
+            settled[hit_rows] |= filtered.hits(decided_by, hit_rows).any(axis=1)
+        again = ~settled
+        if again.any():
+            exact = self._group_top(view, depth, queries[again])
+            width = max(items.shape[1], exact.items.shape[1])
+            items = np.pad(items, ((0, 0), (0, width - items.shape[1])), constant_values=-1)
+            redone = exact.items[exact.rows(queries[again], view.queries, view.restriction or "")]
+            items[again] = np.pad(redone, ((0, 0), (0, width - redone.shape[1])), constant_values=-1)
+            available[again] = sizes[again]
+        return RankedLists(view.direction, queries, items, available, sizes)
+
+    def _group_top(self, view: View, depth: int, queries: np.ndarray) -> RankedLists:
+        """Top ``depth`` items of each query among the gallery items of its group, from the scores."""
+        scorer = self.scorer(view)
+        qgroup = np.zeros(len(view.queries), np.int64) if view.query_group is None else view.query_group
+        _, qrow = self._rows(view, view.query_kind, queries)
+        pool = np.flatnonzero(view.gallery_group >= 0)
+        gdense, grow = self._rows(view, view.gallery_kind, pool)
+        parts_q, parts_items = [], []
+        for group in np.unique(qgroup[queries]).tolist():
+            members = queries[qgroup[queries] == group]
+            gallery_pos = np.sort(grow[view.gallery_group == group])
+            own = np.searchsorted(gallery_pos, grow[members]) if view.exclude_self else None
+            k = min(depth, len(gallery_pos) - view.exclude_self)
+            top = self._top(view, scorer, qrow[members], k, gallery_pos, own, members)
+            parts_q.append(members)
+            parts_items.append(gdense[top].astype(np.int32))
+        width = max((p.shape[1] for p in parts_items), default=0)
+        items = np.concatenate([np.pad(p, ((0, 0), (0, width - p.shape[1])), constant_values=-1) for p in parts_items])
+        query = np.concatenate(parts_q) if parts_q else np.zeros(0, np.int64)
+        sizes = view.gallery_sizes(query, 0)
+        return RankedLists(view.direction, query, items, sizes, sizes)
+
+    def first_ranks(self, view: View, rel: Relevance, name: str) -> np.ndarray:
+        """Exact rank of each ``rel.query``'s best-ranked positive, straight from the scores."""
+        scorer = self.scorer(view)
+        _, qrow = self._rows(view, view.query_kind, rel.query)
+        pool = None if not view.restricted else np.flatnonzero(view.gallery_group >= 0)
+        gdense, grow = self._rows(view, view.gallery_kind, pool)
+        ranks = np.zeros(len(rel.query))
+        bad = np.zeros(len(rel.query), dtype=bool)
+        qgroup = (
+            None
+            if not view.restricted
+            else (np.zeros(len(view.queries), np.int64) if view.query_group is None else view.query_group)
+        )
+        groups = [None] if qgroup is None else np.unique(qgroup[rel.query]).tolist()
+        for group in groups:
+            members = np.arange(len(rel.query)) if group is None else np.flatnonzero(qgroup[rel.query] == group)
+            gallery_pos = None if group is None else np.sort(grow[view.gallery_group == group])
+            columns = gdense if gallery_pos is None else gdense[gallery_pos]
+            col_of_dense = np.full(len(view.gallery), -1, dtype=np.int64)
+            col_of_dense[columns[columns >= 0]] = np.flatnonzero(columns >= 0)
+            own = col_of_dense[rel.query[members]] if view.exclude_self else None
+
+            def mask(part: np.ndarray, n_cols: int, members: np.ndarray = members, columns: np.ndarray = columns,
+                     col_of_dense: np.ndarray = col_of_dense) -> np.ndarray:  # fmt: skip
+                return rel.positive_mask(members[part], columns, col_of_dense)
+
+            ranks[members], bad[members] = first_ranks(scorer, qrow[rel.query[members]], mask, gallery_pos, own)
+        if bad.any():
+            raise EvaluationError(
+                f"{view.direction} {name}: the scores of {int(bad.sum())} query {view.query_kind}(s) contain NaN "
+                f"or inf, or have no positive in the gallery: {preview(view.queries.ids[rel.query][bad])}"
+            )
+        return ranks
+
+    # -- pairs ------------------------------------------------------------------------------------------------------
+
+    def pair_scores(
+        self, collection: Collection, kinds: tuple[str, str], dense_1: np.ndarray, dense_2: np.ndarray, what: str
+    ) -> np.ndarray:
+        reason = self.cannot_pairs(kinds)
+        if reason is not None:
+            raise EvaluationError(f"{what}: {reason}")
+        rows = []
+        for kind, dense in zip(kinds, (dense_1, dense_2), strict=True):
+            row = self.mapping(collection, kind)[1][dense]
+            if (row < 0).any():
+                ids = collection.index(kind).ids[np.unique(dense[row < 0])]
+                raise EvaluationError(f"{what}: {len(ids)} rated {kind}(s) have no row: {preview(ids)}")
+            rows.append(row)
+        return self.pair_scorer(kinds).pairs(rows[0], rows[1])
+
+    def pair_scorer(self, kinds: tuple[str, str]) -> MatrixScorer:
+        """A scorer whose ``pairs(rows_1, rows_2)`` gives the similarity of row pairs of the two kinds."""
+        raise NotImplementedError

@@ -1,0 +1,161 @@
+"""Top-k of score blocks: the first items of each query's ranking, exact, block by block.
+
+Tie rule: items are ranked by a stable descending sort, i.e. by decreasing
+score and, among equal scores, by increasing position in the gallery given
+(``np.argsort(-s, kind="stable")``). Only the top ``depth`` items each
+metric needs are materialised (``np.partition`` per row plus an exact tie
+fix-up), never a full ranking.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from eccv_metric.kernels.scorers import BlockScorer
+from eccv_metric.kernels.workers import Priority
+from eccv_metric.kernels.workers import block_workers
+from eccv_metric.kernels.workers import next_ticket
+
+INLINE_BLOCKS = 3  # a ranking of at most this many blocks runs in the calling thread
+
+
+def stable_topk(rows: np.ndarray, k: int, scratch: Scratch | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Column indices of the ``k`` first items of each row under ``argsort(-row, kind="stable")``.
+
+    Exact with ties: the k-th largest value is found with ``np.partition``,
+    every item >= it is a candidate, and candidates are ordered by (score
+    descending, column ascending). Also returns which rows hold NaN or inf
+    (their top-k is meaningless; the caller raises). ``scratch``: reusable
+    buffers of the calling thread (fewer page faults on big blocks).
+    """
+    n = rows.shape[1]
+    if k >= n:
+        finite = np.isfinite(rows.min(axis=1)) & np.isfinite(rows.max(axis=1))
+        return np.argsort(-rows, axis=1, kind="stable").astype(np.int32), ~finite
+    part = np.partition(rows, n - k, axis=1)
+    # np.partition puts NaN last and +inf can only sit in the top segment; -inf only in the bottom one
+    finite = np.isfinite(part[:, n - k :].max(axis=1)) & np.isfinite(part[:, : n - k].min(axis=1))
+    if not finite.all():
+        return np.zeros((len(rows), k), np.int32), ~finite
+    kth = part[:, n - k]
+    mask = (scratch or Scratch()).bools(rows.size).reshape(rows.shape)
+    np.greater_equal(rows, kth[:, None], out=mask)
+    row, col = np.divmod(np.flatnonzero(mask), n)  # candidates: items >= the k-th value, row by row
+    counts = np.bincount(row, minlength=len(rows))
+    if (counts > k).any():  # ties at the k-th value: keep the first tied columns, only among the candidates
+        tied = rows[row, col] == kth[row]
+        need = k - np.bincount(row[~tied], minlength=len(rows))
+        tied_before = np.cumsum(tied) - tied  # tied candidates before this one, over all rows
+        row_start = np.cumsum(counts) - counts
+        rank_in_row = tied_before - tied_before[row_start][row]
+        col = col[~tied | (rank_in_row < need[row])]
+    return order_by_score(rows, np.arange(len(rows)), col.astype(np.int32).reshape(-1, k)), ~finite
+
+
+class Scratch(threading.local):
+    """Buffers reused by the blocks one thread ranks: a bool mask and a float block."""
+
+    def __init__(self) -> None:
+        self._bools = np.zeros(0, dtype=bool)
+        self._floats: dict[np.dtype, np.ndarray] = {}
+
+    def bools(self, size: int) -> np.ndarray:
+        if len(self._bools) < size:
+            self._bools = np.empty(size, dtype=bool)
+        return self._bools[:size]
+
+    def floats(self, shape: tuple[int, int], dtype: np.dtype) -> np.ndarray:
+        size = shape[0] * shape[1]
+        buf = self._floats.get(dtype)
+        if buf is None or len(buf) < size:
+            buf = self._floats[dtype] = np.empty(size, dtype=dtype)
+        return buf[:size].reshape(shape)
+
+
+def order_by_score(rows: np.ndarray, row_idx: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Reorder the columns (ascending) of rows ``row_idx`` by score descending; ties keep column order.
+
+    float32: one sort of 64-bit keys (descending-score bits above the column),
+    which is about twice as fast as a stable argsort of the scores.
+    """
+    values = rows[row_idx[:, None], cols]
+    if values.dtype != np.float32:
+        order = np.argsort(-values, axis=1, kind="stable")
+        return np.take_along_axis(cols, order, axis=1)
+    bits = (values + np.float32(0)).view(np.uint32)  # + 0 turns -0.0 into 0.0: equal scores, equal keys
+    # descending order of the float's bits: flip the magnitude of non-negative values, keep negative ones
+    bits ^= ((bits >> np.uint32(31)) - np.uint32(1)) & np.uint32(0x7FFFFFFF)
+    keys = (bits.astype(np.uint64) << np.uint64(32)) | cols.astype(np.uint64)
+    keys.sort(axis=1)
+    return (keys & np.uint64(0xFFFFFFFF)).astype(np.int32)
+
+
+def without_self(block: np.ndarray, own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(``block`` with each row's own column scored strictly below the rest of its row, rows free of NaN/inf).
+
+    The own column (``own[r]`` >= 0) gets ``nextafter(min(row without it, 0), -inf)``:
+    it can never enter a top-K of K < the row length nor count in a rank, and
+    its given value is never looked at (a NaN there is no error). The block is
+    copied first when it may be the caller's data (a view of a given matrix).
+    """
+    if block.base is not None or not block.flags.writeable:
+        block = block.copy()
+    rows = np.flatnonzero(own >= 0)
+    block[rows, own[rows]] = 0
+    finite = np.isfinite(block).all(axis=1)
+    low = np.nextafter(block.min(axis=1)[rows], block.dtype.type(-np.inf))
+    block[rows, own[rows]] = low
+    return block, finite
+
+
+def top_ranked(
+    scorer: BlockScorer,
+    query_pos: np.ndarray,
+    k: int,
+    gallery_pos: np.ndarray | None = None,
+    priority: Priority | None = None,
+    own: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Top-``k`` gallery positions for the scorer's query rows ``query_pos``.
+
+    ``gallery_pos``: restrict the gallery to these (ascending) positions.
+    ``own``: for each query, the position (into the restricted gallery) of its
+    own item, which is left out (-1: none). Returns (top positions into the
+    scorer's gallery, bool mask of queries whose scores hold NaN or inf).
+    Blocks run on the shared block workers when the scorer allows it, a lower
+    ``priority`` first (default: a new evaluation's ticket).
+    """
+    order = np.argsort(query_pos, kind="stable")  # read the scores in storage order
+    query_pos = query_pos[order]
+    own = None if own is None else own[order]
+    n_gal = scorer.n_gallery if gallery_pos is None else len(gallery_pos)
+    chunk = scorer.rows_per_block(n_gal, topk=True)
+    starts = range(0, len(query_pos), chunk)
+    scratch = Scratch()
+
+    def work(start: int) -> tuple[np.ndarray, np.ndarray]:
+        block = scorer.block(query_pos[start : start + chunk], gallery_pos, scratch)
+        if own is None:
+            return stable_topk(block, k, scratch)
+        block, finite = without_self(block, own[start : start + chunk])
+        top, bad = stable_topk(block, k, scratch)
+        return top, bad | ~finite
+
+    workers = block_workers() if scorer.parallel else None
+    if workers is not None and len(starts) > INLINE_BLOCKS:
+        parts = workers.map(work, starts, (next_ticket(), -len(query_pos)) if priority is None else priority)
+    else:  # a few blocks run in the calling thread: they never queue behind another ranking
+        parts = [work(s) for s in starts]
+    bad = np.zeros(len(query_pos), bool)
+    if parts:
+        bad[order] = np.concatenate([p[1] for p in parts])
+    if bad.any():
+        return np.zeros((len(query_pos), 0), np.int32), bad
+    top = np.empty((len(query_pos), k), np.int32)
+    if parts:
+        top[order] = np.concatenate([p[0] for p in parts])
+    if gallery_pos is not None:
+        top = gallery_pos[top].astype(np.int32)
+    return top, bad

@@ -1,0 +1,85 @@
+"""The math of every ranking metric, per query, on a relevance matrix: each formula in one place.
+
+The functions take ``rel``: a bool matrix (queries x depth) where ``rel[q, i]``
+says whether the item at rank ``i`` (0-based) of query ``q`` is a positive,
+and ``available``: how many ranked items each query's list holds (possibly
+more than ``depth``). Positions at or beyond ``available`` must be False.
+They return per-query values (float64) and a bool mask of the queries whose
+value the list cannot decide; the caller turns that mask into an error that
+names the queries. Means over queries give the reported numbers (MedR: the
+median).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+NO_HIT = np.iinfo(np.int64).max
+
+
+def first_hit(rel: np.ndarray) -> np.ndarray:
+    """0-based rank of each query's best-ranked positive (``NO_HIT`` when none is in ``rel``)."""
+    if rel.shape[1] == 0:
+        return np.full(len(rel), NO_HIT, dtype=np.int64)
+    pos = rel.argmax(axis=1)
+    return np.where(rel[np.arange(len(rel)), pos], pos, NO_HIT)
+
+
+def capped_k(k: int, gallery_size: int | np.ndarray) -> np.ndarray:
+    """``min(K, gallery size)`` per query as int64 (K beyond the gallery is R@(gallery size); any K fits)."""
+    return np.minimum(np.int64(min(int(k), NO_HIT)), np.asarray(gallery_size, dtype=np.int64))
+
+
+def recall_at_k(
+    rel: np.ndarray, available: np.ndarray, k: int, gallery_size: int | np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Recall@K as in COCO retrieval: 1 if a positive is among the first K items, else 0.
+
+    ``R@K(q) = 1[exists i < K : rel[q, i]]``.
+    Decidable when the list has ``min(K, gallery_size)`` items or a positive
+    among the items it has (a hit before the list ends is a hit in the top K).
+    ``rel`` may also be given as the output of :func:`first_hit`.
+    """
+    k = capped_k(k, gallery_size)
+    hit = (rel if rel.ndim == 1 else first_hit(rel)) < k
+    undecided = ~hit & (available < k)
+    return hit.astype(np.float64), undecided
+
+
+def recall_from_ranks(ranks: np.ndarray, k: int, gallery_size: int | np.ndarray) -> np.ndarray:
+    """R@K from exact 1-based ranks of the best positive: ``1[rank <= min(K, gallery size)]``."""
+    return (ranks <= capped_k(k, gallery_size)).astype(np.float64)
+
+
+def map_at_r(rel: np.ndarray, n_pos: np.ndarray, available: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """mAP@R (Musgrave et al. 2020), with R = the query's number of positives.
+
+    ``mAP@R(q) = (1/R) * sum_{i=1..R} rel(i) * P@i``, ``P@i = (1/i) * sum_{j<=i} rel(j)``
+    (ranks 1-based). Needs the first R items of the list.
+    """
+    rel = rel[:, : int(n_pos.max(initial=0))]  # may be narrower: those queries are undecided
+    ranks = np.arange(1, rel.shape[1] + 1)
+    precision = np.cumsum(rel, axis=1) / ranks
+    counted = rel & (ranks[None, :] <= n_pos[:, None])
+    values = np.where(counted, precision, 0.0).sum(axis=1) / n_pos
+    return values, available < n_pos
+
+
+def r_precision(
+    rel: np.ndarray, n_pos: np.ndarray, available: np.ndarray, r_cap: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """R-Precision: the precision of the first R items, ``R-P(q) = (1/R) * sum_{i=1..R} rel(i)``.
+
+    With ``r_cap``, R is replaced by ``min(R, r_cap)`` (the ECCV Caption code's
+    PMRP uses 50). Needs the first ``min(R, r_cap)`` items of the list.
+    """
+    r = n_pos if r_cap is None else np.minimum(n_pos, r_cap)
+    rel = rel[:, : int(r.max(initial=0))]  # may be narrower: those queries are undecided
+    counted = rel & (np.arange(1, rel.shape[1] + 1)[None, :] <= r[:, None])
+    return counted.sum(axis=1) / r, available < r
+
+
+def rank_statistic(ranks: np.ndarray, statistic: str) -> float:
+    """MedR = ``numpy.median`` of the 1-based ranks (a half-integer when the number of queries is even and the
+    two middle ranks differ: VSE++-style code and the CxC paper print integers), MeanR = their mean."""
+    return float(np.median(ranks)) if statistic == "median" else float(np.mean(ranks))

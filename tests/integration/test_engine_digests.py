@@ -1,0 +1,38 @@
+"""The engine's outputs are frozen: identical per-query values (same float64 bits) to a trusted revision.
+
+``tests/data/engine_digests.json`` was written by ``scripts/engine_digests.py``
+on the engine revision it names (already checked against the official package
+and brute force by the other tests). Any later speed work must leave every
+per-query value of every metric unchanged on these inputs: continuous,
+tie-heavy and float16 matrices, permuted ids, extra gallery ids, top-50 lists
+as dicts and as arrays.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tests.fixtures import ROOT
+from tests.integration.engine_cases import CASES
+from tests.integration.engine_cases import digests
+from tests.integration.engine_cases import run_case
+from tests.integration.engine_cases import top_indices
+
+FROZEN = json.loads((ROOT / "tests" / "data" / "engine_digests.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def top(scores_gauss):
+    return top_indices(scores_gauss, 50), top_indices(np.ascontiguousarray(scores_gauss.T), 50)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_per_query_values_identical_to_the_frozen_engine(metrics, scores_gauss, top, case):
+    got = digests(run_case(metrics, case, scores_gauss, top if case.startswith("lists") else None))
+    want = FROZEN["cases"][case]
+    assert set(got) == set(want)
+    changed = sorted(key for key in want if got[key] != want[key])
+    assert not changed, f"{case}: per-query values differ from engine {FROZEN['engine_commit'][:10]}: {changed}"

@@ -1,0 +1,310 @@
+"""Randomized robustness: mutated inputs give a brute-force-equal number or an EvaluationError, nothing else.
+
+The run happens in a child process under an address-space limit (so an
+allocation driven by a user-given number fails the test instead of the
+machine). Each trial mutates seeded top-50 rankings (truncations, duplicates,
+aliased keys, wrong types, huge K, missing or unknown queries, cross-modal ids)
+and scores them through the Python API or the CLI's JSON reader. The
+reference is a separate pure-Python implementation over the wheel's JSON
+files: it decides validity itself and computes R@K, mAP@R and R-Precision
+from scratch. Both must agree on "refused" vs "scored", and on every number.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import random
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ADDRESS_SPACE = 6 << 30
+GALLERY = {"i2t": "caption", "t2i": "image"}
+PREFIX = {"coco": "original", "cxc": "cxc", "eccv": "eccv"}
+FILES = {"i2t": "image_to_caption", "t2i": "caption_to_image"}
+
+
+class InvalidInputError(Exception):
+    """The reference refuses the input."""
+
+
+def load_reference() -> dict:
+    from eccv_metric.groundtruth.split import wheel_data_dir
+
+    data = wheel_data_dir()
+    import numpy as np
+
+    captions = [int(c) for c in np.load(data / "coco_test_ids.npy")]
+    lists = {
+        (bench, d): {int(k): set(v) for k, v in json.loads((data / f"{p}_{FILES[d]}.json").read_text()).items()}
+        for bench, p in PREFIX.items()
+        for d in ("i2t", "t2i")
+    }
+    images: list[int] = []
+    for c in captions:
+        (img,) = lists[("coco", "t2i")][c]
+        if not images or images[-1] != img:
+            images.append(img)
+    assert len(set(images)) == 5000
+    fold_caption = {c: i // 5000 for i, c in enumerate(captions)}
+    fold_image = {next(iter(lists[("coco", "t2i")][c])): f for c, f in fold_caption.items()}
+    return {
+        "ids": {"image": images, "caption": captions},
+        "sets": {"image": set(images), "caption": set(captions)},
+        "fold": {"i2t": (fold_image, fold_caption), "t2i": (fold_caption, fold_image)},
+        "lists": lists,
+    }
+
+
+def is_int(x: object) -> bool:
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool) and type(x).__name__ != "bool_"
+
+
+def reference_metrics(ref: dict, rankings: dict, targets: list[str], ks: object) -> dict:
+    """Pure-Python metrics, or InvalidInputError."""
+    if isinstance(ks, bool) or not (is_int(ks) or isinstance(ks, (list, tuple))):
+        raise InvalidInputError("Ks")
+    ks = [ks] if is_int(ks) else list(ks)
+    if any(not is_int(k) or k < 1 for k in ks):
+        raise InvalidInputError("Ks")
+    wanted: list[tuple[str, str, int]] = []  # (name, kind, K)
+    for t in targets:
+        for bench in ("coco_1k", "coco_5k", "cxc", "eccv"):
+            if t == f"{bench}_recalls":
+                if not ks:
+                    raise InvalidInputError("empty Ks")
+                wanted += [(f"{bench}_r{k}", bench, k) for k in ks]
+            elif t.startswith(f"{bench}_r") and t[len(bench) + 2 :].isdigit():
+                wanted.append((t, bench, int(t[len(bench) + 2 :])))
+        if t in ("eccv_map_at_r", "eccv_rprecision"):
+            wanted.append((t, t, 0))
+    out: dict[str, dict[str, float]] = {}
+    for direction, lists in rankings.items():
+        qkind, gkind = ("image", "caption") if direction == "i2t" else ("caption", "image")
+        if not isinstance(lists, dict):
+            raise InvalidInputError("not a dict")
+        clean: dict[int, list[int]] = {}
+        for key, value in lists.items():
+            if not is_int(key) or int(key) not in ref["sets"][qkind]:
+                raise InvalidInputError("query key")
+            if not isinstance(value, (list, tuple)) or not all(is_int(v) for v in value):
+                raise InvalidInputError("list type")
+            value = [int(v) for v in value]
+            if len(set(value)) != len(value) or any(v not in ref["sets"][gkind] for v in value):
+                raise InvalidInputError("list ids")
+            clean[int(key)] = value
+        for name, kind, k in wanted:
+            bench = {"coco_1k": "coco", "coco_5k": "coco", "cxc": "cxc"}.get(kind, "eccv")
+            positives = ref["lists"][(bench, direction)]
+            values = []
+            for q in positives:
+                if q not in clean:
+                    raise InvalidInputError("missing query")
+                ranked, gallery = clean[q], len(ref["ids"][gkind])
+                if kind == "coco_1k":
+                    qfold, gfold = ref["fold"][direction]
+                    ranked = [g for g in ranked if gfold[g] == qfold[q]]
+                    gallery //= 5
+                pos, r = positives[q], len(positives[q])
+                if kind in ("eccv_map_at_r", "eccv_rprecision"):
+                    if len(ranked) < r:
+                        raise InvalidInputError("short")
+                    rel = [g in pos for g in ranked[:r]]
+                    if kind == "eccv_rprecision":
+                        values.append(sum(rel) / r)
+                    else:
+                        values.append(sum(sum(rel[: i + 1]) / (i + 1) for i in range(r) if rel[i]) / r)
+                else:
+                    kk = min(k, gallery)
+                    hit = any(g in pos for g in ranked[:kk])
+                    if not hit and len(ranked) < kk:
+                        raise InvalidInputError("short")
+                    values.append(float(hit))
+            out.setdefault(name, {})[direction] = math.fsum(values) / len(values)
+    return out
+
+
+def mutate(rng: random.Random, ref: dict, base: dict) -> tuple[dict, list[str], object, str]:
+    """One mutated input: (rankings, targets, Ks, path 'api' or 'json')."""
+    rankings = {d: dict(lists) for d, lists in base.items()}
+    if rng.random() < 0.3:
+        del rankings[rng.choice(["i2t", "t2i"])]
+    direction = rng.choice(list(rankings))
+    lists = rankings[direction]
+    gkind = GALLERY[direction]
+    key = rng.choice(list(lists))
+    row = list(lists[key])
+    valid_kinds = ["truncate", "swap", "numpy"]
+    bad_kinds = ["dup", "float", "str", "dict", "set", "drop", "unknown", "negative", "cross", "bool", "empty", "none"]
+    kind = rng.choice(valid_kinds if rng.random() < 0.5 else bad_kinds + ["alias"])
+    path = "json" if kind == "alias" or rng.random() < 0.2 else "api"
+    j = rng.randrange(len(row))
+    if kind == "truncate":
+        lists[key] = row[: rng.randrange(0, len(row))]
+    elif kind == "swap":
+        i = rng.randrange(len(row))
+        row[i], row[j] = row[j], row[i]
+        lists[key] = row
+    elif kind == "dup":
+        row[j] = row[rng.randrange(len(row))]
+        lists[key] = row
+    elif kind == "float":
+        row[j] = float(row[j])
+        lists[key] = row
+    elif kind == "str":
+        row[j] = str(row[j])
+        lists[key] = row
+    elif kind == "dict":
+        lists[key] = {g: 1.0 / (i + 1) for i, g in enumerate(row)}
+    elif kind == "set":
+        lists[key] = set(row)
+    elif kind == "drop":
+        del lists[key]
+    elif kind == "unknown":
+        lists[123] = row
+    elif kind == "negative":
+        row[j] = -row[j]
+        lists[key] = row
+    elif kind == "cross":
+        other = "image" if gkind == "caption" else "caption"
+        row[j] = rng.choice(ref["ids"][other])
+        lists[key] = row
+    elif kind == "bool":
+        row[j] = True
+        lists[key] = row
+    elif kind == "numpy":
+        import numpy as np
+
+        lists[key] = np.asarray(row, dtype=np.int64).tolist() if rng.random() < 0.5 else [np.int64(x) for x in row]
+    elif kind == "empty":
+        lists[key] = []
+    elif kind == "none":
+        lists[key] = None
+    names = ["coco_5k_r1", "coco_1k_r5", "cxc_r1", "eccv_r1", "eccv_map_at_r", "eccv_rprecision", "coco_5k_recalls",
+             "eccv_recalls", "coco_1k_recalls"]  # fmt: skip
+    targets = rng.sample(names, rng.randint(1, 3))
+    good_ks = [(1, 5, 10), (1,), (5,), 5, (50,), (1000,), (10**9,), (2**70,)]
+    bad_ks = [(), 5.0, None, (True,), ("5",), (0,), (-3,)]
+    ks: object = rng.choice(good_ks if rng.random() < 0.8 else bad_ks)
+    return rankings, targets, ks, path
+
+
+def to_json_text(rng: random.Random, rankings: dict) -> str:
+    """JSON text of the rankings (sets as sorted lists); sometimes with an aliased or repeated key."""
+    payload = {}
+    for d, lists in rankings.items():
+        out = {}
+        for k, v in lists.items():
+            out[str(k)] = (
+                sorted(v) if isinstance(v, set) else {str(a): b for a, b in v.items()} if isinstance(v, dict) else v
+            )
+        payload[d] = out
+    text = json.dumps(payload, default=int)
+    if rng.random() < 0.6:
+        d = rng.choice(list(payload))
+        k = rng.choice(list(payload[d]))
+        alias = rng.choice(["0" + k, " " + k, "+" + k, k + ".0", k, "1_" + k])
+        text = text.replace(f'"{d}": {{', f'"{d}": {{"{alias}": {json.dumps(payload[d][k], default=int)}, ', 1)
+    return text
+
+
+def reference_json(text: str) -> dict:
+    """The reference reading of a rankings JSON: canonical integer keys, no key twice, i2t/t2i only."""
+
+    def pairs(items: list) -> dict:
+        keys = [k for k, _ in items]
+        if len(set(keys)) != len(keys):
+            raise InvalidInputError("key twice")
+        return dict(items)
+
+    raw = json.loads(text, object_pairs_hook=pairs)
+    if not raw or set(raw) - {"i2t", "t2i"}:
+        raise InvalidInputError("top level")
+    out = {}
+    for d, lists in raw.items():
+        if any(not re.fullmatch("0|[1-9][0-9]*", k) for k in lists):
+            raise InvalidInputError("key")
+        out[d] = {int(k): v for k, v in lists.items()}
+    return out
+
+
+def run(seed: int, trials: int, seconds: float) -> dict:
+    import numpy as np
+
+    from eccv_metric import EvaluationError
+    from eccv_metric import Metrics
+    from eccv_metric.formats.rankings import load_rankings
+
+    ref = load_reference()
+    metrics = Metrics()
+    rng = random.Random(seed)
+    nrng = np.random.default_rng(seed)
+    base = {}
+    for d, qkind, gkind in (("i2t", "image", "caption"), ("t2i", "caption", "image")):
+        gallery = np.asarray(ref["ids"][gkind])
+        lists = {}
+        own = ref["lists"][("coco", d)]
+        for q in ref["ids"][qkind]:
+            row = gallery[nrng.choice(len(gallery), 50, replace=False)].tolist()
+            for p in own[q]:
+                if nrng.random() < 0.5 and p not in row:
+                    row[int(nrng.integers(0, 50))] = p
+            lists[q] = row
+        base[d] = lists
+    counts = {"scored": 0, "refused": 0}
+    start = time.monotonic()
+    tmp = Path(tempfile.mkdtemp())
+    for trial in range(trials):
+        if time.monotonic() - start > seconds:
+            break
+        rankings, targets, ks, path = mutate(rng, ref, base)
+        text = to_json_text(rng, rankings) if path == "json" else ""
+        try:
+            expected = reference_metrics(ref, reference_json(text) if text else rankings, targets, ks)
+        except InvalidInputError:
+            expected = None
+        try:
+            if path == "json":
+                (tmp / "r.json").write_text(text)
+                loaded = load_rankings(tmp / "r.json")
+                got = metrics.compute_all_metrics(loaded.get("i2t"), loaded.get("t2i"), targets, ks)
+            else:
+                got = metrics.compute_all_metrics(rankings.get("i2t"), rankings.get("t2i"), targets, ks)
+        except EvaluationError:
+            got = None
+        if (got is None) != (expected is None):
+            raise AssertionError(f"trial {trial}: engine {'refused' if got is None else got}, reference {expected}")
+        if got is not None and got != expected:
+            for name, by_dir in expected.items():
+                for d, value in by_dir.items():
+                    assert abs(got[name][d] - value) <= 1e-12, (trial, name, d, got[name][d], value)
+        counts["scored" if got is not None else "refused"] += 1
+    return counts
+
+
+def test_mutated_inputs_give_exact_numbers_or_evaluation_errors():
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+
+    code = (
+        "import json, sys; from tests.integration.test_robustness import run; print(json.dumps(run(20261122, 200, 60)))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        preexec_fn=limit,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    counts = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert counts["scored"] >= 5 and counts["refused"] >= 5, counts

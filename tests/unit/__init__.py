@@ -1,0 +1,1 @@
+"""Unit tests: synthetic data only (no ../shared/data), fast."""

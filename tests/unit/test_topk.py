@@ -1,0 +1,60 @@
+"""The top-k kernel against a full stable argsort written here, on the float values that break bit tricks.
+
+``_by_score`` orders float32 candidates by one sort of packed 64-bit keys
+(float64 and float16: a stable argsort). The reference is
+``np.argsort(-row, kind="stable")``, which treats -0.0 and 0.0 as equal and
+keeps ties in column order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from eccv_metric.kernels.topk import order_by_score as _by_score
+from eccv_metric.kernels.topk import stable_topk
+
+
+def special_values(dtype: type) -> np.ndarray:
+    """Signed zeros, the smallest subnormal and normal, the largest finite value, 1 and its neighbours."""
+    f = np.finfo(dtype)
+    one = dtype(1)
+    values = [0.0, f.smallest_subnormal, f.tiny, f.max, one, 0.5, np.nextafter(one, dtype(2))]
+    return np.array([v for x in values for v in (x, -x)], dtype=dtype)
+
+
+def special_rows(rng: np.random.Generator, n_rows: int, n_cols: int, dtype: type) -> np.ndarray:
+    """Rows drawn from the special values (many ties), some with a random finite value mixed in."""
+    rows = rng.choice(special_values(dtype), (n_rows, n_cols))
+    mixed = rng.random((n_rows, n_cols)) < 0.2
+    rows[mixed] = rng.standard_normal(int(mixed.sum())).astype(dtype)
+    return rows
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_by_score_is_a_stable_descending_sort(dtype):
+    rng = np.random.default_rng(3)
+    for trial in range(40):
+        rows = special_rows(rng, 7, 60, dtype)
+        width = int(rng.integers(1, 60))
+        cols = np.sort(np.stack([rng.choice(60, width, replace=False) for _ in range(7)]), axis=1).astype(np.int32)
+        reference = np.take_along_axis(cols, np.argsort(-rows[np.arange(7)[:, None], cols], 1, kind="stable"), 1)
+        np.testing.assert_array_equal(_by_score(rows, np.arange(7), cols), reference, err_msg=f"trial {trial}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("k", [1, 5, 30, 49, 59])  # k < 60 items: the partition path, not a full sort
+def test_stable_topk_equals_a_full_stable_argsort(dtype, k):
+    rng = np.random.default_rng(k)
+    rows = special_rows(rng, 50, 60, dtype)
+    top, bad = stable_topk(rows, k)
+    assert not bad.any()
+    np.testing.assert_array_equal(top, np.argsort(-rows, axis=1, kind="stable")[:, :k])
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+def test_stable_topk_flags_rows_with_non_finite_values(value):
+    rows = special_rows(np.random.default_rng(0), 6, 40, np.float32)
+    rows[2, 7] = value
+    for k in (1, 10, 40):
+        assert np.flatnonzero(stable_topk(rows, k)[1]).tolist() == [2]
