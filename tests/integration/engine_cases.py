@@ -92,3 +92,31 @@ def digests(per_query: dict[str, dict[str, QueryScores]]) -> dict[str, str]:
             digest.update(np.asarray(scores.values, dtype=np.float64).tobytes())
             out[f"{metric}/{direction}"] = digest.hexdigest()
     return out
+
+
+TASK_CASES = ("cxc_i2i_int_embeddings", "cxc_i2i_int_matrix", "mscoco_fg_int_embeddings", "flickr30k_fg_int_embeddings")
+
+
+def _ints(seed: int, n: int, dim: int = 8) -> np.ndarray:
+    """Integer-valued embeddings in -2..2 (exact dot products, heavy ties)."""
+    return np.random.default_rng(seed).integers(-2, 3, (n, dim)).astype(np.float32)
+
+
+def run_task_case(name: str) -> dict[str, dict[str, QueryScores]]:
+    """Per-query values of one task case (inputs as frozen in tests/data/task_digests.json)."""
+    from eccv_metric import FineGrainedMetrics
+    from tests.fixtures import SHARED
+
+    if name.startswith("cxc_i2i"):
+        metrics = Metrics(cxc_source=SHARED / "cxc")
+        images = _ints(1, 5000)
+        if name.endswith("embeddings"):
+            names = ["cxc_i2i_r1", "cxc_i2i_r5", "cxc_i2i_r10", "cxc_i2i_r50", "cxc_i2i_medr", "cxc_i2i_meanr"]
+            return metrics.per_query_from_embeddings(images, None, target_metrics=names)
+        names = ["cxc_i2i_r1", "cxc_i2i_r5", "cxc_i2i_r10", "cxc_i2i_medr", "cxc_i2i_meanr"]
+        return metrics.per_query_from_scores(None, image_scores=(images @ images.T), target_metrics=names)
+    bench = name.removesuffix("_int_embeddings")
+    fg = FineGrainedMetrics(bench, SHARED / "mscoco_fg")
+    images, captions = _ints(2, len(fg.fg.images.ids), 6), _ints(3, len(fg.fg.captions.ids), 6)
+    names = [f"{bench}_r1", f"{bench}_r5", f"{bench}_r10", f"{bench}_r50", f"{bench}_medr", f"{bench}_meanr"]
+    return fg.per_query_from_embeddings(images, captions, target_metrics=names)

@@ -17,8 +17,10 @@ import pytest
 
 from tests.fixtures import ROOT
 from tests.integration.engine_cases import CASES
+from tests.integration.engine_cases import TASK_CASES
 from tests.integration.engine_cases import digests
 from tests.integration.engine_cases import run_case
+from tests.integration.engine_cases import run_task_case
 from tests.integration.engine_cases import top_indices
 
 FROZEN = json.loads((ROOT / "tests" / "data" / "engine_digests.json").read_text())
@@ -36,3 +38,16 @@ def test_per_query_values_identical_to_the_frozen_engine(metrics, scores_gauss, 
     assert set(got) == set(want)
     changed = sorted(key for key in want if got[key] != want[key])
     assert not changed, f"{case}: per-query values differ from engine {FROZEN['engine_commit'][:10]}: {changed}"
+
+
+TASKS = json.loads((ROOT / "tests" / "data" / "task_digests.json").read_text())
+
+
+@pytest.mark.parametrize("case", TASK_CASES)
+def test_tasks_of_the_former_task_engine_are_identical(case):
+    """cxc_i2i and MSCOCO-FG / Flickr30K-FG ran on a second engine before the redesign: frozen there, same here."""
+    got = digests(run_task_case(case))
+    want = TASKS["cases"][case]
+    assert set(got) == set(want)
+    changed = sorted(key for key in want if got[key] != want[key])
+    assert not changed, f"{case}: per-query values differ from engine {TASKS['engine_commit'][:10]}: {changed}"
