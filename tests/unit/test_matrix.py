@@ -47,7 +47,7 @@ def items(world, collection: str) -> tuple[list[int], list[int]]:
 class Setup:
     """One input over one collection, and everything the brute force needs to rank as the input does."""
 
-    def __init__(self, world, collection: str, kind: str, seed: int = 3):
+    def __init__(self, world, collection: str, kind: str, seed: int = 3, values: str = "int"):
         rng = np.random.default_rng(seed)
         images, captions = items(world, collection)
         extras = kind in ("scores", "embeddings")
@@ -56,14 +56,27 @@ class Setup:
         self.vec = int_embeddings(rng, self.images) | {
             ("c", c): v for c, v in int_embeddings(rng, self.captions).items()
         }
+        if values == "float":  # continuous scores: the brute force reads the very float32 matrices the input gets
+            self.vec = {key: rng.standard_normal(len(v)).astype(np.float32) for key, v in self.vec.items()}
         self.kind = kind
         self.extras = extras
+        img = np.stack([self.vector("image", i) for i in self.images])
+        cap = np.stack([self.vector("caption", c) for c in self.captions])
+        self.matrices = {
+            ("image", "caption"): img @ cap.T,
+            ("caption", "caption"): cap @ cap.T,
+            ("image", "image"): img @ img.T,
+        }
+        self.row = {("image", i): k for k, i in enumerate(self.images)}
+        self.row |= {("caption", c): k for k, c in enumerate(self.captions)}
 
     def vector(self, kind: str, ident: int) -> np.ndarray:
         return self.vec[ident] if kind == "image" else self.vec[("c", ident)]
 
     def score(self, qkind: str, q: int, gkind: str, g: int) -> float:
-        return float(np.dot(self.vector(qkind, q).astype(np.float64), self.vector(gkind, g)))
+        if (qkind, gkind) == ("caption", "image"):
+            return float(self.matrices[("image", "caption")][self.row[gkind, g], self.row[qkind, q]])
+        return float(self.matrices[(qkind, gkind)][self.row[qkind, q], self.row[gkind, g]])
 
     def order(self, kind: str) -> list[int]:
         return self.images if kind == "image" else self.captions
@@ -79,10 +92,13 @@ class Setup:
             cap = np.stack([self.vector("caption", c) for c in self.captions])
             return Embeddings(img, cap, self.images, self.captions)
         if self.kind == "scores":
-            img = np.stack([self.vector("image", i) for i in self.images])
-            cap = np.stack([self.vector("caption", c) for c in self.captions])
+            m = self.matrices
             return ScoreMatrix(
-                img @ cap.T, self.images, self.captions, caption_scores=cap @ cap.T, image_scores=img @ img.T
+                m["image", "caption"],
+                self.images,
+                self.captions,
+                caption_scores=m["caption", "caption"],
+                image_scores=m["image", "image"],
             )
         lists = {d: self.full_lists(d) for d in brute.KIND}
         if self.kind == "dicts":
@@ -136,9 +152,9 @@ def requested(collection: str) -> list[tuple]:
 
 
 @pytest.mark.parametrize("collection", COLLECTIONS)
-@pytest.mark.parametrize("kind", INPUTS)
-def test_every_benchmark_metric_and_input_equals_the_brute_force(world, tmp_path, collection, kind):
-    setup = Setup(world, collection, kind)
+@pytest.mark.parametrize("kind,values", [(k, "int") for k in INPUTS] + [("scores", "float"), ("dicts", "float")])
+def test_every_benchmark_metric_and_input_equals_the_brute_force(world, tmp_path, collection, kind, values):
+    setup = Setup(world, collection, kind, values=values)
     source = setup.make_input(tmp_path)
     metrics = [r for r in requested(collection) if r[2] != "spearman"]
     results = evaluate(source, [r[1] for r in metrics], KS, resources=world.resources())
