@@ -90,8 +90,15 @@ def _run_view(view: View, jobs: list[Job], source: Input, partial: bool, out: di
             restricted[id(rel)] = rel.restrict(source.given_queries(view))  # type: ignore[arg-type]
         return restricted[id(rel)]
 
-    deep = [j for j in jobs if j.kind == "recall" and source.exact_ranks and j.k > DEEP_K]  # type: ignore[operator]
-    by_rank = [j for j in jobs if KINDS[j.kind].needs == "rank" or j in deep]
+    by_rank = [j for j in jobs if KINDS[j.kind].needs == "rank"]
+    if source.exact_ranks:  # R@K = 1[rank <= K]: from exact ranks when they cost no more than a top-K
+        ranked = {id(j.relevance) for j in by_rank}
+        cheap = source.prefers_ranks(view)  # e.g. blocks computed by a matrix product: one pass, not two
+        by_rank += [
+            j
+            for j in jobs
+            if j.kind == "recall" and (j.k > DEEP_K or id(j.relevance) in ranked or cheap)  # type: ignore[operator]
+        ]
     by_depth = [j for j in jobs if j not in by_rank]
     if by_depth:
         rels = {id(r): rel_of(r) for j in by_depth for r in j.relevances}

@@ -60,6 +60,11 @@ class Input(Protocol):
         """
         ...
 
+    def prefers_ranks(self, view: View) -> bool:
+        """Whether R@K of this view is cheaper from exact ranks than from a top-K (e.g. blocks of a matrix product,
+        where a second pass would compute every score again)."""
+        ...
+
     def first_ranks(self, view: View, rel: Relevance, name: str) -> np.ndarray:
         """1-based rank of each ``rel.query``'s best-ranked positive (float64); an error names undecidable queries."""
         ...

@@ -71,6 +71,9 @@ class Rankings:
             self._converted[key] = lists
         return self._converted[key]
 
+    def prefers_ranks(self, view: View) -> bool:
+        return False
+
     def given_queries(self, view: View) -> np.ndarray:
         return self.lists(view).query
 

@@ -103,6 +103,11 @@ class ScoredInput:
     def given_queries(self, view: View) -> None:
         return None
 
+    def prefers_ranks(self, view: View) -> bool:
+        """Blocks a scorer computes (a matrix product per block) are cheaper scanned once for exact ranks than
+        twice (top-K, then ranks); a stored matrix is read cheaply either way."""
+        return not self.scorer(view).parallel
+
     def _priority(self, view: View) -> tuple[int, int]:
         # this evaluation's ticket, then the view with more queries (the longer serial tail) first
         return (self.ticket, -len(view.queries))
