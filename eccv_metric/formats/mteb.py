@@ -90,7 +90,7 @@ def read_predictions(path: str | Path, split: str = "test") -> PredictionRanking
             where = f"{path}: {name}, query {query}"
             kind, qid = parse_trec_id(query, where)
             if kind != sub.kinds[0]:
-                raise EvaluationError(f"{where}: a {sub.direction} query is an {sub.kinds[0]}-<id>")
+                raise EvaluationError(f"{where}: {sub.direction} queries are {sub.kinds[0]}-<id>")
             if qid in target:
                 raise EvaluationError(f"{where}: the query appears in two subsets")
             target[qid] = _ordered(require_object(docs, path, f"{where}: {{doc id: score}}"), sub.kinds[1], where)
