@@ -18,14 +18,13 @@ from datasets import Features
 from datasets.exceptions import DatasetGenerationError
 from datasets.table import InMemoryTable
 
-from eccv_caption_dataset.beir import CARD_SECTION
 from eccv_caption_dataset.beir import write_beir
-from eccv_caption_dataset.beir import yaml_configs
 from eccv_caption_dataset.builder import CONFIGS
 from eccv_caption_dataset.builder import DESCRIPTIONS
 from eccv_caption_dataset.builder import EccvCaption
 from eccv_caption_dataset.fg_tables import FG_CONFIGS
 from eccv_caption_dataset.fg_tables import fg_missing
+from eccv_caption_dataset.mteb_layout import card_section
 from eccv_caption_dataset.sources import Sources
 from eccv_caption_dataset.sources import Urls
 from eccv_caption_dataset.sources import resolve
@@ -38,6 +37,9 @@ from eccv_metric.core.files import replace_folder
 from eccv_metric.core.files import temporary_folder
 
 IMAGE_ROW_GROUP = 100  # the Hub viewer re-converts Parquet whose row groups exceed 100 MB
+# `license: other` parts (CxC's terms, the FG files without a license): named and linked, as the Hub asks
+LICENSE_NAME = "eccv-caption-parts"
+LICENSE_FILE = "LICENSE.md"
 
 
 def buildable(sources: Sources) -> dict[str, str | None]:
@@ -108,7 +110,9 @@ def build(
             dataset = builder.as_dataset(split="test")
             path = tmp / "data" / name / "test-00000-of-00001.parquet"
             image_rows = IMAGE_ROW_GROUP if name == "images" or name.endswith("_gallery") else None
-            infos[name] = _card_info(dataset, write_parquet(dataset, path, image_rows))
+            infos[name] = _card_info(dataset, write_parquet(dataset, path, image_rows)) | {
+                "path": f"data/{name}/test-*.parquet"
+            }
             report["built"][name] = dataset.num_rows
             if builder.report.get("images_missing"):
                 report["images_missing"] = builder.report["images_missing"]
@@ -117,16 +121,22 @@ def build(
             log(f"built {name}: {dataset.num_rows} rows")
             del dataset
         shutil.rmtree(tmp / "cache", ignore_errors=True)
-        beir = write_beir(tmp, lambda table, path, rows: write_parquet(_as_dataset(table), path, rows), IMAGE_ROW_GROUP)
-        report["beir"] = {name: info["rows"] for name, info in beir.items()}
+        beir, skipped = write_beir(
+            tmp, lambda table, path, rows: write_parquet(_as_dataset(table), path, rows), IMAGE_ROW_GROUP
+        )
+        report["beir"] = {name: info["rows"] for name, info in beir.items() if "rows" in info}
+        report["mteb_skipped"] = skipped
         infos.update(beir)
         (tmp / "README.md").write_text(dataset_card(infos, report, paper_results, repo_id or output.name))
+        (tmp / LICENSE_FILE).write_text(LICENSE_TEXT)
         replace_folder(tmp, output)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     if report.get("images_missing"):
         log(f"{len(report['images_missing'])} images were not available and are stored without pixels")
+    if skipped:
+        log(f"MTEB subsets not complete: {len(skipped)} (the card says why)")
     return report
 
 
@@ -145,14 +155,13 @@ def _as_dataset(table: pa.Table) -> datasets.Dataset:
     )
 
 
-def _card_info(dataset: datasets.Dataset, parquet_size: int, splits: tuple[str, ...] = ("test",)) -> dict:
+def _card_info(dataset: datasets.Dataset, parquet_size: int) -> dict:
     """What the card's ``dataset_info`` needs: features, rows, Arrow bytes (datasets' num_bytes), Parquet bytes."""
     return {
         "features": dataset.features,
         "rows": dataset.num_rows,
         "num_bytes": dataset.data.nbytes,
         "download_size": parquet_size,
-        "splits": splits,
     }
 
 
@@ -167,31 +176,35 @@ def size_category(rows: int) -> str:
 def dataset_card(
     infos: dict, report: dict, paper_results: str | Path | None = None, repo_id: str = "eccv_caption"
 ) -> str:
-    """README.md: YAML ``configs`` and ``dataset_info`` (num_bytes = Arrow bytes, as datasets writes them;
-    download_size = Parquet bytes), licenses per part, the paper's leaderboard, usage, citations."""
+    """README.md: YAML ``configs`` (one ``test`` split each) and ``dataset_info`` (num_bytes = Arrow bytes, as
+    datasets writes them; download_size = Parquet bytes; alias configs carry none: their files are counted once,
+    under the config that owns them), licenses per part, the paper's leaderboard, usage, citations."""
     configs, dataset_info = [], []
-    for entry in yaml_configs(infos):
-        if entry["config_name"] == "positives":
+    for name, info in infos.items():
+        entry: dict = {"config_name": name, "data_files": [{"split": "test", "path": info["path"]}]}
+        if name == "positives":
             entry["default"] = True
         configs.append(entry)
-    for name, info in infos.items():
-        splits = [{"name": sp, "num_bytes": info["num_bytes"], "num_examples": info["rows"]} for sp in info["splits"]]
+        if "alias" in info:
+            continue
         dataset_info.append(
             {
                 "config_name": name,
                 "features": info["features"]._to_yaml_list(),
-                "splits": splits,
+                "splits": [{"name": "test", "num_bytes": info["num_bytes"], "num_examples": info["rows"]}],
                 "download_size": info["download_size"],
-                "dataset_size": info["num_bytes"] * len(splits),
+                "dataset_size": info["num_bytes"],
             }
         )
     header = {
         "license": ["cc-by-4.0", "mit", "other"],
+        "license_name": LICENSE_NAME,
+        "license_link": LICENSE_FILE,
         "language": ["en"],
         "pretty_name": "ECCV Caption",
         "task_categories": ["image-to-text", "text-to-image"],
         "tags": ["image-text-retrieval", "coco", "eccv-caption", "cxc", "pmrp", "beir", "mteb"],
-        "size_categories": [size_category(max(info["rows"] for info in infos.values()))],
+        "size_categories": [size_category(max(info.get("rows", 0) for info in infos.values()))],
         "configs": configs,
         "dataset_info": dataset_info,
     }
@@ -213,8 +226,13 @@ def dataset_card(
         results=_paper_table(paper_results),
         repo=repo_id,
         protocols=protocol_table(),
+        licenses=LICENSE_TABLE,
     )
-    beir = CARD_SECTION.replace("REPO", repr(repo_id)) if any(n.startswith("beir-") for n in infos) else ""
+    beir = (
+        card_section(infos, report.get("mteb_skipped", {}), repo_id)
+        if any(n.startswith("beir-") for n in infos)
+        else ""
+    )
     return "---\n" + yaml.safe_dump(header, sort_keys=False, allow_unicode=True) + "---\n\n" + body + beir
 
 
@@ -236,6 +254,27 @@ def _paper_table(path: str | Path | None) -> str:
         + "\n".join(lines)
     )
 
+
+LICENSE_TABLE = """\
+Each part keeps the license of its source:
+
+| part | license |
+|---|---|
+| captions, COCO categories, COCO positive pairs (from the COCO annotations) | CC BY 4.0 |
+| ECCV Caption positives (the `eccv_caption` package) | MIT |
+| CxC ratings and positives (Google's Crisscrossed Captions) | free use, acknowledging Google |
+| PM positives | derived here from the COCO categories (CC BY 4.0) |
+| image pixels | Flickr photos, their owners' licenses ([COCO terms](https://cocodataset.org/#termsofuse)) |
+| MSCOCO-FG / Flickr30K-FG captions and gallery lists | **no license file** in [the authors' repository][fg] |
+
+[fg]: https://github.com/cwj1412/MSCOCO-Flikcr30K_FG
+"""
+LICENSE_TEXT = (
+    "# Licenses of the ECCV Caption dataset\n\n"
+    "The dataset's `license: other` (`license_name: eccv-caption-parts`): "
+    + LICENSE_TABLE[0].lower()
+    + LICENSE_TABLE[1:]
+)
 
 CARD_BODY = """\
 # ECCV Caption
@@ -320,19 +359,7 @@ names (`eccv-caption benchmarks` lists every benchmark):
 
 ## License
 
-Each part keeps the license of its source:
-
-| part | license |
-|---|---|
-| captions, COCO categories, COCO positive pairs (from the COCO annotations) | CC BY 4.0 |
-| ECCV Caption positives (the `eccv_caption` package) | MIT |
-| CxC ratings and positives (Google's Crisscrossed Captions) | free use, acknowledging Google |
-| PM positives | derived here from the COCO categories (CC BY 4.0) |
-| image pixels | Flickr photos, their owners' licenses ([COCO terms](https://cocodataset.org/#termsofuse)) |
-| MSCOCO-FG / Flickr30K-FG captions and gallery lists | **no license file** in [the authors' repository][fg] |
-
-[fg]: https://github.com/cwj1412/MSCOCO-Flikcr30K_FG
-
+{licenses}
 ## Citation
 
 ```bibtex

@@ -1,7 +1,9 @@
 """Upload the built dataset folder to a Hub dataset repo and the metric module to a gradio Space.
 
 The token comes from huggingface_hub's usual places (``HF_TOKEN`` or
-``hf auth login``). ``dry_run`` lists exactly what would be sent.
+``hf auth login``). ``dry_run`` lists exactly what would be sent. Each repo is
+made equal to its folder: files of an earlier push that the folder no longer
+has are deleted (``upload_folder(delete_patterns="*")``; ``.gitattributes`` stays).
 """
 
 from __future__ import annotations
@@ -16,19 +18,38 @@ from eccv_metric import EVALUATE_MODULE_DIR
 from eccv_metric.core.files import write_text_atomic
 
 PACKAGE = Path(__file__).resolve().parents[1] / "eccv_metric"
-SPACE_FILES = ("eccv_map_at_r.py", "README.md", "app.py", "requirements.txt")
+MODULE = "eccv_map_at_r"
+SPACE_FILES = ("README.md", "app.py", "requirements.txt")
+_SCRIPT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
-def stage_space(dest: Path) -> Path:
-    """The Space folder: the metric module, its card, the gradio app, requirements and our ``eccv_metric`` source.
+def script_name(space_repo: str) -> str:
+    """The module script's name in a Space: ``evaluate.load("<user>/<space>")`` downloads ``<space>.py`` (only
+    that file) and imports it as a module, so the script is staged under the Space's own name."""
+    name = space_repo.rsplit("/", 1)[-1]
+    if space_repo.count("/") != 1 or not _SCRIPT_NAME.fullmatch(name):
+        raise ValueError(
+            f"Space {space_repo!r}: evaluate.load('<user>/<space>') fetches '<space>.py' and imports it as a module, "
+            "so name the Space <user>/<letters, digits, '_' or '-'> (no '.'), e.g. you/eccv_map_at_r"
+        )
+    return name
+
+
+def stage_space(dest: str | Path, name: str = MODULE) -> Path:
+    """The Space folder: the metric module (as ``<name>.py``: the Space's name), its card, the gradio app,
+    requirements and our ``eccv_metric`` source.
 
     The Hub builds a Space by installing ``requirements.txt`` before the repository's other files are in
     place, so a local wheel named there is not found; the package's source sits beside ``app.py``
     instead (the app's folder is on ``sys.path``) and ``requirements.txt`` names only PyPI packages.
+    ``evaluate.load("<user>/<space>")`` reads only ``<space>.py``, which imports ``eccv_metric`` from the
+    installed package (``pip install eccv-caption-hf``: its import error says so).
     """
+    dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
-    for name in SPACE_FILES:
-        shutil.copy2(EVALUATE_MODULE_DIR / name, dest / name)
+    shutil.copy2(EVALUATE_MODULE_DIR / f"{MODULE}.py", dest / f"{name}.py")
+    for file in SPACE_FILES:
+        shutil.copy2(EVALUATE_MODULE_DIR / file, dest / file)
     local = [line for line in (dest / "requirements.txt").read_text().split() if "/" in line or line.endswith(".whl")]
     if local:
         raise ValueError(f"requirements.txt must name PyPI packages only (the Hub cannot see {local} at install time)")
@@ -57,6 +78,7 @@ def push(
         raise ValueError("a dataset repo needs --dataset-dir (a folder made by `eccv-caption build`)")
     if dataset_dir and not (Path(dataset_dir) / "README.md").is_file():
         raise ValueError(f"{dataset_dir} is not a built dataset folder (no README.md)")
+    script = script_name(space_repo) if space_repo else MODULE  # refused before anything is changed or sent
     plan: dict[str, tuple[str, Path]] = {}
     staging = Path(tempfile.mkdtemp(prefix="eccv-space-"))
     try:
@@ -65,7 +87,7 @@ def push(
             if not dry_run:
                 set_card_repo(Path(dataset_dir), dataset_repo)  # type: ignore[arg-type]
         if space_repo:
-            plan[space_repo] = ("space", stage_space(staging / "space"))
+            plan[space_repo] = ("space", stage_space(staging / "space", script))
         sent = {}
         for repo, (repo_type, folder) in plan.items():
             files = listing(folder)
@@ -73,6 +95,7 @@ def push(
             log(
                 f"{'would upload' if dry_run else 'uploading'} {len(files)} files to {repo_type} {repo}"
                 + (f" @ {revision}" if revision else "")
+                + " (files of the repo not among them are deleted, .gitattributes kept)"
             )
             for path, size in files:
                 log(f"  {path} ({size:,} bytes)")
@@ -108,4 +131,5 @@ def _upload(repo: str, repo_type: str, folder: Path, private: bool, revision: st
         repo_type=repo_type,
         revision=revision,
         commit_message="Upload ECCV Caption " + ("dataset" if repo_type == "dataset" else "metric Space"),
+        delete_patterns="*",  # the folder is the whole repo: files of an earlier push go (.gitattributes stays)
     )

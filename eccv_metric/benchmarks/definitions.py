@@ -71,7 +71,7 @@ BENCHMARKS = [
         "COCO 5K",
         "Every query ranked against the whole 5K split with the original COCO positives.",
         KARPATHY,
-        configs=("positives", "coco-i2t-qrels", "coco-t2i-qrels"),
+        configs=("positives", "coco_5k-i2t-qrels", "coco_5k-t2i-qrels"),
         license=COCO_LICENSE,
     ),
     Benchmark(

@@ -19,7 +19,10 @@ from eccv_metric.core.files import check_output_path
 from eccv_metric.core.files import load_npy
 from eccv_metric.core.files import write_json_atomic
 from eccv_metric.formats.ids import load_ids
+from eccv_metric.formats.mteb import is_mteb_predictions
+from eccv_metric.formats.mteb import read_predictions
 from eccv_metric.formats.rankings import load_rankings
+from eccv_metric.formats.trec import TIES
 from eccv_metric.formats.trec import read_run
 from eccv_metric.groundtruth.plausible import PMOptions
 from eccv_metric.groundtruth.split import GroundTruth
@@ -33,7 +36,11 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evaluate", help="score rankings, a TREC run, score matrices or embeddings on any benchmark")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--rankings", help='JSON {"i2t": {image id: [caption ids]}, "t2i": {caption id: [image ids]}}')
-    src.add_argument("--run", help="a TREC run file (image-<id> / caption-<id> ids; see `eccv-caption export-trec`)")
+    src.add_argument(
+        "--run",
+        help="a TREC run file (image-<id> / caption-<id> ids; see `eccv-caption export-trec`) or MTEB's saved "
+        "predictions (<task>_predictions.json of mteb.evaluate(..., prediction_folder=...))",
+    )
     src.add_argument("--scores", help=".npy matrix, scores[i, j] = similarity(image_ids[i], caption_ids[j])")
     src.add_argument("--demo", action="store_true", help="a synthetic seeded score matrix (offline smoke run)")
     p.add_argument("--image-embeddings", help=".npy image embeddings (rows: --image-ids or the canonical order)")
@@ -70,6 +77,12 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n-resamples", type=int, default=1000, help="bootstrap samples of cxc_*_spearman (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the cxc_*_spearman bootstrap")
     p.add_argument("--partial", action="store_true", help="ranked lists: score only the queries given")
+    p.add_argument(
+        "--ties",
+        choices=TIES,
+        help="--run: equal scores ordered by rank (stable, the default for TREC runs) or by document id descending "
+        "as strings (trec_eval: what trec_eval, pytrec_eval and MTEB score; always for MTEB predictions)",
+    )
     p.add_argument("--output", "-o", help="write the results as JSON here (fractions, the official keys)")
     p.add_argument("--per-query", help="also write per-query values as JSON here (for `eccv-caption compare`)")
     p.set_defaults(func=run_evaluate)
@@ -125,8 +138,14 @@ def input_of(args: argparse.Namespace, resources: Resources) -> Rankings | Score
             raise EvaluationError(f"--demo is an input of its own: drop {', '.join(others)}")
         print("demo: a seeded synthetic score matrix over the real test ids (noise + 3 on COCO pairs), not a model")
         return ScoreMatrix(demo_scores(resources.gt))
+    if args.ties and not args.run:
+        raise EvaluationError("--ties orders the equal scores of a --run file; the other inputs have no such choice")
+    run = read_run_file(args.run, args.ties) if args.run else None
+    rankings = load_rankings(args.rankings) if args.rankings else None
+    if run is not None:
+        rankings = run.raw if isinstance(run, Rankings) else run
     parts = {
-        "rankings": read_run(args.run) if args.run else load_rankings(args.rankings) if args.rankings else None,
+        "rankings": rankings,
         "scores": _npy(args.scores, "a .npy float matrix, scores[i, j] = similarity(image i, caption j)"),
         "caption_scores": _npy(args.caption_scores, "a .npy float matrix (captions x captions)"),
         "image_scores": _npy(args.image_scores, "a .npy float matrix (images x images)"),
@@ -136,7 +155,19 @@ def input_of(args: argparse.Namespace, resources: Resources) -> Rankings | Score
         "caption_ids": load_ids(args.caption_ids, "caption ids") if args.caption_ids else None,
         "normalize": args.normalize,
     }
-    return input_from_parts(parts, CLI_WORDS)
+    source = input_from_parts(parts, CLI_WORDS)
+    return run if isinstance(run, Rankings) else source
+
+
+def read_run_file(path: str, ties: str | None) -> dict | Rankings:
+    """``--run``: MTEB predictions (Rankings that know the galleries searched) or a TREC run (lists)."""
+    if is_mteb_predictions(path):
+        if ties == "stable":
+            raise EvaluationError(
+                f"{path}: MTEB predictions hold no ranks: their ties are ordered as MTEB scored them (--ties trec_eval)"
+            )
+        return read_predictions(path)
+    return read_run(path, ties or "stable")
 
 
 def _given(args: argparse.Namespace, name: str) -> bool:

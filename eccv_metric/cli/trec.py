@@ -1,9 +1,19 @@
-"""``eccv-caption export-trec`` / ``import-trec``: qrels and runs as TREC files (a thin layer over formats.trec)."""
+"""``eccv-caption export-trec`` / ``import-trec``: qrels and runs as TREC files (a thin layer over formats.trec).
+
+One file per direction: trec_eval's ``all`` line averages every query of a
+file, so a file pooling i2t and t2i queries would report a mean over both
+directions, which no benchmark defines. ``-o run.trec`` with two directions
+writes ``run.i2t.trec`` and ``run.t2i.trec``; with one direction, ``run.trec``;
+``--pooled`` writes every direction into the one file (and says so).
+"""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from pathlib import Path
 
+from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.cli.evaluate import resources_of
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import check_output_path
@@ -14,63 +24,108 @@ from eccv_metric.formats.ids import load_ids
 from eccv_metric.formats.rankings import load_rankings
 from eccv_metric.inputs.matrix import ScoreMatrix
 
-QRELS = ("coco", "cxc", "eccv", "pm")
+QRELS = ("coco", "cxc", "cxc_graded", "eccv", "pm")
+TIES_HELP = (
+    "how equal scores are ordered: stable = the given order (this project's rule), trec_eval = document id "
+    "descending as strings (trec_eval, pytrec_eval and MTEB)"
+)
 
 
 def add_export_trec(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("export-trec", help="write TREC qrels of a benchmark, or a TREC run of rankings / scores")
     what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument("--qrels", choices=QRELS, help="the positives of this benchmark as TREC qrels")
+    what.add_argument(
+        "--qrels",
+        choices=QRELS,
+        help="the positives of this benchmark as TREC qrels (relevance 1; cxc_graded: the SITS rating rounded half up)",
+    )
     what.add_argument("--rankings", help="rankings JSON (official format) to write as a TREC run")
     what.add_argument("--scores", help=".npy score matrix (images x captions) to write as a top-depth TREC run")
     p.add_argument("--direction", nargs="+", choices=["i2t", "t2i"], default=["i2t", "t2i"])
     p.add_argument("--image-ids", help="image ids of the score rows; default Karpathy order")
     p.add_argument("--caption-ids", help="caption ids of the score columns; default Karpathy order")
     p.add_argument("--depth", type=int, default=100, help="run depth from a score matrix (default 100)")
+    p.add_argument(
+        "--ties",
+        choices=trec.TIES,
+        default="stable",
+        help=TIES_HELP + "; with trec_eval a run from --scores carries the real scores (rankings keep their order)",
+    )
     p.add_argument("--tag", default="eccv_caption", help="run tag (one word)")
     p.add_argument("--instances-json", help="COCO instances JSON or a built dataset folder (PM qrels)")
-    p.add_argument("--output", "-o", required=True, help="the TREC file to write")
+    p.add_argument("--cxc-source", help="CxC ratings for cxc_graded: a built dataset or a folder with the CSVs")
+    p.add_argument(
+        "--output",
+        "-o",
+        required=True,
+        help="the TREC file; with two directions one file each: run.trec -> run.i2t.trec, run.t2i.trec",
+    )
+    p.add_argument(
+        "--pooled",
+        action="store_true",
+        help="write every direction into the one --output file (trec_eval's 'all' then averages over both)",
+    )
     p.set_defaults(func=run_export)
 
 
 def add_import_trec(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("import-trec", help="convert a TREC run into the official rankings JSON")
     p.add_argument("run", help="TREC run file: <query> Q0 <doc> <rank> <score> <tag>")
+    p.add_argument("--ties", choices=trec.TIES, default="stable", help=TIES_HELP + "; stable = then by rank")
     p.add_argument("--output", "-o", required=True, help="rankings JSON to write")
     p.set_defaults(func=run_import)
 
 
+def direction_path(output: str, direction: str) -> str:
+    """``run.trec`` -> ``run.i2t.trec``; ``run`` -> ``run.i2t``."""
+    path = Path(output)
+    name = f"{path.stem}.{direction}{path.suffix}" if path.suffix else f"{path.name}.{direction}"
+    return str(path.with_name(name))
+
+
 def run_export(args: argparse.Namespace) -> int:
-    check_output_path(args.output)
     resources = resources_of(args)
     gt = resources.gt
-    parts = []
+    directions = list(dict.fromkeys(args.direction))
+    outputs = {
+        d: args.output if args.pooled or len(directions) == 1 else direction_path(args.output, d) for d in directions
+    }
+    for path in dict.fromkeys(outputs.values()):
+        check_output_path(path)
+    parts: dict[str, Iterator[str]] = {}
     if args.qrels:
-        from eccv_metric.benchmarks.definitions import REGISTRY
-
         bench = REGISTRY.get("coco_5k")
-        for direction in args.direction:
-            lists = trec.positives_lists(gt, resources.relation(bench, args.qrels, direction), direction)
-            parts.append(trec.qrels_lines(lists, direction))
+        relation = "cxc" if args.qrels == "cxc_graded" else args.qrels
+        for direction in directions:
+            lists = trec.positives_lists(gt, resources.relation(bench, relation, direction), direction)
+            grades = trec.cxc_grades(resources.ratings("sits"), direction) if args.qrels == "cxc_graded" else None
+            parts[direction] = trec.qrels_lines(lists, direction, grades)
     elif args.rankings:
         rankings = load_rankings(args.rankings)
-        parts = [trec.run_lines(rankings[d], d, args.tag) for d in args.direction if d in rankings]
+        parts = {d: trec.run_lines(rankings[d], d, args.tag) for d in directions if d in rankings}
     else:
         expected = "a .npy float matrix, scores[i, j] = similarity(image i, caption j)"
         image_ids = load_ids(args.image_ids, "image ids") if args.image_ids else None
         caption_ids = load_ids(args.caption_ids, "caption ids") if args.caption_ids else None
         source = ScoreMatrix(load_npy(args.scores, expected), image_ids, caption_ids)
-        parts = [trec.run_from_scores(source, gt, d, args.depth, args.tag) for d in args.direction]
-    count = trec.write_lines(args.output, (line for part in parts for line in part))
-    if not count:
-        raise EvaluationError("nothing to write: no list for the requested directions")
-    print(f"wrote {args.output} ({count} lines)")
+        parts = {d: trec.run_from_scores(source, gt, d, args.depth, args.tag, args.ties) for d in directions}
+    if not parts:
+        raise EvaluationError(f"nothing to write: no list for the directions {', '.join(directions)}")
+    if args.pooled:
+        count = trec.write_lines(args.output, (line for part in parts.values() for line in part))
+        print(f"wrote {args.output} ({count} lines, {' + '.join(parts)} pooled: trec_eval's 'all' mixes them)")
+        return 0
+    for direction, lines in parts.items():
+        count = trec.write_lines(outputs[direction], lines)
+        if not count:
+            raise EvaluationError(f"nothing to write for {direction}: no list")
+        print(f"wrote {outputs[direction]} ({count} lines, {direction})")
     return 0
 
 
 def run_import(args: argparse.Namespace) -> int:
     check_output_path(args.output)
-    rankings = trec.read_run(args.run)
+    rankings = trec.read_run(args.run, args.ties)
     write_json_atomic(args.output, {d: {str(k): v for k, v in lists.items()} for d, lists in rankings.items()})
     print(f"wrote {args.output}: " + ", ".join(f"{d} ({len(v)} queries)" for d, v in rankings.items()))
     return 0

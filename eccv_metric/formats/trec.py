@@ -10,12 +10,25 @@ documents are i2t; ``caption-*`` ranking ``caption-*`` is t2t).
   (relevance 1, or a graded CxC rating where asked; ids outside the test split
   that the ground truth lists, such as the two ECCV captions outside the
   25,000, are kept: they count in R).
-- runs: ``<query> Q0 <doc> <rank> <score> <tag>``, rank 1-based. trec_eval
-  orders a run by score (ties by document id), not by rank, so exported runs
-  carry strictly decreasing scores ``depth - rank + 1``: every tool then sees
-  exactly our ranking. Imported runs are ordered by score descending, then
-  rank; two lines of one query with equal score and rank are ambiguous and
-  refused.
+- runs: ``<query> Q0 <doc> <rank> <score> <tag>``, rank 1-based. trec_eval,
+  pytrec_eval and MTEB order a run by score, ties by document id *descending
+  as strings* (``caption-9`` before ``caption-10``), never by rank; this
+  project keeps the given order among ties (``stable``). Two tie rules, named
+  ``ties``:
+
+  - ``stable`` (default): exported runs carry strictly decreasing scores
+    ``depth - rank + 1`` (every tool then sees exactly our ranking); imported
+    runs are ordered by score descending, then rank (two lines of one query
+    with equal score and rank are ambiguous and refused).
+  - ``trec_eval``: exported runs from scores carry the real scores, each list
+    ordered (and cut at ``depth``) as trec_eval orders it; imported runs are
+    ordered by score descending, then document id descending as strings
+    (ranks ignored), which is what trec_eval, pytrec_eval and MTEB score.
+
+- CxC grades: the ``cxc`` positives (SITS >= 3) are binary like every
+  benchmark's; ``cxc_graded`` gives each pair its SITS rating rounded half up
+  (3, 4 or 5) as the relevance (:func:`cxc_grades`), the same in the dataset's
+  ``cxc_graded-*-qrels`` configs.
 
 Metric names across tools: COCO R@K = trec_eval ``success_K`` = ranx / MTEB
 ``hit_rate@K`` (not MTEB's ``recall_at_k``, which is IR recall); R-Precision =
@@ -41,10 +54,12 @@ from eccv_metric.core.files import read_text
 from eccv_metric.core.positives import Positives
 from eccv_metric.core.view import DIRECTION_KINDS
 from eccv_metric.core.view import View
+from eccv_metric.groundtruth.cxc import Ratings
 from eccv_metric.groundtruth.split import GroundTruth
 from eccv_metric.inputs.matrix import ScoreMatrix
 
 KINDS = ("image", "caption")
+TIES = ("stable", "trec_eval")
 DIRECTION_OF = {kinds: direction for direction, kinds in DIRECTION_KINDS.items()}
 _TREC_ID = re.compile(r"(image|caption)-(0|[1-9][0-9]{0,18})")
 _RANK = re.compile(r"[+-]?[0-9]{1,18}")
@@ -71,15 +86,50 @@ def positives_lists(gt: GroundTruth, relevance: object, direction: str) -> dict[
     return positives.to_id_lists(gt.index(q).ids, gt.index(g).ids)
 
 
+def check_ties(ties: object, name: str = "ties") -> str:
+    """``stable`` (the given order among equal scores) or ``trec_eval`` (document id descending as strings)."""
+    if ties not in TIES:
+        raise EvaluationError(f"{name} must be 'stable' or 'trec_eval', not {ties!r:.40}")
+    return ties  # type: ignore[return-value]
+
+
+def cxc_grades(ratings: Ratings, direction: str) -> dict[tuple[int, int], int]:
+    """``{(query id, doc id): SITS rating rounded half up}`` of every rated caption-image pair (``cxc_graded``).
+
+    A pair rated more than once keeps its highest grade. ``direction``: ``t2i`` keys are (caption, image),
+    ``i2t`` keys (image, caption).
+    """
+    if ratings.kind != "sits" or direction not in ("i2t", "t2i"):
+        raise EvaluationError(f"CxC grades are SITS ratings of i2t / t2i pairs, not {ratings.kind} {direction}")
+    grade = np.floor(ratings.score + 0.5).astype(np.int64)
+    captions, images = ratings.id_1.tolist(), ratings.id_2.tolist()
+    pairs = zip(captions, images, strict=True) if direction == "t2i" else zip(images, captions, strict=True)
+    out: dict[tuple[int, int], int] = {}
+    for pair, value in zip(pairs, grade.tolist(), strict=True):
+        if value > out.get(pair, -1):
+            out[pair] = value
+    return out
+
+
 def qrels_lines(
     lists: Mapping[int, Sequence[int]], direction: str, grades: Mapping[tuple[int, int], int] | None = None
 ) -> Iterator[str]:
-    """qrels lines of ``{query id: [positive ids]}`` (relevance 1, or ``grades[(query, doc)]``)."""
+    """qrels lines of ``{query id: [positive ids]}``: relevance 1, or ``grades[(query, doc)]`` (every pair needs
+    one: a positive without a grade is an error, never a silent 1)."""
     q, g = DIRECTION_KINDS[direction]
     for query, docs in lists.items():
         for doc in docs:
-            grade = 1 if grades is None else grades.get((query, doc), 1)
-            yield f"{q}-{query} 0 {g}-{doc} {grade}"
+            yield f"{q}-{query} 0 {g}-{doc} {relevance(grades, direction, query, doc)}"
+
+
+def relevance(grades: Mapping[tuple[int, int], int] | None, direction: str, query: int, doc: int) -> int:
+    """1 (binary positives), or the pair's grade; a graded positive without a grade is an error."""
+    if grades is None:
+        return 1
+    if (query, doc) not in grades:
+        q, g = DIRECTION_KINDS[direction]
+        raise EvaluationError(f"{direction} positive {q}-{query} {g}-{doc} has no grade (no SITS rating)")
+    return grades[(query, doc)]
 
 
 def run_lines(rankings: Mapping[int, Sequence[int]], direction: str, tag: str = "eccv_caption") -> Iterator[str]:
@@ -107,12 +157,14 @@ def write_lines(path: str | Path, lines: Iterable[str]) -> int:
     return count
 
 
-def read_run(path: str | Path) -> dict[str, dict[int, list[int]]]:
+def read_run(path: str | Path, ties: str = "stable") -> dict[str, dict[int, list[int]]]:
     """A TREC run -> ``{direction: {query id: [ranked ids]}}`` (the official rankings format).
 
     A query's documents of one modality form one list (an image query may rank captions, i2t, and
-    images, i2i, in the same file); each list is ordered by score descending, then rank.
+    images, i2i, in the same file); each list is ordered by score descending, then rank (``ties="stable"``)
+    or then document id descending as strings, as trec_eval orders it (``ties="trec_eval"``).
     """
+    check_ties(ties)
     rows: dict[tuple[str, str], list[tuple[float, int, int, int]]] = {}
     for n, line in enumerate(read_text(path).splitlines(), 1):
         parts = line.split()
@@ -133,9 +185,13 @@ def read_run(path: str | Path) -> dict[str, dict[int, list[int]]]:
     out: dict[str, dict[int, list[int]]] = {}
     for (query, dkind), items in rows.items():
         kind, qid = parse_trec_id(query, f"{path}: query")
-        items.sort()
+        if ties == "trec_eval":  # score descending, then the document id (its TREC string) descending
+            items.sort(key=lambda item: f"{dkind}-{item[2]}", reverse=True)
+            items.sort(key=lambda item: item[0])
+        else:
+            items.sort()
         keys = [(s, r) for s, r, _, _ in items]
-        if len(set(keys)) != len(keys):
+        if ties == "stable" and len(set(keys)) != len(keys):
             dup = next(n for (s, r, _, n), prev in zip(items[1:], items, strict=False) if (s, r) == prev[:2])
             raise EvaluationError(f"{path}:{dup}: query {query} has two documents with the same score and rank")
         out.setdefault(DIRECTION_OF[(kind, dkind)], {})[qid] = [did for _, _, did, _ in items]
@@ -164,25 +220,55 @@ def read_qrels(path: str | Path) -> dict[str, dict[int, dict[int, int]]]:
 
 
 def run_from_scores(
-    source: ScoreMatrix, gt: GroundTruth, direction: str, depth: int, tag: str = "eccv_caption"
+    source: ScoreMatrix, gt: GroundTruth, direction: str, depth: int, tag: str = "eccv_caption", ties: str = "stable"
 ) -> Iterator[str]:
     """Run lines of the top-``depth`` items of every test-split query of a score matrix, streamed.
 
-    Same ranking as the metrics (stable descending: the item given first wins
-    ties); extra gallery ids are kept in the lists.
+    ``ties="stable"``: the metrics' ranking (stable descending: the item given
+    first wins ties), written with scores ``depth - rank + 1``. ``ties="trec_eval"``:
+    each list as trec_eval / MTEB order it (score descending, then document id
+    descending as strings), cut at ``depth`` by that order, with the given
+    scores. Extra gallery ids are kept in the lists.
     """
     if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
         raise EvaluationError(f"depth must be a positive integer, not {depth!r}")
     check_tag(tag)
-    view = View(direction, gt)
+    check_ties(ties)
+    if direction not in ("i2t", "t2i") or source.scores is None:
+        raise EvaluationError(
+            f"a run from scores needs the image x caption scores and direction i2t or t2i, not {direction}"
+        )
     q, g = DIRECTION_KINDS[direction]
+    if ties == "trec_eval":
+        source = _trec_ordered(source, gt, g)
+    view = View(direction, gt)
     gallery_ids = source.given_ids(gt, g)
+    query_rows = source.mapping(gt, q)[1]
     n_queries = len(gt.index(q))
     step = max(1, (1 << 22) // max(1, min(int(depth), len(gallery_ids))))  # bounded memory whatever the depth
     for start in range(0, n_queries, step):
         queries = np.arange(start, min(start + step, n_queries))
         top = source.top_positions(view, int(depth), queries)
         width = top.shape[1]
-        for query, row in zip(gt.index(q).ids[queries].tolist(), gallery_ids[top].tolist(), strict=True):
-            for r, doc in enumerate(row):
-                yield f"{q}-{query} Q0 {g}-{doc} {r + 1} {width - r} {tag}"
+        if ties == "stable":
+            scores = [[str(width - r) for r in range(width)]] * len(queries)
+        else:
+            rows = query_rows[queries][:, None]
+            values = source.scores[rows, top] if direction == "i2t" else source.scores[top, rows]  # type: ignore[index]
+            scores = [[repr(v) for v in row] for row in values.astype(np.float64).tolist()]
+        for query, row, row_scores in zip(
+            gt.index(q).ids[queries].tolist(), gallery_ids[top].tolist(), scores, strict=True
+        ):
+            for r, (doc, score) in enumerate(zip(row, row_scores, strict=True)):
+                yield f"{q}-{query} Q0 {g}-{doc} {r + 1} {score} {tag}"
+
+
+def _trec_ordered(source: ScoreMatrix, gt: GroundTruth, gallery_kind: str) -> ScoreMatrix:
+    """The same scores with the gallery's rows / columns in descending id-string order: a stable descending sort
+    of it is trec_eval's order (score, then document id descending as strings). Copies the matrix once."""
+    image_ids, caption_ids = source.given_ids(gt, "image"), source.given_ids(gt, "caption")
+    ids = image_ids if gallery_kind == "image" else caption_ids
+    order = np.argsort(ids.astype(str), kind="stable")[::-1]
+    if gallery_kind == "image":
+        return ScoreMatrix(source.scores[order], image_ids[order], caption_ids)  # type: ignore[index]
+    return ScoreMatrix(source.scores[:, order], image_ids, caption_ids[order])  # type: ignore[index]

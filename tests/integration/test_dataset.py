@@ -16,6 +16,7 @@ from eccv_caption_dataset.hub_folder import build
 from eccv_metric import REGISTRY
 from eccv_metric import GroundTruth
 from eccv_metric import Metrics
+from eccv_metric.benchmarks.subsets import subsets
 from eccv_metric.groundtruth.cxc import load_ratings
 from eccv_metric.groundtruth.split import load_id_lists
 from eccv_metric.groundtruth.split import wheel_data_dir
@@ -93,19 +94,30 @@ def test_dataset_card_is_generated(built):
     assert header["license"] == ["cc-by-4.0", "mit", "other"] and "image-to-text" in header["task_categories"]
     assert header["size_categories"] == ["100K<n<1M"]  # cxc_ratings: 135,597 rows
     configs = {c["config_name"]: c for c in header["configs"]}
-    beir = {"beir-images", "beir-captions"} | {
-        f"{b}-{d}-qrels" for b in ("coco", "cxc", "eccv") for d in ("i2t", "t2i")
-    }
+    qrels = {f"{s.name}-qrels" for s in subsets()}  # every subset's qrels; corpus / queries where no image is
+    aliases = {f"{s.name}-{role}" for s in subsets() if "image" not in s.kinds for role in ("corpus", "queries")}
+    beir = {"beir-images", "beir-captions"} | qrels | aliases
     fg = {f"{b}_{p}" for b in ("mscoco_fg", "flickr30k_fg") for p in ("captions", "gallery")}
     assert set(configs) == {"images", "captions", "positives", "cxc_ratings"} | beir | fg
     assert configs["positives"]["default"] and "**no license file**" in text
     assert configs["captions"]["data_files"] == [{"split": "test", "path": "data/captions/test-*.parquet"}]
+    assert header["license_name"] == "eccv-caption-parts" and header["license_link"] == "LICENSE.md"
+    assert (
+        "| MSCOCO-FG / Flickr30K-FG captions and gallery lists | **no license file**"
+        in (folder / "LICENSE.md").read_text()
+    )
+    assert {i["config_name"] for i in header["dataset_info"]} == set(configs) - aliases  # aliases: no sizes
     for info in header["dataset_info"]:
-        path = next((folder / "data" / info["config_name"]).glob("*.parquet"))
-        arrow = datasets.Dataset.from_parquet(str(path), cache_dir=str(folder.parent / "pq_cache")).data.nbytes
-        assert info["splits"][0]["num_examples"] == pq.ParquetFile(path).metadata.num_rows
+        paths = sorted((folder / "data" / info["config_name"]).glob("*.parquet"))
+        arrow = sum(
+            datasets.Dataset.from_parquet(str(p), cache_dir=str(folder.parent / "pq_cache")).data.nbytes for p in paths
+        )
+        assert info["splits"][0]["num_examples"] == sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
         assert abs(info["splits"][0]["num_bytes"] - arrow) <= 0.001 * arrow  # Arrow bytes, datasets' convention
-        assert info["download_size"] == path.stat().st_size
+        assert info["download_size"] == sum(p.stat().st_size for p in paths)
+        assert [s["name"] for s in info["splits"]] == ["test"] and info["dataset_size"] == info["splits"][0][
+            "num_bytes"
+        ]
     positives = {i["config_name"]: i for i in header["dataset_info"]}["positives"]
     assert positives["splits"][0]["num_bytes"] > 4 * positives["download_size"]
     assert "| VSE-infinity (WSL grid) | 42.41 |" in text and "@inproceedings{lin2014coco" in text
@@ -237,6 +249,10 @@ def test_no_sources_builds_the_wheel_positives_and_says_what_it_skipped(tmp_path
     assert any("instances" in m for m in messages)
     rows = read(tmp_path / "out", "positives", ["pm", "cxc"])
     assert all(p is None for p in rows["pm"]) and sum(map(len, rows["cxc"])) == 2 * 35585
+    # the qrels need no item configs; the subsets that need CxC ratings are named with that reason
+    assert report["beir"]["eccv-t2i-qrels"] == 11279 and "cxc_t2t-t2t-qrels" not in report["beir"]
+    assert report["mteb_skipped"]["eccv-t2i"].startswith("qrels only: no captions config")
+    assert report["mteb_skipped"]["cxc_t2t-t2t"].startswith("needs the CxC ratings")
 
 
 def test_a_failed_build_leaves_nothing_behind(tmp_path):

@@ -24,6 +24,7 @@ class FakeHub(BaseHTTPRequestHandler):
 
     calls: list = []
     files: dict = {}
+    deleted: list = []
 
     def log_message(self, *args):  # keep test output quiet
         pass
@@ -35,6 +36,18 @@ class FakeHub(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def do_GET(self):  # noqa: N802
+        """The tree listing upload_folder(delete_patterns=...) asks for: the repo's current files."""
+        path = self.path.split("?")[0]
+        FakeHub.calls.append(("GET", path, self.headers.get("Authorization")))
+        if "/tree/" in path:
+            repo = path.split("/tree/")[0].removeprefix("/api/")
+            files = FakeHub.files.get(repo, {})
+            return self._reply(
+                [{"type": "file", "path": name, "size": len(data), "oid": "0" * 40} for name, data in files.items()]
+            )
+        return self._reply({"error": f"unexpected {path}"}, 404)
 
     def do_POST(self):  # noqa: N802
         data = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -60,6 +73,9 @@ class FakeHub(BaseHTTPRequestHandler):
                     FakeHub.files.setdefault(repo, {})[item["value"]["path"]] = base64.b64decode(
                         item["value"]["content"]
                     )
+                if item["key"] == "deletedFile":
+                    FakeHub.deleted.append((repo, item["value"]["path"]))
+                    FakeHub.files.get(repo, {}).pop(item["value"]["path"], None)
             host = self.headers["Host"]
             return self._reply({"commitUrl": f"http://{host}/{repo}/commit/{'a' * 40}", "commitOid": "a" * 40})
         if "/branch/" in path:
@@ -69,7 +85,7 @@ class FakeHub(BaseHTTPRequestHandler):
 
 @pytest.fixture()
 def hub():
-    FakeHub.calls, FakeHub.files = [], {}
+    FakeHub.calls, FakeHub.files, FakeHub.deleted = [], {}, []
     server = ThreadingHTTPServer(("127.0.0.1", 0), FakeHub)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -93,6 +109,14 @@ def dataset_dir(tmp_path_factory):
 
 
 def test_push_sends_byte_identical_files(hub, dataset_dir, tmp_path):
+    stale = {  # an earlier push: files the folders no longer have go, .gitattributes stays
+        "datasets/me/eccv-caption": {
+            ".gitattributes": b"*.parquet filter=lfs",
+            "data/coco-i2t-qrels/x.parquet": b"old",
+        },
+        "spaces/me/eccv_map_at_r": {".gitattributes": b"*", "eccv_metric/cli.py": b"old", "hf_evaluate.py": b"old"},
+    }
+    FakeHub.files = {repo: dict(files) for repo, files in stale.items()}
     done = run_cli(
         [
             "--dataset-dir",
@@ -107,9 +131,15 @@ def test_push_sends_byte_identical_files(hub, dataset_dir, tmp_path):
         tmp_path,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    sent = FakeHub.files["datasets/me/eccv-caption"]
+    sent = dict(FakeHub.files["datasets/me/eccv-caption"])
+    assert sent.pop(".gitattributes") == stale["datasets/me/eccv-caption"][".gitattributes"]
     local = {p.relative_to(dataset_dir).as_posix(): p.read_bytes() for p in dataset_dir.rglob("*") if p.is_file()}
     assert sent == local and "data/positives/test-00000-of-00001.parquet" in sent
+    assert sorted(FakeHub.deleted) == [
+        ("datasets/me/eccv-caption", "data/coco-i2t-qrels/x.parquet"),
+        ("spaces/me/eccv_map_at_r", "eccv_metric/cli.py"),
+        ("spaces/me/eccv_map_at_r", "hf_evaluate.py"),
+    ]
     card = sent["README.md"].decode()  # the usage snippets now load the repo it was pushed to
     assert 'load_dataset("me/eccv-caption", "positives"' in card and 'from_dataset("me/eccv-caption")' in card
     assert 'load_dataset("ds"' not in card
@@ -126,7 +156,9 @@ def test_push_sends_byte_identical_files(hub, dataset_dir, tmp_path):
         ("dataset", None, "private"),
         ("space", "gradio", "private"),
     }
-    assert all(c[2] == "Bearer hf_fake_token" for c in FakeHub.calls if c[0] == "POST")
+    sent_token = [c for c in FakeHub.calls if c[0] == "POST" or (c[0] == "GET" and "/tree/" in c[1])]
+    assert all(c[2] == "Bearer hf_fake_token" for c in sent_token)
+    assert ".gitattributes" in space and not {"eccv_metric/cli.py", "hf_evaluate.py"} & set(space)
 
 
 def test_dry_run_lists_and_sends_nothing(hub, dataset_dir, tmp_path):
@@ -150,6 +182,21 @@ def test_push_refuses_a_folder_that_is_not_a_build(tmp_path, hub):
     done = run_cli(["--dataset-dir", str(tmp_path), "--dataset-repo", "me/x"], hub, tmp_path)
     assert done.returncode == 2 and "not a built dataset folder" in done.stderr
     assert Path(tmp_path).exists()
+
+
+def test_the_space_script_is_named_after_the_space(hub, dataset_dir, tmp_path):
+    """evaluate.load("<user>/<space>") fetches <space>.py: the script is pushed under the Space's name."""
+    done = run_cli(["--space-repo", "me/retrieval-metrics"], hub, tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    space = FakeHub.files["spaces/me/retrieval-metrics"]
+    assert space["retrieval-metrics.py"] == (EVALUATE_MODULE_DIR / "eccv_map_at_r.py").read_bytes()
+    assert "eccv_map_at_r.py" not in space
+    calls = len(FakeHub.calls)
+    card = (dataset_dir / "README.md").read_text()
+    args = ["--dataset-dir", str(dataset_dir), "--dataset-repo", "me/y", "--space-repo", "me/eccv.map"]
+    done = run_cli(args, hub, tmp_path)
+    assert done.returncode == 2 and "no '.'" in done.stderr and len(FakeHub.calls) == calls  # refused first
+    assert (dataset_dir / "README.md").read_text() == card
 
 
 def test_staged_space_runs_from_its_own_files(tmp_path):

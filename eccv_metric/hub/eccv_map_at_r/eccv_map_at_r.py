@@ -1,19 +1,26 @@
 """ECCV Caption retrieval metrics (mAP@R, R-Precision, R@K), CxC R@K, COCO 1K/5K R@K and PMRP.
 
 A thin ``evaluate`` layer over the ``eccv_metric`` library: every number comes
-from ``eccv_metric.Metrics``.
+from ``eccv_metric.Metrics``. ``evaluate.load("<user>/<space>")`` downloads only
+this file: install the library first, ``pip install eccv-caption-hf`` (each
+``eccv_metric`` import line ends with ``# From: eccv-caption-hf``, the name
+evaluate's missing-module error then gives; keep no other comment on them).
 """
 
 import datasets
 import evaluate
 
-from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
-from eccv_metric.benchmarks.definitions import REGISTRY
-from eccv_metric.core.errors import EvaluationError
-from eccv_metric.hub.evaluate_glue import arrays_by_direction
-from eccv_metric.hub.evaluate_glue import batch_table
-from eccv_metric.hub.evaluate_glue import compute
-from eccv_metric.hub.evaluate_glue import resources_for
+from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS  # From: eccv-caption-hf
+from eccv_metric.benchmarks.definitions import REGISTRY  # From: eccv-caption-hf
+from eccv_metric.core.about import LICENSE  # From: eccv-caption-hf
+from eccv_metric.core.about import OFFICIAL_CODE_URL  # From: eccv-caption-hf
+from eccv_metric.core.about import PAPER_URL  # From: eccv-caption-hf
+from eccv_metric.core.about import PYPI_URL  # From: eccv-caption-hf
+from eccv_metric.core.errors import EvaluationError  # From: eccv-caption-hf
+from eccv_metric.hub.evaluate_glue import arrays_by_direction  # From: eccv-caption-hf
+from eccv_metric.hub.evaluate_glue import batch_table  # From: eccv-caption-hf
+from eccv_metric.hub.evaluate_glue import compute  # From: eccv-caption-hf
+from eccv_metric.hub.evaluate_glue import resources_for  # From: eccv-caption-hf
 
 _CITATION = """\
 @inproceedings{chun2022eccv_caption,
@@ -131,7 +138,10 @@ class EccvMapAtR(evaluate.Metric):
                     "directions": datasets.Value("string"),
                 }
             ),
-            reference_urls=["https://github.com/naver-ai/eccv-caption", "https://arxiv.org/abs/2204.03359"],
+            homepage=PYPI_URL,
+            license=LICENSE,
+            codebase_urls=[PYPI_URL, OFFICIAL_CODE_URL],
+            reference_urls=[OFFICIAL_CODE_URL, PAPER_URL],
         )
 
     def add_batch(self, *, predictions=None, references=None, **kwargs):

@@ -1,0 +1,127 @@
+"""MTEB (2.x) task definitions of the ECCV Caption benchmarks: ``pip install "eccv-caption-hf[mteb]"``.
+
+::
+
+    import mteb
+    from eccv_caption_dataset.mteb import tasks
+
+    results = mteb.evaluate(model, tasks=tasks("user/eccv-caption", revision="<commit sha>"),
+                            prediction_folder="predictions")
+
+:func:`tasks` gives one ``AbsTaskRetrieval`` per benchmark direction whose
+configs the dataset has (its ``<subset>-corpus`` / ``-queries`` / ``-qrels``,
+written by ``eccv-caption build``; :mod:`eccv_metric.benchmarks.subsets`):
+category ``i2t``, ``t2i``, ``t2t`` or ``i2i``, ``hit_rate_at_1`` (R@1) as the main
+score. mteb's own loader reads the data; nothing here changes how it scores.
+
+- ``t2t`` / ``i2i``: the query is left out of its own results
+  (``ignore_identical_ids``); MTEB drops it after the top-k cut, so these tasks
+  keep one document more than ``max(k_values)`` and every K asked stays exact.
+- COCO 1K: one task per direction holding the five fold subsets; the mean of
+  its subsets' scores is COCO 1K R@K (equal query counts per fold).
+- ``prediction_folder`` saves each query's top ``max(k_values)`` documents;
+  ``eccv-caption evaluate --run <folder>/<task>_predictions.json --metrics ...``
+  scores them with every metric (mAP@R, R-Precision, PMRP, MedR).
+- t2t over 25,000 captions: wrap the model in
+  ``mteb.models.search_wrappers.SearchEncoderWrapper(model, corpus_chunk_size=5000)``
+  to bound the similarity matrix (~0.5 GB a chunk instead of 2.5 GB).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from datasets import get_dataset_config_names
+from mteb.abstasks.retrieval import AbsTaskRetrieval
+from mteb.abstasks.task_metadata import TaskMetadata
+
+from eccv_metric.benchmarks.definitions import REGISTRY
+from eccv_metric.benchmarks.subsets import GRADED
+from eccv_metric.benchmarks.subsets import Subset
+from eccv_metric.benchmarks.subsets import subsets as all_subsets
+from eccv_metric.core.errors import EvaluationError
+
+K_VALUES = (1, 5, 10, 100)
+ROLES = ("corpus", "queries", "qrels")
+PREFIX = "ECCVCaption_"
+_ARXIV = re.compile(r"arXiv:([0-9]{4}\.[0-9]{4,5})")
+
+
+def tasks(
+    path: str | Path,
+    revision: str = "main",
+    names: Iterable[str] | None = None,
+    k_values: Iterable[int] = K_VALUES,
+) -> list[AbsTaskRetrieval]:
+    """The MTEB tasks of a built dataset (a local folder or a Hub dataset repo at ``revision``).
+
+    ``names``: task groups (``eccv-t2i``, ``coco_1k-i2t``, ``cxc_t2t-t2t``...; one COCO 1K fold by its
+    subset name, ``coco_1k_fold3-t2i``) or task names (``ECCVCaption_eccv-t2i``); default: every group the
+    dataset has. ``k_values``: the cutoffs MTEB
+    reports (its search keeps ``max(k_values)`` documents per query).
+    """
+    ks = tuple(sorted(set(int(k) for k in k_values)))
+    if not ks or ks[0] < 1:
+        raise EvaluationError(f"k_values must be positive integers, not {tuple(k_values)!r}")
+    configs = set(get_dataset_config_names(str(path), revision=revision))
+    groups: dict[str, list[Subset]] = {}
+    folds: dict[str, list[Subset]] = {}  # a single COCO 1K fold, by its subset name
+    for sub in all_subsets():
+        if all(f"{sub.name}-{role}" in configs for role in ROLES):
+            groups.setdefault(sub.group, []).append(sub)
+            if sub.fold is not None:
+                folds[sub.name] = [sub]
+    if not groups:
+        raise EvaluationError(
+            f"{path}: no <subset>-corpus / -queries / -qrels configs (build it with `eccv-caption build`)"
+        )
+    wanted = list(groups) if names is None else [n.removeprefix(PREFIX) for n in names]
+    missing = [n for n in wanted if n not in groups and n not in folds]
+    if missing:
+        raise EvaluationError(f"{path} has no subsets for {', '.join(missing)}; it has {', '.join(groups)}")
+    return [task_class(name, groups.get(name) or folds[name], str(path), revision, ks)() for name in wanted]
+
+
+def task_class(
+    group: str, subsets: list[Subset], path: str, revision: str, k_values: tuple[int, ...]
+) -> type[AbsTaskRetrieval]:
+    """An ``AbsTaskRetrieval`` subclass for one benchmark direction (its subsets: the COCO 1K folds, or one)."""
+    first = subsets[0]
+    bench = REGISTRY.get(first.benchmark)
+    image = "i" in first.direction
+    graded = next((p for p, (base, _) in GRADED.items() if first.name.startswith(p + "-")), None)
+    description = bench.description + (
+        " Qrels scores: the SITS rating rounded half up (3-5), read by nDCG only." if graded else ""
+    )
+    arxiv = _ARXIV.search(bench.citation)
+    metadata = TaskMetadata(
+        name=PREFIX + group,
+        description=description,
+        reference=f"https://arxiv.org/abs/{arxiv.group(1)}" if arxiv else None,
+        dataset={"path": path, "revision": revision},
+        type="Any2AnyRetrieval" if image else "Retrieval",
+        category=first.direction,
+        modalities=["image", "text"] if image else ["text"],
+        eval_splits=["test"],
+        eval_langs={sub.name: ["eng-Latn"] for sub in subsets},
+        main_score="hit_rate_at_1",
+        license=_license(bench.license),
+        annotations_creators="human-annotated",
+        sample_creation="found",
+        bibtex_citation="",
+    )
+    ks = k_values + ((max(k_values) + 1,) if first.exclude_self else ())
+    name = "EccvCaption" + "".join(part.capitalize() for part in re.split(r"[-_]", group))
+    return type(
+        name, (AbsTaskRetrieval,), {"metadata": metadata, "k_values": ks, "ignore_identical_ids": first.exclude_self}
+    )
+
+
+def _license(text: str) -> str:
+    if text.startswith("CC BY 4.0"):
+        return "cc-by-4.0"
+    if text.startswith("MIT"):
+        return "mit"
+    return "not specified"

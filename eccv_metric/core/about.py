@@ -1,0 +1,14 @@
+"""What the package is called and where it lives: one place for pyproject, the evaluate module, the cards and push.
+
+The distribution (``pip install eccv-caption-hf``) installs two import packages,
+``eccv_metric`` and ``eccv_caption_dataset``; evaluate's missing-module hint in
+the Hub-loaded script names the distribution (``# From: eccv-caption-hf`` on
+each ``eccv_metric`` import line). The version is ``eccv_metric.__version__``
+(pyproject reads it from there).
+"""
+
+DISTRIBUTION = "eccv-caption-hf"
+PYPI_URL = "https://pypi.org/project/eccv-caption-hf/"
+OFFICIAL_CODE_URL = "https://github.com/naver-ai/eccv-caption"
+PAPER_URL = "https://arxiv.org/abs/2204.03359"
+LICENSE = "MIT"
