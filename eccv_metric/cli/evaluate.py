@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 import numpy as np
 
@@ -14,6 +15,9 @@ from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.docs import sizes
 from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.cli.common import CLI_WORDS
+from eccv_metric.cli.common import add_quiet
+from eccv_metric.cli.common import say
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import check_output_path
 from eccv_metric.core.files import load_npy
@@ -23,6 +27,7 @@ from eccv_metric.formats.rankings import load_rankings
 from eccv_metric.formats.trec import read_run
 from eccv_metric.groundtruth.plausible import PMOptions
 from eccv_metric.groundtruth.split import GroundTruth
+from eccv_metric.inputs.choose import PARTS
 from eccv_metric.inputs.choose import input_from_parts
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.inputs.given import Rankings
@@ -72,6 +77,10 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--partial", action="store_true", help="ranked lists: score only the queries given")
     p.add_argument("--output", "-o", help="write the results as JSON here (fractions, the official keys)")
     p.add_argument("--per-query", help="also write per-query values as JSON here (for `eccv-caption compare`)")
+    p.add_argument(
+        "--json", action="store_true", help="print the results as JSON on stdout (what -o writes) instead of the table"
+    )
+    add_quiet(p)
     p.set_defaults(func=run_evaluate)
 
 
@@ -82,6 +91,12 @@ def pm_r_cap(text: str) -> int | None:
     if not text.strip().isascii() or not text.strip().isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer or 'none', not {text!r}")
     return int(text)
+
+
+DEMO_NOTE = (
+    "demo: synthetic numbers, not a model's: a seeded random 5,000 x 25,000 score matrix over the real test ids "
+    "(noise, +3 on the original COCO pairs), scored like your own --scores"
+)
 
 
 def demo_scores(gt: GroundTruth, seed: int = 0) -> np.ndarray:
@@ -104,26 +119,13 @@ def resources_of(args: argparse.Namespace) -> Resources:
     )
 
 
-CLI_WORDS = {
-    "rankings": "--rankings / --run",
-    "scores": "--scores",
-    "caption_scores": "--caption-scores",
-    "image_scores": "--image-scores",
-    "image_embeddings": "--image-embeddings",
-    "caption_embeddings": "--caption-embeddings",
-    "image_ids": "--image-ids",
-    "caption_ids": "--caption-ids",
-    "normalize": "--normalize",
-}
-
-
 def input_of(args: argparse.Namespace, resources: Resources) -> Rankings | ScoreMatrix | Embeddings:
     """The one input the flags give (:func:`~eccv_metric.inputs.choose.input_from_parts`, in flag words)."""
     if args.demo:
-        others = [w for name, w in CLI_WORDS.items() if name != "normalize" and _given(args, name)]
+        others = [CLI_WORDS[name] for name in PARTS if name != "normalize" and _given(args, name)]
         if others:
             raise EvaluationError(f"--demo is an input of its own: drop {', '.join(others)}")
-        print("demo: a seeded synthetic score matrix over the real test ids (noise + 3 on COCO pairs), not a model")
+        print(DEMO_NOTE, file=sys.stderr)
         return ScoreMatrix(demo_scores(resources.gt))
     parts = {
         "rankings": read_run(args.run) if args.run else load_rankings(args.rankings) if args.rankings else None,
@@ -165,13 +167,16 @@ def run_evaluate(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     means = results.means()
-    print(format_table(means))
+    if args.json:
+        print(json.dumps(means, indent=1))
+    elif not args.quiet:
+        print(format_table(means))
     if args.output:
         write_json_atomic(args.output, means)
-        print(f"wrote {args.output}")
+        say(args, f"wrote {args.output}")
     if args.per_query:
         write_json_atomic(args.per_query, results.per_query_json())
-        print(f"wrote {args.per_query}")
+        say(args, f"wrote {args.per_query}")
     return 0
 
 

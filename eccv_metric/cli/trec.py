@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from eccv_metric.cli.common import say
 from eccv_metric.cli.evaluate import resources_of
+from eccv_metric.core import progress
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import check_output_path
 from eccv_metric.core.files import load_npy
@@ -61,10 +63,11 @@ def run_export(args: argparse.Namespace) -> int:
         caption_ids = load_ids(args.caption_ids, "caption ids") if args.caption_ids else None
         source = ScoreMatrix(load_npy(args.scores, expected), image_ids, caption_ids)
         parts = [trec.run_from_scores(source, gt, d, args.depth, args.tag) for d in args.direction]
-    count = trec.write_lines(args.output, (line for part in parts for line in part))
+    lines = progress.iterate((line for part in parts for line in part), f"writing {args.output}", unit="line")
+    count = trec.write_lines(args.output, lines)
     if not count:
         raise EvaluationError("nothing to write: no list for the requested directions")
-    print(f"wrote {args.output} ({count} lines)")
+    say(args, f"wrote {args.output} ({count} lines)")
     return 0
 
 
@@ -72,5 +75,5 @@ def run_import(args: argparse.Namespace) -> int:
     check_output_path(args.output)
     rankings = trec.read_run(args.run)
     write_json_atomic(args.output, {d: {str(k): v for k, v in lists.items()} for d, lists in rankings.items()})
-    print(f"wrote {args.output}: " + ", ".join(f"{d} ({len(v)} queries)" for d, v in rankings.items()))
+    say(args, f"wrote {args.output}: " + ", ".join(f"{d} ({len(v)} queries)" for d, v in rankings.items()))
     return 0

@@ -1,0 +1,87 @@
+"""Progress bars: drawn on a terminal-like stream, never when quiet or on a plain stream; numbers unchanged."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+from eccv_metric.core import progress
+from eccv_metric.kernels.ranks import first_ranks
+from eccv_metric.kernels.scorers import MatrixScorer
+from eccv_metric.kernels.topk import top_ranked
+
+
+class Terminal(io.StringIO):
+    """A stream that says it is a terminal (what tqdm writes to when a person watches)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture
+def settings(monkeypatch):
+    monkeypatch.delenv(progress.ENV, raising=False)
+    saved = progress.configure()
+    yield
+    progress.reset(saved)
+
+
+def rank_both(scores: np.ndarray, k: int):
+    """top_ranked and first_ranks of every row (4+ blocks of 512 rows: the blocks run on the workers)."""
+    scorer = MatrixScorer(scores)
+    rows = np.arange(len(scores))
+    top, bad = top_ranked(scorer, rows, k)
+    positives = (np.arange(scores.shape[1])[None, :] % 97) == (rows[:, None] % 97)
+    ranks, _ = first_ranks(scorer, rows, lambda members, n: positives[members])
+    assert not bad.any()
+    return top, ranks, positives
+
+
+def brute(scores: np.ndarray, k: int, positives: np.ndarray):
+    order = np.argsort(-scores, axis=1, kind="stable")
+    hit = np.take_along_axis(positives, order, axis=1)
+    return order[:, :k], hit.argmax(axis=1) + 1.0
+
+
+@pytest.mark.parametrize(
+    "stream,quiet,env,drawn",
+    [
+        ("terminal", False, None, True),
+        ("terminal", True, None, False),  # --quiet
+        ("plain", False, None, False),  # stderr redirected to a file or a pipe
+        ("plain", False, "1", True),  # forced
+        ("terminal", False, "0", False),  # silenced
+    ],
+)
+def test_bars_only_where_someone_watches_and_the_numbers_never_change(settings, monkeypatch, stream, quiet, env, drawn):
+    if env is not None:
+        monkeypatch.setenv(progress.ENV, env)
+    out = Terminal() if stream == "terminal" else io.StringIO()
+    progress.configure(quiet=quiet, file=out, delay=0)
+    rng = np.random.default_rng(3)
+    scores = np.round(rng.standard_normal((2100, 900)), 1).astype(np.float32)  # ties everywhere
+    top, ranks, positives = rank_both(scores, 20)
+    expected_top, expected_ranks = brute(scores, 20, positives)
+    assert np.array_equal(top, expected_top) and np.array_equal(ranks, expected_ranks)
+    text = out.getvalue()
+    assert ("ranking 2,100 x 900" in text and "ranks 2,100 x 900" in text) == drawn, text[-300:]
+    assert bool(text) == drawn
+
+
+def test_short_steps_never_draw(settings):
+    out = Terminal()
+    progress.configure(file=out, delay=3600)  # the default delay: a step must last before its bar shows
+    with progress.bar("a short step", 10) as shown:
+        shown.update(10)
+    assert out.getvalue() == ""
+
+
+def test_iterate_counts_and_download_bars(settings, tmp_path):
+    out = Terminal()
+    progress.configure(file=out, delay=0)
+    assert list(progress.iterate(range(5), "counting")) == [0, 1, 2, 3, 4]
+    assert "counting" in out.getvalue()
+    progress.configure(quiet=True)
+    assert list(progress.iterate(iter("ab"), "quiet")) == ["a", "b"] and "quiet" not in out.getvalue()
