@@ -18,6 +18,7 @@ from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.cli.common import CLI_WORDS
 from eccv_metric.cli.common import add_quiet
 from eccv_metric.cli.common import say
+from eccv_metric.core import progress
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import check_output_path
 from eccv_metric.core.files import load_npy
@@ -102,7 +103,10 @@ DEMO_NOTE = (
 def demo_scores(gt: GroundTruth, seed: int = 0) -> np.ndarray:
     """A synthetic, seeded 5,000 x 25,000 float32 score matrix: noise plus a boost on COCO pairs."""
     rng = np.random.default_rng(seed)
-    scores = rng.standard_normal((len(gt.image_ids), len(gt.caption_ids)), dtype=np.float32)
+    scores = np.empty((len(gt.image_ids), len(gt.caption_ids)), dtype=np.float32)
+    # row blocks draw the very numbers of one standard_normal call on the whole shape (the stream is sequential)
+    for start in progress.iterate(range(0, len(scores), 250), "demo: drawing the synthetic scores", unit="block"):
+        rng.standard_normal(out=scores[start : start + 250], dtype=np.float32)
     scores[gt.caption_image, np.arange(len(gt.caption_ids))] += 3.0
     return scores
 

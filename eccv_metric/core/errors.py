@@ -20,13 +20,14 @@ class EvaluationError(ValueError):
 
 EvaluationError.__module__ = "eccv_metric"  # how users import it, and how tracebacks name it
 
-_KEYWORD = re.compile(r"(?<![\w-])([A-Za-z_][A-Za-z0-9_]*)=")
+_KEYWORD = re.compile(r"(?<![\w-])([A-Za-z_][A-Za-z0-9_]*)=(True\b)?")
 MAX_MESSAGE = 2000  # a message longer than this is cut (an error line, not a dump)
 
 
 def in_words(exc: BaseException | str, words: Mapping[str, str]) -> str:
     """The message of ``exc`` on one line, each ``keyword=`` it names replaced by ``words[keyword]``.
 
+    A boolean switch written ``partial=True`` becomes the words of ``partial`` (a flag, a tick box).
     Keywords the table does not know stay as they are. Line breaks become ``"; "``;
     an exception without a message is named by its type.
     """

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Iterator
 from typing import IO
@@ -117,3 +118,18 @@ def iterate(items: Iterable[T], desc: str, total: int | None = None, unit: str =
         for item in items:
             yield item
             progress.update(1)
+
+
+def above_bars(log: Callable[[str], None]) -> Callable[[str], None]:
+    """``log`` wrapped so its lines print above the bars being drawn (not through them)."""
+
+    def write(text: str) -> None:
+        if not enabled():
+            log(text)
+            return
+        from tqdm import tqdm
+
+        with tqdm.external_write_mode(file=_stream()):
+            log(text)
+
+    return write

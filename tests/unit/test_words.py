@@ -32,3 +32,10 @@ def test_python_words_are_the_keywords_and_odd_exceptions_say_something():
     assert in_words(KeyError("i2t"), {}) == "missing key 'i2t'"
     assert in_words(MemoryError(), {}) == "MemoryError"
     assert len(in_words(ValueError("x" * 10_000), {})) <= 2000
+
+
+def test_boolean_switches_become_the_flag_or_the_tick():
+    message = "3 queries have no ranked list: 1, 2, 3; give every query a list, or partial=True to score them only"
+    assert "or --partial to score them only" in in_words(EvaluationError(message), CLI_WORDS)
+    assert "or the 'partial' tick to" in in_words(EvaluationError(message), {"partial": "the 'partial' tick"})
+    assert in_words(EvaluationError(message), {}) == message
