@@ -53,7 +53,7 @@ def first_ranks(
     ranks = np.zeros(len(query_pos))
     bad = np.zeros(len(query_pos), dtype=bool)
     starts = range(0, len(query_pos), step)
-    with progress.bar(f"ranks {len(query_pos):,} x {n_cols:,}", len(starts), "block") as shown:
+    with progress.bar(f"exact ranks of {len(query_pos):,} queries x {n_cols:,} items", len(starts), "block") as shown:
         for start in starts:
             members = np.arange(start, min(start + step, len(query_pos)))
             block = scorer.block(query_pos[members], gallery_pos)

@@ -137,7 +137,8 @@ def top_ranked(
     scratch = Scratch()
 
     many = len(starts) > INLINE_BLOCKS
-    shown = progress.bar(f"ranking {len(query_pos):,} x {n_gal:,}", len(starts), "block") if many else progress.NoBar()
+    what = f"ranking {len(query_pos):,} queries x {n_gal:,} items"
+    shown = progress.bar(what, len(starts), "block") if many else progress.NoBar()
 
     def work(start: int) -> tuple[np.ndarray, np.ndarray]:
         block = scorer.block(query_pos[start : start + chunk], gallery_pos, scratch)

@@ -66,7 +66,8 @@ def test_bars_only_where_someone_watches_and_the_numbers_never_change(settings, 
     expected_top, expected_ranks = brute(scores, 20, positives)
     assert np.array_equal(top, expected_top) and np.array_equal(ranks, expected_ranks)
     text = out.getvalue()
-    assert ("ranking 2,100 x 900" in text and "ranks 2,100 x 900" in text) == drawn, text[-300:]
+    both = "ranking 2,100 queries x 900 items" in text and "exact ranks of 2,100 queries" in text
+    assert both == drawn, text[-300:]
     assert bool(text) == drawn
 
 
@@ -85,3 +86,14 @@ def test_iterate_counts_and_download_bars(settings, tmp_path):
     assert "counting" in out.getvalue()
     progress.configure(quiet=True)
     assert list(progress.iterate(iter("ab"), "quiet")) == ["a", "b"] and "quiet" not in out.getvalue()
+
+
+def test_the_demo_matrix_drawn_block_by_block_is_the_one_shot_draw():
+    from types import SimpleNamespace
+
+    from eccv_metric.cli.evaluate import demo_scores
+
+    gt = SimpleNamespace(image_ids=np.arange(600), caption_ids=np.arange(40), caption_image=np.arange(40) * 7 % 600)
+    expected = np.random.default_rng(0).standard_normal((600, 40), dtype=np.float32)
+    expected[gt.caption_image, np.arange(40)] += 3.0
+    assert np.array_equal(demo_scores(gt), expected)  # 600 rows: three blocks of 250 rows
