@@ -74,7 +74,7 @@ def build(
     """
     output = Path(output)
     if output.exists() and not overwrite:
-        raise FileExistsError(f"{output} exists (use overwrite)")
+        raise FileExistsError(f"{output} exists (use overwrite=True to replace it)")
     sources = resolve(source_dir, download, Path(cache_dir) if cache_dir else None, urls)
     can = buildable(sources)
     wanted = list(configs) if configs else list(CONFIGS)

@@ -35,7 +35,15 @@ CLI_WORDS = {
     "n_resamples": "--n-resamples",
     "seed": "--seed",
     "source_dir": "--source-dir",
+    "overwrite": "--overwrite",
 }
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number >= 1 in ASCII digits."""
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive whole number, not {text!r}")
+    return int(text)
 
 
 def add_quiet(parser: argparse.ArgumentParser) -> None:

@@ -17,6 +17,7 @@ from eccv_metric.benchmarks.docs import sizes
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.cli.common import CLI_WORDS
 from eccv_metric.cli.common import add_quiet
+from eccv_metric.cli.common import positive_int
 from eccv_metric.cli.common import say
 from eccv_metric.core import progress
 from eccv_metric.core.errors import EvaluationError
@@ -62,7 +63,9 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
         metavar="BENCHMARK",
         help="add these benchmarks' default metrics (`eccv-caption benchmarks`; eccv_caption = the official defaults)",
     )
-    p.add_argument("--ks", nargs="+", type=int, default=[1, 5, 10], help="K values for *_recalls (default 1 5 10)")
+    p.add_argument(
+        "--ks", nargs="+", type=positive_int, default=[1, 5, 10], help="K values for *_recalls (default 1 5 10)"
+    )
     p.add_argument("--ground-truth", help="a built dataset folder or Hub repo (default: the eccv_caption wheel)")
     p.add_argument("--instances-json", help="COCO-format instances JSON or a built dataset folder: PM categories")
     p.add_argument("--pm-zeta", type=int, default=2, help="pmrp: largest category distance of a plausible match")
