@@ -148,9 +148,10 @@ def parse_ks(text: object) -> list[int]:
     if not tokens:
         return [1, 5, 10]
     bad = next((t for t in tokens if not (t.isascii() and t.isdigit())), None)
-    if bad is not None or len(tokens) > MAX_KS:
-        what = f"{bad!r:.20} is not" if bad is not None else f"{len(tokens)} values are more than {MAX_KS}"
-        raise EvaluationError(f"Ks: {what} a list of at most {MAX_KS} whole numbers written in 0-9, e.g. '1 5 10'")
+    if bad is not None:
+        raise EvaluationError(f"Ks: {bad!r:.20} is not a whole number written in 0-9; give e.g. '1 5 10'")
+    if len(tokens) > MAX_KS:
+        raise EvaluationError(f"Ks: {len(tokens)} values; give at most {MAX_KS}, e.g. '1 5 10'")
     ks = [int(t) for t in tokens[:MAX_KS]]
     if not all(1 <= k <= MAX_K for k in ks):
         raise EvaluationError(f"Ks: each K must be between 1 and {MAX_K:,}")
