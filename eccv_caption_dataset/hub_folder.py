@@ -95,7 +95,7 @@ def build(
     log = progress.above_bars(log)
     datasets_bars = not datasets.are_progress_bars_disabled()
     datasets.disable_progress_bars()  # one bar of ours per config, not datasets' own per split / Parquet file
-    shown = progress.bar("building", len(todo) + 1, "config")
+    shown = progress.bar("building", len(todo) + 1, "config", tick=True)  # one config can take a minute
     try:
         infos = {}
         for name in todo:

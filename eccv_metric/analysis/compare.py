@@ -65,7 +65,7 @@ def compare(
     check_resampling(n_resamples, confidence)
     gt = gt or GroundTruth.from_wheel()
     rows = []
-    for metric in progress.iterate([m for m in a if m in b], "comparing", unit="metric"):
+    for metric in progress.iterate([m for m in a if m in b], "comparing", unit="metric", tick=True):
         reason = comparable(metric)
         if reason is not None:
             if skipped is not None:

@@ -90,13 +90,16 @@ class NoBar:
 _NO_BAR = NoBar()
 
 
-def bar(desc: str, total: int | None = None, unit: str = "it", unit_scale: bool = False) -> Any:
-    """A tqdm bar for one step (a context manager with ``update(n)``), or a :class:`NoBar`."""
+def bar(desc: str, total: int | None = None, unit: str = "it", unit_scale: bool = False, tick: bool = False) -> Any:
+    """A tqdm bar for one step (a context manager with ``update(n)``), or a :class:`NoBar`.
+
+    ``tick``: redraw every second, so the elapsed time moves while one long call runs between updates.
+    """
     if not enabled():
         return _NO_BAR
     from tqdm import tqdm
 
-    return tqdm(
+    shown = tqdm(
         total=total,
         desc=desc,
         unit=unit,
@@ -107,14 +110,58 @@ def bar(desc: str, total: int | None = None, unit: str = "it", unit_scale: bool 
         file=_stream(),
         dynamic_ncols=True,
         mininterval=0.5,
+        bar_format="{desc}: {elapsed}" if total is None and tick else None,
     )
+    return Ticking(shown, _SETTINGS["delay"]) if tick else shown
 
 
-def iterate(items: Iterable[T], desc: str, total: int | None = None, unit: str = "it") -> Iterator[T]:
-    """``items`` with a bar counting them (``total``: default ``len(items)`` when it has one)."""
+def working(desc: str) -> Any:
+    """A bar for one long call that reports nothing while it runs: the step's name and its elapsed time."""
+    return bar(desc, tick=True)
+
+
+class Ticking:
+    """A tqdm bar redrawn every second by a thread of its own (after the delay), until it is closed."""
+
+    def __init__(self, shown: Any, delay: float):
+        self.shown = shown
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(delay,), name="eccv-progress", daemon=True)
+        self._thread.start()
+
+    def _run(self, delay: float) -> None:
+        if self._stop.wait(delay):
+            return
+        while not self._stop.is_set():
+            self.shown.refresh()
+            self._stop.wait(1.0)
+
+    def update(self, n: int = 1) -> None:
+        self.shown.update(n)
+
+    def set_postfix_str(self, text: str) -> None:
+        self.shown.set_postfix_str(text)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.shown.close()
+
+    def __enter__(self) -> Ticking:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def iterate(
+    items: Iterable[T], desc: str, total: int | None = None, unit: str = "it", tick: bool = False
+) -> Iterator[T]:
+    """``items`` with a bar counting them (``total``: default ``len(items)`` when it has one; ``tick``: see
+    :func:`bar`)."""
     if total is None and hasattr(items, "__len__"):
         total = len(items)  # type: ignore[arg-type]
-    with bar(desc, total, unit) as progress:
+    with bar(desc, total, unit, tick=tick) as progress:
         for item in items:
             yield item
             progress.update(1)

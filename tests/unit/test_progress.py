@@ -97,3 +97,18 @@ def test_the_demo_matrix_drawn_block_by_block_is_the_one_shot_draw():
     expected = np.random.default_rng(0).standard_normal((600, 40), dtype=np.float32)
     expected[gt.caption_image, np.arange(40)] += 3.0
     assert np.array_equal(demo_scores(gt), expected)  # 600 rows: three blocks of 250 rows
+
+
+def test_a_long_call_shows_its_elapsed_time(settings):
+    import time
+
+    out = Terminal()
+    progress.configure(file=out, delay=0.1)
+    with progress.working("listing the pm positives (i2t)"):
+        time.sleep(1.5)  # one long call: nothing updates the bar, its thread redraws it
+    assert "listing the pm positives (i2t): 00:0" in out.getvalue()
+    out = Terminal()
+    progress.configure(file=out, delay=3600)
+    with progress.working("short"):
+        pass
+    assert out.getvalue() == ""

@@ -125,7 +125,7 @@ def build():
             interactive=False,
         )
         curves = gr.LinePlot(
-            x="K", y="R@K (%)", color="series", label="R@K curves", elem_id="curves", visible=False, height=320
+            x="K", y="R@K (%)", color="series", y_lim=[0, 100], label="R@K curves", elem_id="curves", visible=False
         )
         raw = gr.Code(label="results JSON (fractions, the official keys)", language="json", elem_id="raw")
 
