@@ -37,6 +37,7 @@ from eccv_metric.benchmarks.definitions import OFFICIAL_TARGETS
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.names import metric_info
 from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.core.download import sha256_file
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import in_words
 from eccv_metric.core.files import load_npy
@@ -209,9 +210,10 @@ def source_folder(uploads: object) -> Path | None:
         raise EvaluationError(f"the '{LABELS['sources']}' box: at most {MAX_SOURCES} files, each name once")
     digest = hashlib.sha256()
     for path in sorted(paths, key=lambda p: p.name):
-        digest.update(path.name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+        digest.update(path.name.encode() + b"\0" + bytes.fromhex(sha256_file(path)))  # streamed, not read whole
     key = digest.hexdigest()
-    if key not in _SOURCE_DIRS or not _SOURCE_DIRS[key].is_dir():
+    known = _SOURCE_DIRS.get(key)
+    if known is None or not all(link.exists() for link in known.iterdir()):  # gone: gradio's cache was cleared
         folder = Path(tempfile.mkdtemp(prefix="eccv-space-sources-"))
         for path in paths:
             (folder / path.name).symlink_to(path.resolve())
