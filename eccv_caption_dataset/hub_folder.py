@@ -33,6 +33,7 @@ from eccv_metric.analysis.leaderboard import SHIPPED
 from eccv_metric.analysis.leaderboard import TABLE4_CSV
 from eccv_metric.analysis.leaderboard import csv_rows
 from eccv_metric.benchmarks.docs import protocol_table
+from eccv_metric.core import progress
 from eccv_metric.core.files import replace_folder
 from eccv_metric.core.files import temporary_folder
 
@@ -75,7 +76,7 @@ def build(
     """
     output = Path(output)
     if output.exists() and not overwrite:
-        raise FileExistsError(f"{output} exists (use overwrite)")
+        raise FileExistsError(f"{output} exists (use overwrite=True to replace it)")
     sources = resolve(source_dir, download, Path(cache_dir) if cache_dir else None, urls)
     can = buildable(sources)
     wanted = list(configs) if configs else list(CONFIGS)
@@ -93,9 +94,14 @@ def build(
             log(f"note: {why}")
     todo = [n for n in wanted if can[n] is None]
     tmp = temporary_folder(output)
+    log = progress.above_bars(log)
+    datasets_bars = not datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()  # one bar of ours per config, not datasets' own per split / Parquet file
+    shown = progress.bar("building", len(todo) + 1, "config", tick=True)  # one config can take a minute
     try:
         infos = {}
         for name in todo:
+            shown.set_postfix_str(name)
             builder = EccvCaption(
                 config_name=name,
                 sources=sources,
@@ -119,8 +125,10 @@ def build(
             if "cxc_source" in builder.report:
                 report["cxc_source"] = builder.report["cxc_source"]
             log(f"built {name}: {dataset.num_rows} rows")
+            shown.update(1)
             del dataset
         shutil.rmtree(tmp / "cache", ignore_errors=True)
+        shown.set_postfix_str("BEIR / MTEB layout")
         beir, skipped = write_beir(
             tmp, lambda table, path, rows: write_parquet(_as_dataset(table), path, rows), IMAGE_ROW_GROUP
         )
@@ -133,6 +141,10 @@ def build(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        shown.close()
+        if datasets_bars:
+            datasets.enable_progress_bars()
     if report.get("images_missing"):
         log(f"{len(report['images_missing'])} images were not available and are stored without pixels")
     if skipped:

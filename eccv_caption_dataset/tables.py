@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from eccv_caption_dataset.paper import REMOVED_CAPTIONS
 from eccv_caption_dataset.paper import REMOVED_IMAGES
@@ -15,6 +14,7 @@ from eccv_caption_dataset.sources import jpeg_size
 from eccv_caption_dataset.sources import read_json
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.core import progress
 from eccv_metric.core.positives import Positives
 from eccv_metric.groundtruth.categories import load_instance_categories
 from eccv_metric.groundtruth.cxc import CXC_FILES
@@ -75,8 +75,9 @@ def image_rows(sources: Sources, gt: GroundTruth, embed: set[int] | None, report
     names = gt.category_names
     is_query, _ = eccv_query_masks(gt)
     missing = []
-    progress = tqdm(gt.image_ids.tolist(), desc="images", unit="img", disable=not sources.download_images)
-    for k, image_id in enumerate(progress):
+    ids = gt.image_ids.tolist()
+    shown = progress.iterate(ids, "downloading images", unit="img") if sources.download_images else ids
+    for k, image_id in enumerate(shown):
         rec = records[image_id]
         data = sources.image_bytes(rec["file_name"]) if embed is None or image_id in embed else None
         if data is None and (embed is None or image_id in embed):
@@ -158,18 +159,12 @@ def positive_rows(
     if report is not None:
         report["cxc_source"] = "sits_test.csv" if sources.cxc_dir is not None else "eccv_caption wheel"
     pm_rel = PlausibleMatch(gt, pm_zeta, pm_include_own) if gt.image_categories is not None else None
-    # PM lists hold ~10M pairs a direction: show progress while they are listed (about 30 s in all)
-    steps = tqdm(total=2 + 2 * (pm_rel is not None), desc="positives (PM: ~10M pairs a direction)", unit="step")
-    for direction in ("i2t", "t2i"):
+    for direction in ("i2t", "t2i"):  # PM lists hold ~10M pairs a direction (the build's config bar shows the step)
         q_ids, g_ids = gt.query_index(direction).ids, gt.gallery_index(direction).ids
         per_bench = {b: _rows_of(lists[b][direction], g_ids, q_ids) for b in lists}
-        steps.update()
         pm_rows = None
         if pm_rel is not None:
             pm_rows = _rows_of(pm_rel.relevance(direction).to_positives(), g_ids, q_ids)
-            steps.update()
-        if direction == "t2i":
-            steps.close()
         if pm_rows is not None:  # no categories (48 images, their captions): unknown, not "no match"
             annotated = gt.image_categories.any(axis=1)  # type: ignore[union-attr]
             query_annotated = annotated if direction == "i2t" else annotated[gt.caption_image]

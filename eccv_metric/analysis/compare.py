@@ -21,6 +21,7 @@ from eccv_metric.analysis.stats import check_resampling
 from eccv_metric.analysis.stats import holm
 from eccv_metric.analysis.stats import paired_test
 from eccv_metric.benchmarks.names import metric_info
+from eccv_metric.core import progress
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import preview
 from eccv_metric.core.ids import require_unique
@@ -64,7 +65,7 @@ def compare(
     check_resampling(n_resamples, confidence)
     gt = gt or GroundTruth.from_wheel()
     rows = []
-    for metric in [m for m in a if m in b]:
+    for metric in progress.iterate([m for m in a if m in b], "comparing", unit="metric", tick=True):
         reason = comparable(metric)
         if reason is not None:
             if skipped is not None:

@@ -56,6 +56,10 @@ def run_compare(args: argparse.Namespace) -> int:
                 f"{r['p_holm']:.4f}",
             )
         )
+    if args.output:
+        write_json_atomic(args.output, rows)
+    if args.quiet:
+        return 0
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for row in table:
         print(
@@ -75,8 +79,6 @@ def run_compare(args: argparse.Namespace) -> int:
     print(note.rstrip("; "))
     for metric, why in skipped.items():
         print(f"skipped {metric}: {why}")
-    if args.output:
-        write_json_atomic(args.output, rows)
     return 0
 
 

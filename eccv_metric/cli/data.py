@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from eccv_metric.cli.common import say
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.formats.ids import load_ids
 
@@ -37,8 +38,9 @@ def run_build(args: argparse.Namespace) -> int:
         paper_results=args.paper_results,
         overwrite=args.overwrite,
         repo_id=args.repo_id,
+        log=(lambda _: None) if args.quiet else print,
     )
-    print(f"wrote {args.output}: " + ", ".join(f"{k} ({v} rows)" for k, v in report["built"].items()))
+    say(args, f"wrote {args.output}: " + ", ".join(f"{k} ({v} rows)" for k, v in report["built"].items()))
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 import numpy as np
 
@@ -14,6 +15,11 @@ from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.docs import sizes
 from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.cli.common import CLI_WORDS
+from eccv_metric.cli.common import add_quiet
+from eccv_metric.cli.common import positive_int
+from eccv_metric.cli.common import say
+from eccv_metric.core import progress
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import check_output_path
 from eccv_metric.core.files import load_npy
@@ -26,6 +32,7 @@ from eccv_metric.formats.trec import TIES
 from eccv_metric.formats.trec import read_run
 from eccv_metric.groundtruth.plausible import PMOptions
 from eccv_metric.groundtruth.split import GroundTruth
+from eccv_metric.inputs.choose import PARTS
 from eccv_metric.inputs.choose import input_from_parts
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.inputs.given import Rankings
@@ -63,7 +70,9 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
         metavar="BENCHMARK",
         help="add these benchmarks' default metrics (`eccv-caption benchmarks`; eccv_caption = the official defaults)",
     )
-    p.add_argument("--ks", nargs="+", type=int, default=[1, 5, 10], help="K values for *_recalls (default 1 5 10)")
+    p.add_argument(
+        "--ks", nargs="+", type=positive_int, default=[1, 5, 10], help="K values for *_recalls (default 1 5 10)"
+    )
     p.add_argument("--ground-truth", help="a built dataset folder or Hub repo (default: the eccv_caption wheel)")
     p.add_argument("--instances-json", help="COCO-format instances JSON or a built dataset folder: PM categories")
     p.add_argument("--pm-zeta", type=int, default=2, help="pmrp: largest category distance of a plausible match")
@@ -85,6 +94,10 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--output", "-o", help="write the results as JSON here (fractions, the official keys)")
     p.add_argument("--per-query", help="also write per-query values as JSON here (for `eccv-caption compare`)")
+    p.add_argument(
+        "--json", action="store_true", help="print the results as JSON on stdout (what -o writes) instead of the table"
+    )
+    add_quiet(p)
     p.set_defaults(func=run_evaluate)
 
 
@@ -97,10 +110,19 @@ def pm_r_cap(text: str) -> int | None:
     return int(text)
 
 
+DEMO_NOTE = (
+    "demo: synthetic numbers, not a model's: a seeded random 5,000 x 25,000 score matrix over the real test ids "
+    "(noise, +3 on the original COCO pairs), scored like your own --scores"
+)
+
+
 def demo_scores(gt: GroundTruth, seed: int = 0) -> np.ndarray:
     """A synthetic, seeded 5,000 x 25,000 float32 score matrix: noise plus a boost on COCO pairs."""
     rng = np.random.default_rng(seed)
-    scores = rng.standard_normal((len(gt.image_ids), len(gt.caption_ids)), dtype=np.float32)
+    scores = np.empty((len(gt.image_ids), len(gt.caption_ids)), dtype=np.float32)
+    # row blocks draw the very numbers of one standard_normal call on the whole shape (the stream is sequential)
+    for start in progress.iterate(range(0, len(scores), 250), "demo: drawing the synthetic scores", unit="block"):
+        rng.standard_normal(out=scores[start : start + 250], dtype=np.float32)
     scores[gt.caption_image, np.arange(len(gt.caption_ids))] += 3.0
     return scores
 
@@ -117,26 +139,13 @@ def resources_of(args: argparse.Namespace) -> Resources:
     )
 
 
-CLI_WORDS = {
-    "rankings": "--rankings / --run",
-    "scores": "--scores",
-    "caption_scores": "--caption-scores",
-    "image_scores": "--image-scores",
-    "image_embeddings": "--image-embeddings",
-    "caption_embeddings": "--caption-embeddings",
-    "image_ids": "--image-ids",
-    "caption_ids": "--caption-ids",
-    "normalize": "--normalize",
-}
-
-
 def input_of(args: argparse.Namespace, resources: Resources) -> Rankings | ScoreMatrix | Embeddings:
     """The one input the flags give (:func:`~eccv_metric.inputs.choose.input_from_parts`, in flag words)."""
     if args.demo:
-        others = [w for name, w in CLI_WORDS.items() if name != "normalize" and _given(args, name)]
+        others = [CLI_WORDS[name] for name in PARTS if name != "normalize" and _given(args, name)]
         if others:
             raise EvaluationError(f"--demo is an input of its own: drop {', '.join(others)}")
-        print("demo: a seeded synthetic score matrix over the real test ids (noise + 3 on COCO pairs), not a model")
+        print(DEMO_NOTE, file=sys.stderr)
         return ScoreMatrix(demo_scores(resources.gt))
     if args.ties and not args.run:
         raise EvaluationError("--ties orders the equal scores of a --run file; the other inputs have no such choice")
@@ -196,13 +205,16 @@ def run_evaluate(args: argparse.Namespace) -> int:
         seed=args.seed,
     )
     means = results.means()
-    print(format_table(means))
+    if args.json:
+        print(json.dumps(means, indent=1))
+    elif not args.quiet:
+        print(format_table(means))
     if args.output:
         write_json_atomic(args.output, means)
-        print(f"wrote {args.output}")
+        say(args, f"wrote {args.output}")
     if args.per_query:
         write_json_atomic(args.per_query, results.per_query_json())
-        print(f"wrote {args.per_query}")
+        say(args, f"wrote {args.per_query}")
     return 0
 
 

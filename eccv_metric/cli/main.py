@@ -11,13 +11,17 @@ from collections.abc import Sequence
 from eccv_metric.cli.analysis import add_compare
 from eccv_metric.cli.analysis import add_correlate
 from eccv_metric.cli.analysis import add_leaderboard
+from eccv_metric.cli.common import CLI_WORDS
+from eccv_metric.cli.common import add_quiet
 from eccv_metric.cli.data import add_build
 from eccv_metric.cli.data import add_push
 from eccv_metric.cli.evaluate import add_benchmarks
 from eccv_metric.cli.evaluate import add_evaluate
 from eccv_metric.cli.trec import add_export_trec
 from eccv_metric.cli.trec import add_import_trec
+from eccv_metric.core import progress
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.errors import in_words
 
 SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     add_evaluate,
@@ -37,20 +41,34 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for add in SUBCOMMANDS:
         add(sub)
+    for command in sub.choices.values():  # every subcommand takes --quiet
+        if "--quiet" not in command._option_string_actions:
+            add_quiet(command)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one subcommand; an expected failure is one ``error:`` line on stderr in flag words (exit 2)."""
     args = build_parser().parse_args(argv)
+    saved = progress.configure(quiet=True) if args.quiet else None
     try:
         return int(args.func(args))
     except BrokenPipeError:  # the reader (e.g. `| head`) left: stop quietly, as Unix tools do
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-    except (EvaluationError, FileExistsError, FileNotFoundError, ValueError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (EvaluationError, ValueError, OSError) as exc:  # bad input, missing or unreadable files, downloads
+        print(f"error: {in_words(exc, CLI_WORDS)}", file=sys.stderr)
         return 2
+    except MemoryError:
+        print("error: out of memory: give smaller inputs or a machine with more memory", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    finally:
+        if saved is not None:
+            progress.reset(saved)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import http.client
 import os
 import time
 import urllib.error
@@ -10,6 +11,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+from eccv_metric.core import progress as progress_bars
 from eccv_metric.core.errors import EvaluationError
 
 
@@ -45,6 +47,8 @@ def download(
     """Fetch ``url`` to ``dest``: resumes a ``.part`` file, retries with backoff, checks sha256, renames into place.
 
     ``hint``: what the user can pass instead (a local copy), appended to the error when the download fails.
+    ``progress(done, total)``: called after each block; default: a byte bar on a terminal
+    (:mod:`eccv_metric.core.progress`).
     """
     if dest.is_file() and (sha256 is None or sha256_file(dest) == sha256):
         return dest
@@ -60,11 +64,18 @@ def download(
                     have = 0
                 total = response.headers.get("Content-Length")
                 total = int(total) + have if total is not None else None
-                with open(part, "ab" if have else "wb") as fout:
+                shown = (
+                    progress_bars.bar(f"downloading {dest.name}", total, "B", unit_scale=True)
+                    if progress is None
+                    else progress_bars.NoBar()
+                )
+                with open(part, "ab" if have else "wb") as fout, shown:
                     done = have
+                    shown.update(have)
                     for block in iter(lambda: response.read(1 << 20), b""):
                         fout.write(block)
                         done += len(block)
+                        shown.update(len(block))
                         if progress:
                             progress(done, total)
             if sha256 is not None and sha256_file(part) != sha256:
@@ -74,7 +85,7 @@ def download(
             return dest
         except SourceError:
             raise
-        except (urllib.error.URLError, OSError, TimeoutError) as exc:
+        except (urllib.error.URLError, http.client.HTTPException, OSError, TimeoutError) as exc:
             last = exc
             time.sleep(min(2**attempt, 10) * 0.1)
     reason = getattr(last, "reason", None) or last

@@ -1,8 +1,17 @@
-"""The one exception type the metric engine raises for bad input."""
+"""The one exception type the metric engine raises for bad input, and how front ends word it.
+
+Library messages name what to pass as a Python keyword followed by ``=``
+(``instances_json=``, ``cxc_source=``, ``fg_source=``, ``image_ids=``); a
+front end shows them in its own words with :func:`in_words` and a table
+mapping keywords to its words (the CLI: flags; the Space: upload boxes; the
+evaluate module: its keyword arguments), always on one line.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+from collections.abc import Mapping
 
 
 class EvaluationError(ValueError):
@@ -10,6 +19,26 @@ class EvaluationError(ValueError):
 
 
 EvaluationError.__module__ = "eccv_metric"  # how users import it, and how tracebacks name it
+
+_KEYWORD = re.compile(r"(?<![\w-])([A-Za-z_][A-Za-z0-9_]*)=(True\b)?")
+MAX_MESSAGE = 2000  # a message longer than this is cut (an error line, not a dump)
+
+
+def in_words(exc: BaseException | str, words: Mapping[str, str]) -> str:
+    """The message of ``exc`` on one line, each ``keyword=`` it names replaced by ``words[keyword]``.
+
+    A boolean switch written ``partial=True`` becomes the words of ``partial`` (a flag, a tick box).
+    Keywords the table does not know stay as they are. Line breaks become ``"; "``;
+    an exception without a message is named by its type.
+    """
+    text = exc if isinstance(exc, str) else str(exc)
+    if isinstance(exc, KeyError) and exc.args:  # str(KeyError('x')) is "'x'": say what it is
+        text = f"missing key {exc.args[0]!r}"
+    if not text.strip() and not isinstance(exc, str):
+        text = type(exc).__name__
+    text = _KEYWORD.sub(lambda m: words.get(m.group(1), m.group(0)), text)
+    line = "; ".join(part.strip() for part in text.splitlines() if part.strip())
+    return line if len(line) <= MAX_MESSAGE else line[: MAX_MESSAGE - 3] + "..."
 
 
 def preview(ids: Iterable[object], limit: int = 5) -> str:

@@ -49,7 +49,7 @@ THRESHOLDS = {"sits": 3.0, "sts": 3.0, "sis": 2.5}
 _CAPTION_KEY = re.compile(r"[^:]*:sentid:([0-9]+)")
 _IMAGE_KEY = re.compile(r"COCO_[A-Za-z0-9]+_([0-9]+)\.jpg")
 MISSING_HINT = (
-    "give cxc_source: a folder with the CxC CSVs (sts_test.csv, sis_test.csv, sits_test.csv) or a built dataset"
+    "give cxc_source= (a folder with the CxC CSVs sts_test.csv, sis_test.csv, sits_test.csv, or a built dataset)"
 )
 
 
@@ -150,7 +150,9 @@ def load_ratings(kind: str, source: str | Path | None = None, cache_dir: str | P
     if path.is_dir() and not is_built_folder(path, "cxc_ratings"):
         found = sorted(path.rglob(name))
         if not found:
-            raise EvaluationError(f"{source}: neither a built dataset (data/cxc_ratings) nor a folder holding {name}")
+            raise EvaluationError(
+                f"{source}: neither a built dataset (data/cxc_ratings) nor a folder holding {name}; {MISSING_HINT}"
+            )
         return read_csv(found[0], kind)
     built = _from_dataset(source, kind)
     if built is None:

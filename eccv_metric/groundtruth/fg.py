@@ -109,12 +109,15 @@ def _find(name: str, source: str | Path | None, cache_dir: str | Path | None) ->
         file = rel.rsplit("/", 1)[1]
         if source is None:
             cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-            hint = f"give the {name} files (fg_source / --source-dir: a folder holding {file}, or a built dataset)"
+            hint = f"give fg_source= (a folder holding {file} and the other {name} file, or a built dataset)"
             paths.append(download(FG_RAW + rel, cache / "fg" / file, sha256=SHA256[file], hint=hint))
             continue
         found = sorted(Path(source).rglob(file)) if Path(source).is_dir() else []
         if not found:
-            raise EvaluationError(f"{source}: no {file} below it (the {name} sources: {', '.join(FILES[name])})")
+            raise EvaluationError(
+                f"{source}: no {file} below it; give fg_source= (a folder holding the {name} sources "
+                f"{', '.join(f.rsplit('/', 1)[1] for f in FILES[name])}, or a built dataset)"
+            )
         paths.append(found[0])
     return paths
 

@@ -24,9 +24,8 @@ from eccv_metric.core.positives import Positives
 from eccv_metric.groundtruth.split import GroundTruth
 
 MISSING_CATEGORIES = (
-    "pmrp needs COCO categories: pass instances_json=<a COCO-format instances file, "
-    "e.g. instances_val2014.json> (or a built dataset folder, or extra_file_dir with the "
-    "released pm_image_to_caption.json / pm_caption_to_image.json)"
+    "pmrp needs COCO categories: pass instances_json= (a COCO-format instances file such as "
+    "instances_val2014.json, or a built dataset folder)"
 )
 
 

@@ -65,7 +65,8 @@ class RankedLists:
             missing = query_index.ids[queries[rows < 0]]
             raise EvaluationError(
                 f"{self.direction}: {len(missing)} query {DIRECTION_KINDS[self.direction][0]} id(s) needed by "
-                f"{needed_by} have no ranked list: {preview(missing)}"
+                f"{needed_by} have no ranked list: {preview(missing)}; give every query a list, or partial=True "
+                "to score the queries given only"
             )
         return rows
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from eccv_metric.core import progress
 from eccv_metric.kernels.scorers import BlockScorer
 from eccv_metric.kernels.topk import without_self
 
@@ -51,13 +52,16 @@ def first_ranks(
     step = scorer.rows_per_block(n_cols, topk=False)
     ranks = np.zeros(len(query_pos))
     bad = np.zeros(len(query_pos), dtype=bool)
-    for start in range(0, len(query_pos), step):
-        members = np.arange(start, min(start + step, len(query_pos)))
-        block = scorer.block(query_pos[members], gallery_pos)
-        if block.dtype not in (np.float32, np.float64):
-            block = block.astype(np.float32)
-        finite = None
-        if own is not None:
-            block, finite = without_self(block, own[members])
-        ranks[members], bad[members] = block_ranks(block, positive_mask(members, n_cols), finite)
+    starts = range(0, len(query_pos), step)
+    with progress.bar(f"exact ranks of {len(query_pos):,} queries x {n_cols:,} items", len(starts), "block") as shown:
+        for start in starts:
+            members = np.arange(start, min(start + step, len(query_pos)))
+            block = scorer.block(query_pos[members], gallery_pos)
+            if block.dtype not in (np.float32, np.float64):
+                block = block.astype(np.float32)
+            finite = None
+            if own is not None:
+                block, finite = without_self(block, own[members])
+            ranks[members], bad[members] = block_ranks(block, positive_mask(members, n_cols), finite)
+            shown.update(1)
     return ranks, bad

@@ -13,6 +13,7 @@ import threading
 
 import numpy as np
 
+from eccv_metric.core import progress
 from eccv_metric.kernels.scorers import BlockScorer
 from eccv_metric.kernels.workers import Priority
 from eccv_metric.kernels.workers import block_workers
@@ -135,19 +136,27 @@ def top_ranked(
     starts = range(0, len(query_pos), chunk)
     scratch = Scratch()
 
+    many = len(starts) > INLINE_BLOCKS
+    what = f"ranking {len(query_pos):,} queries x {n_gal:,} items"
+    shown = progress.bar(what, len(starts), "block") if many else progress.NoBar()
+
     def work(start: int) -> tuple[np.ndarray, np.ndarray]:
         block = scorer.block(query_pos[start : start + chunk], gallery_pos, scratch)
         if own is None:
-            return stable_topk(block, k, scratch)
-        block, finite = without_self(block, own[start : start + chunk])
-        top, bad = stable_topk(block, k, scratch)
-        return top, bad | ~finite
+            top, bad = stable_topk(block, k, scratch)
+        else:
+            block, finite = without_self(block, own[start : start + chunk])
+            top, bad = stable_topk(block, k, scratch)
+            bad |= ~finite
+        shown.update(1)
+        return top, bad
 
     workers = block_workers() if scorer.parallel else None
-    if workers is not None and len(starts) > INLINE_BLOCKS:
-        parts = workers.map(work, starts, (next_ticket(), -len(query_pos)) if priority is None else priority)
-    else:  # a few blocks run in the calling thread: they never queue behind another ranking
-        parts = [work(s) for s in starts]
+    with shown:
+        if workers is not None and many:
+            parts = workers.map(work, starts, (next_ticket(), -len(query_pos)) if priority is None else priority)
+        else:  # a few blocks run in the calling thread: they never queue behind another ranking
+            parts = [work(s) for s in starts]
     bad = np.zeros(len(query_pos), bool)
     if parts:
         bad[order] = np.concatenate([p[1] for p in parts])

@@ -432,12 +432,9 @@ def test_pm_r_cap_zero_is_one_rule_everywhere(module, top50, tmp_path, capsys, s
 
 @pytest.fixture(scope="module")
 def space():
-    import importlib.util
+    from eccv_metric.hub import space
 
-    spec = importlib.util.spec_from_file_location("space_app", EVALUATE_MODULE_DIR / "app.py")
-    app = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(app)
-    return app
+    return space
 
 
 @pytest.mark.parametrize(
@@ -454,27 +451,32 @@ def test_space_scoring_function_refuses_bad_files(space, small, tmp_path, change
     change(raw)
     path = tmp_path / "r.json"
     path.write_text(json.dumps(raw))
-    status, rows, results = space.score(str(path), "", list(TOP50), "1")
-    assert status.startswith("error: ") and message in status and results == "{}" and rows == []
-    status, _, _ = space.score(None, path.read_text(), list(TOP50), "1")  # pasted: the same rules
-    assert status.startswith("error: ") and message in status
+    answer = space.score(str(path), "", [], list(TOP50), "1")
+    assert not answer.ok and answer.message.startswith("error: ") and message in answer.message
+    assert answer.raw == "{}" and answer.rows == []
+    answer = space.score(None, path.read_text(), [], list(TOP50), "1")  # pasted: the same rules
+    assert answer.message.startswith("error: ") and message in answer.message
 
 
 def test_space_scoring_function_bounds_k_and_sizes(space, small, tmp_path, monkeypatch):
     path = tmp_path / "r.json"
     path.write_text(json.dumps(small))
     for ks, message in (
-        (str(10**12), "each K must be between 1 and 25,000"),
-        ("1.5", "Ks must be at most 10 positive integers"),
-        (" ".join(["1"] * 11), "Ks must be at most 10 positive integers"),
+        (str(10**12), "each K must be between 1 and 100,000"),
+        ("1.5", "'1.5' is not a whole number written in 0-9"),
+        ("²", "'²' is not a whole number written in 0-9"),
+        (" ".join(["1"] * 11), "11 values; give at most 10"),
     ):
-        status, _, _ = space.score(str(path), "", ["coco_5k_recalls"], ks)
-        assert status.startswith("error: ") and message in status
+        answer = space.score(str(path), "", [], ["coco_5k_recalls"], ks)
+        assert answer.message.startswith("error: Ks: ") and message in answer.message, answer.message
     monkeypatch.setattr(space, "MAX_FILE_BYTES", 1000)
-    status, _, _ = space.score(str(path), "", ["coco_5k_r1"], "1")
-    assert status.startswith("error: the file is larger than")
-    status, _, _ = space.score(None, "", ["coco_5k_r1"], "1")
-    assert status.startswith("error: upload a rankings")
+    answer = space.score(str(path), "", [], ["coco_5k_r1"], "1")
+    assert (
+        answer.message.startswith("error: the 'rankings .json, TREC run")
+        and "more than the Space takes" in answer.message
+    )
+    answer = space.score(None, "", [], ["coco_5k_r1"], "1")
+    assert answer.message.startswith("error: nothing to score: give rankings (the 'rankings .json")
 
 
 def test_partial_rankings_only_when_asked(space, metrics, top50):
@@ -493,9 +495,8 @@ def test_partial_rankings_only_when_asked(space, metrics, top50):
             assert keep.sum() > 0
             assert (part[name][direction].query_ids == full[name][direction].query_ids[keep]).all()
             assert (part[name][direction].values == full[name][direction].values[keep]).all()
-    status, _, _ = space.score(None, json.dumps({"i2t": {str(k): v for k, v in sub_i.items()}}), list(targets[:2]), "1")
-    assert status.startswith("error: i2t: 4700 query image id(s) needed by")
-    status, rows, _ = space.score(
-        None, json.dumps({"i2t": {str(k): v for k, v in sub_i.items()}}), list(targets[:2]), "1", True
-    )
-    assert status.startswith("scored 300 i2t queries (partial") and len(rows) == 2
+    pasted = json.dumps({"i2t": {str(k): v for k, v in sub_i.items()}})
+    answer = space.score(None, pasted, [], list(targets[:2]), "1")
+    assert answer.message.startswith("error: i2t: 4700 query image id(s) needed by")
+    answer = space.score(None, pasted, [], list(targets[:2]), "1", True)
+    assert answer.message.startswith("scored 300 i2t ranked lists (partial") and len(answer.rows) == 2

@@ -209,8 +209,8 @@ def test_staged_space_runs_from_its_own_files(tmp_path):
     code = (
         "import eccv_metric, app; "
         f"assert eccv_metric.__file__.startswith({str(space)!r}), eccv_metric.__file__; "
-        "status, rows, raw = app.score(None, app.EXAMPLE, ['eccv_r1'], '1', True); print(status)"
+        "answer = app.space.score(None, app.EXAMPLE, [], ['eccv_r1'], '1', True); print(answer.message)"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=space, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip().startswith("scored 2 i2t queries, 2 t2i queries (partial")
+    assert done.stdout.strip().startswith("scored 2 i2t and 2 t2i ranked lists (partial")

@@ -1,160 +1,153 @@
-"""Gradio Space for the eccv_map_at_r metric: upload or paste rankings (or upload a score matrix), get the metrics.
+"""Gradio Space for the ECCV Caption family: any registered benchmark, from rankings, a TREC run, a score matrix
+or embeddings; the library's numbers, formatted by kind, with R@K curves.
 
-A thin layer over the library: parsing, checks and metrics all come from ``eccv_metric``.
-evaluate.utils.launch_gradio_widget only works with gradio < 4 (huggingface/evaluate#602), so this
-is a small app of its own, written for the gradio pinned in requirements.txt.
+A thin layer over ``eccv_metric.hub.space`` (the handler, without gradio) and so over the library: parsing,
+checks, metrics and number formatting all come from ``eccv_metric``. Run it locally with
+``python eccv_metric/hub/eccv_map_at_r/app.py`` and open http://127.0.0.1:7860 (benchmark sources: the
+"benchmark source files" box, else the folder in ``ECCV_CAPTION_SOURCE_DIR``, else the canonical files,
+downloaded once). evaluate.utils.launch_gradio_widget only works with gradio < 4 (huggingface/evaluate#602),
+so this is a small app of its own, written for the gradio pinned in requirements.txt.
 """
 
+from __future__ import annotations
+
+import html
 import json
-import os
+import sys
+from pathlib import Path
 
-from eccv_metric import Metrics
-from eccv_metric.analysis.report import display_value
-from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
-from eccv_metric.benchmarks.definitions import OFFICIAL_TARGETS
-from eccv_metric.core.errors import EvaluationError
-from eccv_metric.core.files import load_npy
-from eccv_metric.core.jsonio import parse_json
-from eccv_metric.formats.ids import load_ids
-from eccv_metric.formats.rankings import RANKINGS_FORMAT
-from eccv_metric.formats.rankings import load_rankings
-from eccv_metric.formats.rankings import rankings_from_json
+_HERE = Path(__file__).resolve()
+if _HERE.parents[2].name == "eccv_metric":  # run from a clone: its package first (a staged Space has it beside)
+    sys.path.insert(0, str(_HERE.parents[3]))
 
-MAX_FILE_BYTES = 512 * 2**20  # an official-format top-100 rankings JSON is ~25 MB; a float16 5K x 25K matrix 250 MB
-MAX_PASTE_CHARS = 50 * 2**20
-MAX_KS = 10
-MAX_K = 25_000  # the largest gallery (captions); a larger K is the same as this one
-# A small real example (partial): two ECCV Caption image queries and two caption queries of the test split,
-# each list holding the query's ECCV positives with one negative at rank 2.
-EXAMPLE = json.dumps(
-    {
-        "i2t": {
-            "184791": [566386, 770337, 567085, 571483, 572221, 572281, 464220, 750878, 495153],
-            "66412": [49928, 770337, 52658, 58232, 60602, 61706, 608447, 216742, 389720],
-        },
-        "t2i": {"401481": [182784, 391895], "100919": [34180, 391895, 169802]},
-    }
+from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS  # noqa: E402
+from eccv_metric.benchmarks.definitions import REGISTRY  # noqa: E402
+from eccv_metric.hub import space  # noqa: E402
+from eccv_metric.hub.space import LABELS  # noqa: E402
+from eccv_metric.hub.space import MAX_FILE_BYTES  # noqa: E402
+from eccv_metric.hub.space import MAX_K  # noqa: E402
+from eccv_metric.hub.space import MAX_KS  # noqa: E402
+from eccv_metric.hub.space import MAX_PASTE_CHARS  # noqa: E402
+
+EXAMPLE = space.EXAMPLE
+STATUS_CSS = """
+.eccv-error { border: 1px solid #d33; border-left: 6px solid #d33; background: #fdecec; color: #8a1010;
+  padding: 0.6em 0.9em; border-radius: 6px; font-weight: 600; }
+.eccv-ok { border-left: 6px solid #2a8a3a; background: #eef8ef; color: #14461c; padding: 0.6em 0.9em;
+  border-radius: 6px; }
+"""
+# what `demo.launch(**LAUNCH)` needs beyond the defaults (tests launch the app the same way)
+LAUNCH = {"max_file_size": MAX_FILE_BYTES}
+INTRO = (
+    "# ECCV Caption retrieval metrics\n"
+    "Pick benchmarks (or metrics), then give **one** input: ranked lists as JSON "
+    '`{"i2t": {"<image id>": [caption ids, best first]}, "t2i": {"<caption id>": [image ids]}}` (also `t2t`, '
+    "`i2i`), uploaded or pasted; a TREC run; a `.npy` score matrix (images x captions); or image / caption "
+    "embeddings `.npy` (CxC t2t needs only captions, i2i only images). Rows follow each benchmark's canonical "
+    "order (Karpathy order; FG: the annotation files' order) unless you add id files. Numbers: fractions in "
+    "percent, MedR / MeanR as ranks, Spearman's rho as is (the unit column says which). CxC and FG benchmarks "
+    "read their source files: upload them (CxC CSVs; `*_FG_ann.json` and `*_FG_img_filenames.npy`) or let the "
+    "Space fetch them."
 )
-HEADERS = ["metric", "i2t", "t2i"]
-DIRS = ("i2t", "t2i")
 
 
-def parse_ks(text: str) -> list[int]:
-    """``"1 5 10"`` or ``"1,5,10"``: at most MAX_KS integers in [1, MAX_K]."""
-    tokens = str(text or "").replace(",", " ").split()
-    if not tokens:
-        return [1, 5, 10]
-    if len(tokens) > MAX_KS or not all(t.isdigit() for t in tokens):
-        raise EvaluationError(f"Ks must be at most {MAX_KS} positive integers, e.g. '1 5 10', not {text!r:.40}")
-    ks = [int(t) for t in tokens]
-    if not all(1 <= k <= MAX_K for k in ks):
-        raise EvaluationError(f"each K must be between 1 and {MAX_K:,}")
-    return ks
+def status_html(ok: bool, message: str) -> str:
+    """The status line: a green note, or a red one-line error box (role=alert)."""
+    if not message:
+        return ""
+    kind = "eccv-ok" if ok else "eccv-error"
+    role = "status" if ok else "alert"
+    return f'<div class="{kind}" role="{role}">{html.escape(message)}</div>'
 
 
-def score(
-    upload=None,
-    pasted="",
-    target_metrics=DEFAULT_TARGETS,
-    ks_text="1 5 10",
-    partial=False,
-    image_ids_path=None,
-    caption_ids_path=None,
-    instances_path=None,
-):
-    """Score an uploaded rankings .json / scores .npy, or pasted rankings JSON.
+def score(*boxes):
+    """The Score button: the handler's answer as (status, table, curves, JSON)."""
+    import gradio as gr
+    import pandas as pd
 
-    Returns (status line, table rows, results JSON text). Errors are one line, with nothing computed.
-    """
-    try:
-        ks = parse_ks(ks_text)
-        targets = list(target_metrics or [])
-        if not targets:
-            raise EvaluationError("choose at least one metric")
-        metrics = _metrics(instances_path or None)
-        if upload:
-            if os.path.getsize(upload) > MAX_FILE_BYTES:
-                raise EvaluationError(f"the file is larger than {MAX_FILE_BYTES // 2**20} MB")
-            if str(upload).endswith(".npy"):
-                scores = load_npy(upload, "a .npy float matrix (images x captions)")
-                image_ids = load_ids(image_ids_path, "image ids") if image_ids_path else None
-                caption_ids = load_ids(caption_ids_path, "caption ids") if caption_ids_path else None
-                results = metrics.compute_all_metrics_from_scores(scores, image_ids, caption_ids, targets, ks)
-                return _done(results, "scored the score matrix")
-            rankings = load_rankings(upload)
-        elif pasted and pasted.strip():
-            if len(pasted) > MAX_PASTE_CHARS:
-                raise EvaluationError(f"the pasted text is longer than {MAX_PASTE_CHARS // 2**20} MB: upload a file")
-            rankings = rankings_from_json(parse_json(pasted, "pasted text", RANKINGS_FORMAT), "pasted text")
-        else:
-            raise EvaluationError("upload a rankings .json / scores .npy file, or paste rankings JSON")
-        results = metrics.compute_all_metrics(rankings.get("i2t"), rankings.get("t2i"), targets, ks, partial=partial)
-    except (EvaluationError, OSError) as exc:
-        return f"error: {exc}", [], "{}"
-    given = ", ".join(f"{len(v):,} {d} queries" for d, v in rankings.items())
-    note = " (partial: means over the queries given only, not comparable with full results)" if partial else ""
-    return _done(results, f"scored {given}{note}")
-
-
-_METRICS = {}
-
-
-def _metrics(instances):
-    if instances not in _METRICS:
-        _METRICS[instances] = Metrics(instances_json=instances)
-    return _METRICS[instances]
-
-
-def _done(results, status):
-    rows = [
-        [name] + [display_value(name, by_dir[d]) if d in by_dir else None for d in DIRS]
-        for name, by_dir in results.items()
-    ]
-    return status, rows, json.dumps(results, indent=2)
+    answer = space.score(*boxes)
+    table = pd.DataFrame(answer.rows, columns=answer.columns)
+    curves = pd.DataFrame(answer.curves, columns=["K", "R@K (%)", "series"])
+    return (
+        status_html(answer.ok, answer.message),
+        table,
+        gr.LinePlot(value=curves, visible=bool(answer.curves)),
+        answer.raw,
+    )
 
 
 def build():
     import gradio as gr
+    import pandas as pd
 
     with gr.Blocks(title="ECCV Caption retrieval metrics") as demo:
-        gr.Markdown(
-            "# ECCV Caption retrieval metrics\n"
-            'Rankings as JSON: `{"i2t": {"<image id>": [caption ids, best first]}, "t2i": {"<caption id>": '
-            "[image ids]}}` (COCO Karpathy 5K test ids), uploaded or pasted; or a `.npy` score matrix "
-            "(images x captions, Karpathy order unless you add id files). Every query of a metric must "
-            "have a list, unless you tick *score only the queries given*."
-        )
+        gr.Markdown(INTRO)
         with gr.Row():
-            upload = gr.File(label="rankings .json or scores .npy", type="filepath")
-            pasted = gr.Textbox(label="or paste rankings JSON", lines=6, max_lines=12, elem_id="pasted")
-        with gr.Accordion("optional files", open=False):
+            benchmarks = gr.Dropdown(
+                REGISTRY.names(), value=[], multiselect=True, label=LABELS["benchmarks"], elem_id="benchmarks"
+            )
+            metrics = gr.Dropdown(
+                space.metric_choices(),
+                value=list(DEFAULT_TARGETS),
+                multiselect=True,
+                allow_custom_value=True,
+                label=LABELS["metrics"],
+                elem_id="metrics",
+            )
+        with gr.Row():
+            upload = gr.File(label=LABELS["upload"], type="filepath", elem_id="upload")
+            pasted = gr.Textbox(
+                label=LABELS["pasted"], lines=6, max_lines=12, max_length=MAX_PASTE_CHARS, elem_id="pasted"
+            )
+        with gr.Accordion("embeddings (instead of rankings or a matrix)", open=False):
             with gr.Row():
-                image_ids = gr.File(label="image ids of the matrix rows", type="filepath")
-                caption_ids = gr.File(label="caption ids of the matrix columns", type="filepath")
-                instances = gr.File(label="COCO instances JSON (pmrp)", type="filepath")
-        targets = gr.CheckboxGroup(
-            list(tuple(dict.fromkeys(DEFAULT_TARGETS + OFFICIAL_TARGETS))), value=list(DEFAULT_TARGETS), label="metrics"
-        )
+                image_embeddings = gr.File(label=LABELS["image_embeddings"], type="filepath", elem_id="image_emb")
+                caption_embeddings = gr.File(label=LABELS["caption_embeddings"], type="filepath", elem_id="caption_emb")
+            normalize = gr.Checkbox(False, label=LABELS["normalize"])
+        with gr.Accordion("optional files: ids, COCO instances, benchmark sources", open=False):
+            with gr.Row():
+                image_ids = gr.File(label=LABELS["image_ids"], type="filepath", elem_id="image_ids")
+                caption_ids = gr.File(label=LABELS["caption_ids"], type="filepath", elem_id="caption_ids")
+            with gr.Row():
+                instances = gr.File(label=LABELS["instances"], type="filepath", elem_id="instances")
+                sources = gr.File(label=LABELS["sources"], type="filepath", file_count="multiple", elem_id="sources")
         with gr.Row():
-            ks = gr.Textbox("1 5 10", label=f"Ks for *_recalls (at most {MAX_KS}, each <= {MAX_K:,})")
-            partial = gr.Checkbox(False, label="score only the queries given (partial rankings)")
+            ks = gr.Textbox("1 5 10", label=f"{LABELS['ks']} (at most {MAX_KS}, each <= {MAX_K:,})", elem_id="ks")
+            partial = gr.Checkbox(False, label=LABELS["partial"], elem_id="partial")
         with gr.Row():
             example = gr.Button("Load the small example", elem_id="example")
             run = gr.Button("Score", variant="primary", elem_id="score")
-        status = gr.Markdown(elem_id="status")
+        status = gr.HTML(elem_id="status", css_template=STATUS_CSS, js_on_load=None)
         table = gr.Dataframe(
-            headers=HEADERS, label="results (percent; MedR / MeanR: ranks)", elem_id="results", interactive=False
+            headers=["metric", "i2t", "t2i", "unit"],
+            label="results (fractions in percent; MedR / MeanR: ranks; Spearman: rho)",
+            elem_id="results",
+            interactive=False,
         )
-        raw = gr.Code(label="results JSON (fractions)", language="json")
-        example.click(lambda: (EXAMPLE, True), None, [pasted, partial])
-        run.click(
-            score,
-            [upload, pasted, targets, ks, partial, image_ids, caption_ids, instances],
-            [status, table, raw],
-            api_name="score",
+        curves = gr.LinePlot(
+            x="K", y="R@K (%)", color="series", y_lim=[0, 100], label="R@K curves", elem_id="curves", visible=False
         )
+        raw = gr.Code(label="results JSON (fractions, the official keys)", language="json", elem_id="raw")
+
+        inputs = [upload, pasted, benchmarks, metrics, ks, partial, image_embeddings, caption_embeddings]
+        inputs += [normalize, image_ids, caption_ids, instances, sources]
+        outputs = [status, table, curves, raw]
+        # the user's pick fills in its defaults, in the browser (no round trip racing the user's next click)
+        defaults = json.dumps({name: space.metrics_for([name]) for name in REGISTRY.names()})
+        fill = f"(picked) => [[...new Set((picked || []).flatMap((b) => ({defaults})[b] || []))]]"  # [one output]
+        benchmarks.input(None, benchmarks, metrics, js=fill, queue=False)
+
+        def load_example():
+            state = space.example_state()
+            empty = pd.DataFrame([], columns=["metric", "i2t", "t2i", "unit"])
+            cleared = [None, None, False, None, None, None, None]  # embeddings, normalize, ids, instances, sources
+            values = [None, state["pasted"], state["benchmarks"], state["metrics"], state["ks"], state["partial"]]
+            return values + cleared + ["", empty, gr.LinePlot(visible=False), "{}"]
+
+        example.click(load_example, None, inputs + outputs)
+        run.click(score, inputs, outputs, api_name="score")
     return demo
 
 
 if __name__ == "__main__":
-    build().launch()
+    build().launch(**LAUNCH)

@@ -1,0 +1,386 @@
+"""What the Space does with a request, without gradio: files in, the library's numbers out, or one error line.
+
+:func:`score` takes what the Space's boxes hold (paths of uploads, the pasted
+text, the picked benchmarks and metrics, the Ks text, ticks), turns them into
+one input with :func:`eccv_metric.inputs.choose.input_from_parts` (in the
+Space's words, :data:`SPACE_WORDS`), scores it with :func:`eccv_metric.evaluate`
+and formats it with :mod:`eccv_metric.analysis.report`. Work is bounded:
+every file has a size cap, the pasted text a length cap, Ks are at most
+:data:`MAX_KS` ASCII integers, the JSON readers keep their own limits. Every
+failure, expected or not, ends in one line (:class:`Scored` with ``ok=False``).
+
+Benchmark sources (CxC CSVs, MSCOCO-FG / Flickr30K-FG files) come from the
+"benchmark source files" upload, else the folder named by the environment
+variable ``ECCV_CAPTION_SOURCE_DIR`` (searched like ``--source-dir``), else
+their canonical files (downloaded once, sha256-checked).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+
+from eccv_metric.analysis.report import directions_of
+from eccv_metric.analysis.report import scale_of
+from eccv_metric.analysis.report import shown
+from eccv_metric.api.evaluate import evaluate
+from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
+from eccv_metric.benchmarks.definitions import OFFICIAL_TARGETS
+from eccv_metric.benchmarks.definitions import REGISTRY
+from eccv_metric.benchmarks.names import metric_info
+from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.core.download import sha256_file
+from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.errors import in_words
+from eccv_metric.core.files import load_npy
+from eccv_metric.core.jsonio import parse_json
+from eccv_metric.formats.ids import load_ids
+from eccv_metric.formats.rankings import RANKINGS_FORMAT
+from eccv_metric.formats.rankings import load_rankings
+from eccv_metric.formats.rankings import rankings_from_json
+from eccv_metric.formats.trec import read_run
+from eccv_metric.inputs.choose import input_from_parts
+from eccv_metric.inputs.given import Rankings
+from eccv_metric.measures.kinds import SCALE_NOTE
+from eccv_metric.measures.results import Results
+
+SOURCE_ENV = "ECCV_CAPTION_SOURCE_DIR"
+MAX_FILE_BYTES = 600 * 2**20  # a float32 5K x 25K matrix is 500 MB; an official top-100 rankings JSON ~25 MB
+MAX_PASTE_CHARS = 20 * 2**20
+MAX_KS = 10
+MAX_K = 100_000  # beyond every gallery (31,244 images for MSCOCO-FG): R@K is R@(gallery size) there
+MAX_NAMES = 60
+MAX_SOURCES = 10
+RANKINGS_SUFFIXES = (".json",)
+RUN_SUFFIXES = (".trec", ".run", ".txt", ".tsv")
+
+# the boxes of the Space, as users read them (app.py labels its components with these)
+LABELS = {
+    "upload": "rankings .json, TREC run (.trec / .txt) or score matrix .npy",
+    "pasted": "or paste rankings JSON",
+    "image_embeddings": "image embeddings .npy",
+    "caption_embeddings": "caption embeddings .npy",
+    "normalize": "cosine similarity (normalize the embeddings)",
+    "image_ids": "image ids of the rows (.npy, .json or text)",
+    "caption_ids": "caption ids of the rows / columns (.npy, .json or text)",
+    "instances": "COCO instances JSON (PMRP)",
+    "sources": "benchmark source files (CxC CSVs, FG annotation + file-name lists)",
+    "benchmarks": "benchmarks",
+    "metrics": "metrics (empty: the benchmarks' defaults)",
+    "ks": "Ks for *_recalls",
+    "partial": "score only the queries given (partial rankings)",
+}
+# the library's keywords in the Space's words (core.errors.in_words; inputs.choose.input_from_parts)
+SPACE_WORDS = {
+    "rankings": f"rankings (the '{LABELS['upload']}' box or the pasted text)",
+    "scores": f"a score matrix .npy (the '{LABELS['upload']}' box)",
+    "caption_scores": "a captions x captions matrix (not taken here: use the CLI's --caption-scores)",
+    "image_scores": "an images x images matrix (not taken here: use the CLI's --image-scores)",
+    "image_embeddings": f"the '{LABELS['image_embeddings']}' box",
+    "caption_embeddings": f"the '{LABELS['caption_embeddings']}' box",
+    "image_ids": f"the '{LABELS['image_ids']}' box",
+    "caption_ids": f"the '{LABELS['caption_ids']}' box",
+    "normalize": f"the '{LABELS['normalize']}' tick",
+    "instances_json": f"a file in the '{LABELS['instances']}' box",
+    "cxc_source": f"the files in the '{LABELS['sources']}' box",
+    "fg_source": f"the files in the '{LABELS['sources']}' box",
+    "target_metrics": "the 'metrics' box",
+    "metrics": "the 'metrics' box",
+    "benchmark": "the 'benchmarks' box",
+    "benchmarks": "the 'benchmarks' box",
+    "Ks": "the 'Ks' box",
+    "ks": "the 'Ks' box",
+    "partial": f"the '{LABELS['partial']}' tick",
+}
+# A small real example (partial): two ECCV Caption image queries and two caption queries of the test split,
+# each list holding the query's ECCV positives with one negative at rank 2.
+EXAMPLE = json.dumps(
+    {
+        "i2t": {
+            "184791": [566386, 770337, 567085, 571483, 572221, 572281, 464220, 750878, 495153],
+            "66412": [49928, 770337, 52658, 58232, 60602, 61706, 608447, 216742, 389720],
+        },
+        "t2i": {"401481": [182784, 391895], "100919": [34180, 391895, 169802]},
+    }
+)
+EXAMPLE_BENCHMARKS = ["eccv", "coco_5k"]
+EXAMPLE_METRICS = ["eccv_map_at_r", "eccv_rprecision", "eccv_r1", "coco_5k_recalls"]
+
+
+def default_metrics(bench_name: str) -> list[str]:
+    """The metric names a benchmark scores by default (``<name>_recalls`` for R@K)."""
+    bench = REGISTRY.get(bench_name)
+    return [bench.metric_name(k) if k in bench.kinds else f"{bench.name}_{k}" for k in bench.default]
+
+
+def metric_choices() -> list[str]:
+    """Every metric a form offers: the official names, then each benchmark's (R@K as ``_recalls`` and ``_r1``)."""
+    names = list(DEFAULT_TARGETS + OFFICIAL_TARGETS)
+    for bench in REGISTRY:
+        names += default_metrics(bench.name)
+        names += [n for n in bench.metric_names((1,)) if not n.endswith("_std")]
+    return list(dict.fromkeys(names))
+
+
+@dataclass
+class Scored:
+    """One answer of the Space: ``ok`` with the table, plot points and JSON, or one error ``message``."""
+
+    ok: bool
+    message: str
+    columns: list[str] = field(default_factory=lambda: ["metric", "i2t", "t2i", "unit"])
+    rows: list[list[str]] = field(default_factory=list)
+    curves: list[dict] = field(default_factory=list)  # {"K", "R@K (%)", "series"} points of R@K curves
+    raw: str = "{}"
+    means: dict = field(default_factory=dict)
+
+
+def parse_ks(text: object) -> list[int]:
+    """``"1 5 10"`` or ``"1,5,10"``: at most MAX_KS ASCII integers in [1, MAX_K] (``²`` and ``١`` are refused)."""
+    tokens = str(text or "").replace(",", " ").split()
+    if not tokens:
+        return [1, 5, 10]
+    bad = next((t for t in tokens if not (t.isascii() and t.isdigit())), None)
+    if bad is not None:
+        raise EvaluationError(f"Ks: {bad!r:.20} is not a whole number written in 0-9; give e.g. '1 5 10'")
+    if len(tokens) > MAX_KS:
+        raise EvaluationError(f"Ks: {len(tokens)} values; give at most {MAX_KS}, e.g. '1 5 10'")
+    ks = [int(t) for t in tokens[:MAX_KS]]
+    if not all(1 <= k <= MAX_K for k in ks):
+        raise EvaluationError(f"Ks: each K must be between 1 and {MAX_K:,}")
+    return ks
+
+
+def _names(values: object, what: str) -> list[str]:
+    if values is None or values == "":
+        return []
+    items = [values] if isinstance(values, str) else list(values)  # type: ignore[call-overload]
+    if len(items) > MAX_NAMES or any(not isinstance(v, str) or not v or len(v) > 80 for v in items):
+        raise EvaluationError(f"{what}: at most {MAX_NAMES} names of at most 80 characters")
+    return list(dict.fromkeys(items))
+
+
+def _path(upload: object, label: str) -> Path | None:
+    """An upload's path (gradio gives a str path, a dict with ``path``, or an object with ``.name``)."""
+    if upload is None or upload == "" or upload == []:
+        return None
+    if isinstance(upload, dict):
+        upload = upload.get("path") or upload.get("name")
+    upload = getattr(upload, "name", upload)
+    if not isinstance(upload, (str, os.PathLike)):
+        raise EvaluationError(f"the '{LABELS[label]}' box: not a file")
+    path = Path(upload)
+    if not path.is_file():
+        raise EvaluationError(f"the '{LABELS[label]}' box: the uploaded file is gone; upload it again")
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise EvaluationError(
+            f"the '{LABELS[label]}' box: {path.name} is {size / 2**20:,.0f} MB, more than the Space takes "
+            f"({MAX_FILE_BYTES // 2**20} MB): use the CLI (eccv-caption evaluate) for it"
+        )
+    return path
+
+
+def _suffix(path: Path) -> str:
+    return path.suffix.lower()  # an upload named .NPY or .Json is what its letters say
+
+
+_RESOURCES: OrderedDict[tuple, Resources] = OrderedDict()
+_SOURCE_DIRS: dict[str, Path] = {}
+MAX_RESOURCES = 3
+
+
+def source_folder(uploads: object) -> Path | None:
+    """The uploaded source files as one folder (by content: the same files give the same folder), or the
+    folder of ``ECCV_CAPTION_SOURCE_DIR``, or None (the canonical files)."""
+    items = [] if uploads is None or uploads == "" else [uploads] if isinstance(uploads, (str, dict)) else uploads
+    paths = [p for p in (_path(u, "sources") for u in items) if p is not None]  # type: ignore[union-attr]
+    if not paths:
+        env = os.environ.get(SOURCE_ENV)
+        return Path(env) if env else None
+    if len(paths) > MAX_SOURCES or len({p.name for p in paths}) != len(paths):
+        raise EvaluationError(f"the '{LABELS['sources']}' box: at most {MAX_SOURCES} files, each name once")
+    digest = hashlib.sha256()
+    for path in sorted(paths, key=lambda p: p.name):
+        digest.update(path.name.encode() + b"\0" + bytes.fromhex(sha256_file(path)))  # streamed, not read whole
+    key = digest.hexdigest()
+    known = _SOURCE_DIRS.get(key)
+    if known is None or not all(link.exists() for link in known.iterdir()):  # gone: gradio's cache was cleared
+        folder = Path(tempfile.mkdtemp(prefix="eccv-space-sources-"))
+        for path in paths:
+            (folder / path.name).symlink_to(path.resolve())
+        _SOURCE_DIRS[key] = folder
+    return _SOURCE_DIRS[key]
+
+
+def resources_for(instances: Path | None, sources: Path | None) -> Resources:
+    """Ground truth for this request, cached (the last MAX_RESOURCES distinct ones)."""
+    key = (None if instances is None else (str(instances), instances.stat().st_size), str(sources))
+    if key not in _RESOURCES:
+        _RESOURCES[key] = Resources(instances_json=instances, cxc_source=sources, fg_source=sources)
+        while len(_RESOURCES) > MAX_RESOURCES:
+            _RESOURCES.popitem(last=False)
+    _RESOURCES.move_to_end(key)
+    return _RESOURCES[key]
+
+
+def read_input(
+    upload: object, pasted: object, image_embeddings: object, caption_embeddings: object, normalize: object,
+    image_ids: object, caption_ids: object,
+) -> tuple[object, str]:  # fmt: skip
+    """The one input the boxes hold and how to name it in the status line."""
+    main = _path(upload, "upload")
+    text = pasted if isinstance(pasted, str) and pasted.strip() else None
+    if main is not None and text is not None:
+        raise EvaluationError(
+            f"both an upload ('{LABELS['upload']}') and pasted rankings were given: clear one of them "
+            "(the Space never picks one silently)"
+        )
+    parts: dict[str, object] = {"normalize": bool(normalize)}
+    what = ""
+    if text is not None:
+        if len(text) > MAX_PASTE_CHARS:
+            raise EvaluationError(f"the pasted text is over {MAX_PASTE_CHARS // 2**20} MB: upload it as a file")
+        parts["rankings"] = rankings_from_json(parse_json(text, "the pasted text", RANKINGS_FORMAT), "the pasted text")
+    elif main is not None and _suffix(main) in RANKINGS_SUFFIXES:
+        parts["rankings"] = load_rankings(main)
+    elif main is not None and _suffix(main) in RUN_SUFFIXES:
+        parts["rankings"] = read_run(main)
+    elif main is not None and _suffix(main) == ".npy":
+        parts["scores"] = load_npy(main, "a .npy float matrix, scores[i, j] = similarity(image i, caption j)")
+        what = "the " + " x ".join(f"{n:,}" for n in parts["scores"].shape) + " score matrix"  # type: ignore[attr-defined]
+    elif main is not None:
+        raise EvaluationError(
+            f"the '{LABELS['upload']}' box: {main.name} is none of .json (rankings), .trec / .txt (TREC run) "
+            "or .npy (score matrix)"
+        )
+    files = {
+        "image_embeddings": image_embeddings,
+        "caption_embeddings": caption_embeddings,
+        "image_ids": image_ids,
+        "caption_ids": caption_ids,
+    }
+    for kind, upload in files.items():
+        path = _path(upload, kind)
+        if path is None:
+            continue
+        if kind.endswith("_ids"):
+            parts[kind] = load_ids(path, kind.replace("_", " "))
+        elif _suffix(path) != ".npy":
+            raise EvaluationError(f"the '{LABELS[kind]}' box: {path.name} is not a .npy file")
+        else:
+            parts[kind] = load_npy(path, f"a .npy float array ({kind.split('_')[0]}s x dimensions)")
+    source = input_from_parts(parts, SPACE_WORDS)
+    if "rankings" in parts:
+        lists: dict = parts["rankings"]  # type: ignore[assignment]
+        what = " and ".join(f"{len(v):,} {d}" for d, v in lists.items()) + " ranked lists"
+    elif not what:
+        given = [k for k in ("image_embeddings", "caption_embeddings") if k in parts]
+        what = " and ".join(f"{len(parts[k]):,} {k.split('_')[0]}" for k in given) + " embeddings"  # type: ignore[arg-type]
+    return source, what
+
+
+def score(
+    upload: object = None,
+    pasted: object = "",
+    benchmarks: object = (),
+    metrics: object = DEFAULT_TARGETS,
+    ks_text: object = "1 5 10",
+    partial: object = False,
+    image_embeddings: object = None,
+    caption_embeddings: object = None,
+    normalize: object = False,
+    image_ids: object = None,
+    caption_ids: object = None,
+    instances: object = None,
+    sources: object = None,
+) -> Scored:
+    """Score what the boxes hold (see the module docstring); never raises."""
+    try:
+        started = time.perf_counter()
+        ks = parse_ks(ks_text)
+        bench_names = _names(benchmarks, "benchmarks")
+        for name in bench_names:
+            REGISTRY.get(name)  # unknown names: one line naming the known ones
+        names = _names(metrics, "metrics")
+        if not names and not bench_names:
+            raise EvaluationError("choose at least one benchmark or metric")
+        source, what = read_input(
+            upload, pasted, image_embeddings, caption_embeddings, normalize, image_ids, caption_ids
+        )
+        resources = resources_for(_path(instances, "instances"), source_folder(sources))
+        run = lambda part: evaluate(  # noqa: E731
+            source, names or None, ks, benchmarks=None if names else bench_names, resources=resources, partial=part
+        )
+        is_partial = False
+        if partial and isinstance(source, Rankings):
+            try:  # a full upload is scored (and labelled) as full, whatever the tick says
+                results = run(False)
+            except EvaluationError:
+                results, is_partial = run(True), True  # it fails again unless queries were missing
+        else:
+            results = run(False)
+        return done(results, f"scored {what}", is_partial, time.perf_counter() - started)
+    except (EvaluationError, ValueError, OSError, RecursionError) as exc:
+        return Scored(False, "error: " + in_words(exc, SPACE_WORDS))
+    except MemoryError:
+        return Scored(False, "error: out of memory: give a smaller input, or use the CLI on a bigger machine")
+    except Exception as exc:  # a bug: still one line, never a traceback on the page
+        return Scored(
+            False, f"error: internal error ({type(exc).__name__}: {in_words(exc, SPACE_WORDS)}); please report it"
+        )
+
+
+def done(results: Results, status: str, is_partial: bool, seconds: float) -> Scored:
+    """The table (formatted by analysis.report), the R@K curves and the JSON of the results."""
+    means = results.means()
+    directions = directions_of(means)
+    rows = [
+        [name] + [shown(name, by_dir[d]) if d in by_dir else "" for d in directions] + [SCALE_NOTE[scale_of(name)]]
+        for name, by_dir in means.items()
+    ]
+    families: dict[str, list[str]] = {}
+    for name in means:
+        bench, kind = metric_info(name)
+        if kind.key == "recall":
+            families.setdefault(bench.name, []).append(name)
+    curves = [
+        {"K": int(name.rsplit("_r", 1)[1]), "R@K (%)": 100 * value, "series": f"{bench} {d}"}
+        for bench, names in families.items()
+        if len(names) > 1
+        for name in names
+        for d, value in means[name].items()
+    ]
+    if is_partial:
+        status += " (partial: means over the queries given only, not comparable with full results)"
+    notes = [str(n) for n in getattr(results, "notes", []) or []]
+    message = "; ".join([f"{status} in {seconds:.1f} s", *notes])
+    return Scored(True, message, ["metric", *directions, "unit"], rows, curves, json.dumps(means, indent=2), means)
+
+
+def example_state() -> dict[str, object]:
+    """What "Load the small example" puts in the boxes (everything else is cleared)."""
+    return {
+        "pasted": EXAMPLE,
+        "benchmarks": EXAMPLE_BENCHMARKS,
+        "metrics": EXAMPLE_METRICS,
+        "ks": "1 5 10",
+        "partial": True,
+    }
+
+
+def metrics_for(benchmarks: Sequence[str] | None) -> list[str]:
+    """The metrics box after picking benchmarks: their default metrics."""
+    out: list[str] = []
+    for name in benchmarks or ():
+        if name in REGISTRY:
+            out += default_metrics(name)
+    return list(dict.fromkeys(out))

@@ -1,0 +1,41 @@
+"""Errors in a front end's words: library keywords (``name=``) reworded, one line, the rest untouched."""
+
+from __future__ import annotations
+
+import pytest
+
+from eccv_metric.cli.common import CLI_WORDS
+from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.errors import in_words
+from eccv_metric.groundtruth.cxc import MISSING_HINT
+from eccv_metric.groundtruth.plausible import MISSING_CATEGORIES
+
+
+@pytest.mark.parametrize(
+    "message,expected",
+    [
+        (MISSING_CATEGORIES, "pass --instances-json (a COCO-format instances file"),
+        (MISSING_HINT, "give --cxc-source or --source-dir (a folder with the CxC CSVs"),
+        ("give fg_source= (a folder)", "give --fg-source or --source-dir (a folder)"),
+        ("missing from image_ids=: 1, 2", "missing from --image-ids: 1, 2"),
+        ("unknown_kw= stays; my_image_ids= is another word", "unknown_kw= stays; my_image_ids= is another word"),
+        ("two\nlines\n", "two; lines"),
+    ],
+)
+def test_cli_words(message, expected):
+    assert expected in in_words(EvaluationError(message), CLI_WORDS)
+    assert "\n" not in in_words(EvaluationError(message), CLI_WORDS)
+
+
+def test_python_words_are_the_keywords_and_odd_exceptions_say_something():
+    assert in_words(EvaluationError(MISSING_CATEGORIES), {}) == MISSING_CATEGORIES
+    assert in_words(KeyError("i2t"), {}) == "missing key 'i2t'"
+    assert in_words(MemoryError(), {}) == "MemoryError"
+    assert len(in_words(ValueError("x" * 10_000), {})) <= 2000
+
+
+def test_boolean_switches_become_the_flag_or_the_tick():
+    message = "3 queries have no ranked list: 1, 2, 3; give every query a list, or partial=True to score them only"
+    assert "or --partial to score them only" in in_words(EvaluationError(message), CLI_WORDS)
+    assert "or the 'partial' tick to" in in_words(EvaluationError(message), {"partial": "the 'partial' tick"})
+    assert in_words(EvaluationError(message), {}) == message
