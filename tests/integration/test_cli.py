@@ -180,10 +180,11 @@ def test_bars_on_a_terminal_and_none_with_quiet(tmp_path, capsys):
     stream = Terminal()
     saved = progress.configure(file=stream, delay=0)
     try:
-        assert main(["export-trec", "--qrels", "coco", "-o", str(tmp_path / "a.qrels")]) == 0
+        args = ["export-trec", "--qrels", "coco", "--direction", "t2i", "-o"]
+        assert main([*args, str(tmp_path / "a.qrels")]) == 0
         assert "writing" in stream.getvalue() and "line" in stream.getvalue()
         drawn = len(stream.getvalue())
-        assert main(["export-trec", "--qrels", "coco", "-o", str(tmp_path / "b.qrels"), "--quiet"]) == 0
+        assert main([*args, str(tmp_path / "b.qrels"), "--quiet"]) == 0
         assert len(stream.getvalue()) == drawn and capsys.readouterr().out.count("wrote") == 1
     finally:
         progress.reset(saved)
@@ -196,7 +197,7 @@ def test_files_follow_the_umask(tmp_path, capsys, umask, mode):
     old = os.umask(umask)
     try:
         assert main(["evaluate", *example_rankings(tmp_path), "-o", str(out), "--per-query", str(per_query)]) == 0
-        assert main(["export-trec", "--qrels", "eccv", "-o", str(qrels)]) == 0
+        assert main(["export-trec", "--qrels", "eccv", "--direction", "i2t", "-o", str(qrels)]) == 0
     finally:
         os.umask(old)
     for path in (out, per_query, qrels):
