@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import warnings
 
 import numpy as np
 
@@ -14,13 +16,14 @@ from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.docs import sizes
 from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.core.errors import ChanceLevelWarning
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import check_output_path
 from eccv_metric.core.files import load_npy
 from eccv_metric.core.files import write_json_atomic
 from eccv_metric.formats.ids import load_ids
 from eccv_metric.formats.rankings import load_rankings
-from eccv_metric.formats.trec import read_run
+from eccv_metric.formats.trec import read_run_arrays
 from eccv_metric.groundtruth.plausible import PMOptions
 from eccv_metric.groundtruth.split import GroundTruth
 from eccv_metric.inputs.choose import input_from_parts
@@ -126,7 +129,7 @@ def input_of(args: argparse.Namespace, resources: Resources) -> Rankings | Score
         print("demo: a seeded synthetic score matrix over the real test ids (noise + 3 on COCO pairs), not a model")
         return ScoreMatrix(demo_scores(resources.gt))
     parts = {
-        "rankings": read_run(args.run) if args.run else load_rankings(args.rankings) if args.rankings else None,
+        "rankings": read_run_arrays(args.run) if args.run else load_rankings(args.rankings) if args.rankings else None,
         "scores": _npy(args.scores, "a .npy float matrix, scores[i, j] = similarity(image i, caption j)"),
         "caption_scores": _npy(args.caption_scores, "a .npy float matrix (captions x captions)"),
         "image_scores": _npy(args.image_scores, "a .npy float matrix (images x images)"),
@@ -154,18 +157,22 @@ def run_evaluate(args: argparse.Namespace) -> int:
     metrics = list(args.metrics or ())
     if "eccv_caption" in (args.benchmarks or ()) or (not metrics and not benchmarks):
         metrics += list(DEFAULT_TARGETS)
-    results = evaluate(
-        source,
-        metrics,
-        args.ks,
-        benchmarks=benchmarks or None,
-        resources=resources,
-        partial=args.partial,
-        n_resamples=args.n_resamples,
-        seed=args.seed,
-    )
+    with warnings.catch_warnings():  # the notes are printed below, in the CLI's words
+        warnings.simplefilter("ignore", ChanceLevelWarning)
+        results = evaluate(
+            source,
+            metrics,
+            args.ks,
+            benchmarks=benchmarks or None,
+            resources=resources,
+            partial=args.partial,
+            n_resamples=args.n_resamples,
+            seed=args.seed,
+        )
     means = results.means()
     print(format_table(means))
+    for note in results.notes:
+        print(f"warning: {note}", file=sys.stderr)
     if args.output:
         write_json_atomic(args.output, means)
         print(f"wrote {args.output}")

@@ -12,6 +12,13 @@ class EvaluationError(ValueError):
 EvaluationError.__module__ = "eccv_metric"  # how users import it, and how tracebacks name it
 
 
+class ChanceLevelWarning(UserWarning):
+    """Every R@K of a direction is what random rankings give: likely rows in the wrong order or mixed-up ids."""
+
+
+ChanceLevelWarning.__module__ = "eccv_metric"
+
+
 def preview(ids: Iterable[object], limit: int = 5) -> str:
     """Format a few ids for an error message: ``123, 456, 789 (and 12 more)``."""
     items = list(ids)
