@@ -68,7 +68,7 @@ def brute_cosine_recall(world, img, cap, k: int) -> float:
     pos = brute.positives(world, "coco", "i2t")
     hits = []
     for i, image in enumerate(world.image_ids):
-        ranked = brute.ranking(image, world.caption_ids, lambda c: float(a[i] @ b[world.caption_ids.index(c)]))
+        ranked = brute.ranking(image, world.caption_ids, lambda c, i=i: float(a[i] @ b[world.caption_ids.index(c)]))
         hits.append(brute.recall(ranked, pos[image], k))
     return float(np.mean(hits))
 
@@ -168,7 +168,9 @@ def test_recall_at_chance_is_the_hypergeometric_tail():
 
     n, r = np.array([10, 7, 5000, 31244, 3]), np.array([2, 7, 5, 1, 0])
     for k in (1, 3, 10, 10**20):
-        expected = [1 - comb(int(a) - int(b), min(k, int(a))) / comb(int(a), min(k, int(a))) for a, b in zip(n, r)]
+        expected = [
+            1 - comb(int(a) - int(b), min(k, int(a))) / comb(int(a), min(k, int(a))) for a, b in zip(n, r, strict=True)
+        ]
         assert recall_at_chance(n, r, k) == pytest.approx(expected, abs=1e-15)
 
 
