@@ -37,13 +37,28 @@ MARGIN = 3.0  # standard errors above the chance mean still counted as chance
 SLACK = 0.001  # and this much more: rows in place by coincidence
 
 
-def chance_band(view: View, job: Job, scores: QueryScores, n_given: int) -> tuple[float, float]:
-    """(chance mean, the highest mean still counted as chance) of a recall job's queries."""
+def chance_band(view: View, job: Job, scores: QueryScores, n_given: int) -> tuple[float, float] | None:
+    """(chance mean, the highest mean still counted as chance) of a recall job's queries; None when the observed
+    mean is above even a cheap upper bound of that band (then no exact chance is needed)."""
     rel = job.relevance
+    observed, n = float(np.mean(scores.values)), max(1, len(scores.values))
+    if not view.restricted:  # the same bound with the largest R and the one gallery size: no per-query work
+        size = n_given - view.exclude_self
+        k = min(int(job.k), size)  # type: ignore[arg-type]
+        bound = min(1.0, k * float(np.max(rel.n_positives, initial=0)) / max(size - k + 1, 1))
+        if observed > bound + MARGIN * math.sqrt(bound / n) + SLACK:
+            return None
     dense = view.queries.positions(scores.query_ids).astype(np.int64)
-    n_pos = np.asarray(rel.n_positives)[np.searchsorted(rel.query, dense)]
-    p = recall_at_chance(view.gallery_sizes(dense, n_given), n_pos, int(job.k))  # type: ignore[arg-type]
-    n = max(1, len(p))
+    per_query = np.zeros(len(view.queries), dtype=np.int64)
+    per_query[rel.query] = rel.n_positives
+    n_pos = per_query[dense]
+    sizes = view.gallery_sizes(dense, n_given)
+    k = min(int(job.k), int(sizes.max(initial=0)))  # type: ignore[arg-type]
+    # union bound: p_q <= K R / (n - K + 1), so the band is at most bound + MARGIN sqrt(bound / N) + SLACK
+    bound = float(np.minimum(1.0, k * n_pos / np.maximum(sizes - k + 1, 1)).mean())
+    if observed > bound + MARGIN * math.sqrt(bound / n) + SLACK:
+        return None
+    p = recall_at_chance(sizes, n_pos, int(job.k))  # type: ignore[arg-type]
     return float(p.mean()), float(p.mean() + MARGIN * math.sqrt(float((p * (1 - p)).sum())) / n + SLACK)
 
 
@@ -57,21 +72,27 @@ def given_gallery(source: Input, view: View) -> int:
 
 def chance_notes(jobs: list[Job], per_query: dict[str, dict[str, QueryScores]], source: Input) -> list[str]:
     """One note per (collection, direction) whose every R@K is at chance level (see the module docstring)."""
-    found: dict[tuple[str, str], list[tuple[str, float, float, float]]] = {}
+    found: dict[tuple[str, str], list[tuple[str, float, float, float]] | None] = {}
     for job in jobs:
         if job.kind != "recall" or job.view is None or len(job.relevances) != 1:
             continue
         scores = per_query.get(job.metric, {}).get(job.direction)
         if scores is None or len(scores.values) == 0:
             continue
-        mean, high = chance_band(job.view, job, scores, given_gallery(source, job.view))
+        key = (job.view.collection.name, job.direction)
+        if key in found and found[key] is None:
+            continue  # an R@K of this direction is above chance already
+        band = chance_band(job.view, job, scores, given_gallery(source, job.view))
+        if band is None:
+            found[key] = None
+            continue
+        mean, high = band
         if high >= 0.5:
             continue  # K near the gallery size: chance cannot be told apart from a model
-        key = (job.view.collection.name, job.direction)
         found.setdefault(key, []).append((job.metric, float(np.mean(scores.values)), mean, high))
     notes = []
     for (_, direction), rows in found.items():
-        if all(observed <= high for _, observed, _, high in rows):
+        if rows and all(observed <= high for _, observed, _, high in rows):
             shown = ", ".join(
                 f"{m} = {observed:.4f} (random rankings: {mean:.4f})" for m, observed, mean, _ in rows[:3]
             )

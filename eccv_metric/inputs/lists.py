@@ -223,8 +223,9 @@ def flat_int64(lists: list, total: int, width: int | None = None) -> np.ndarray:
     bools and ints out of the int64 range, with no dtype discovery. Lists of
     one length ``width`` are packed one C call per list (``starmap``), about
     35% faster than a sum type check plus ``np.fromiter``; lists of different
-    lengths in one call over all ids. More than :data:`PACK_SLICE` ids are packed
-    slice by slice into the output (no argument tuple or bytes copy of them all).
+    lengths in one call over all ids. Lists longer than :data:`PACK_SLICE` ids (or
+    over 4M ids of different lengths) are packed slice by slice into the output (no
+    argument tuple or bytes copy of them all).
     """
     try:
         if lists and set(map(type, lists)) == {np.ndarray}:  # numpy rows: no Python ints involved
@@ -233,7 +234,7 @@ def flat_int64(lists: list, total: int, width: int | None = None) -> np.ndarray:
                 for row in rows:
                     require_int64_range(row, "ranked ids")
             return np.concatenate(rows, dtype=np.int64, casting="same_kind") if rows else np.zeros(0, np.int64)
-        if total > PACK_SLICE:
+        if (width or 0) > PACK_SLICE or (width is None and total > 1 << 22):  # long lists: no tuple of them all
             return _pack_slices(lists, total)
         if width is not None:
             packed = bytearray().join(itertools.starmap(struct.Struct(f"={width}q").pack, lists))

@@ -98,9 +98,10 @@ def recall_at_chance(gallery_size: np.ndarray, n_positives: np.ndarray, k: int) 
     n = np.asarray(gallery_size, dtype=np.int64)
     r = np.minimum(np.asarray(n_positives, dtype=np.int64), n)
     n, r = np.broadcast_arrays(n, r)
-    pairs, inverse = np.unique(np.stack([n.ravel(), r.ravel()], axis=1), axis=0, return_inverse=True)
-    out = np.empty(len(pairs))
-    for j, (nn, rr) in enumerate(pairs.tolist()):
+    keys, inverse = np.unique(n.ravel() * (int(r.max(initial=0)) + 1) + r.ravel(), return_inverse=True)
+    out = np.empty(len(keys))
+    for j, (nn, rr) in enumerate(zip(*np.divmod(keys, int(r.max(initial=0)) + 1), strict=True)):
+        nn, rr = int(nn), int(rr)
         kk = min(int(k), nn)
         if nn - rr < kk:
             out[j] = 1.0  # fewer negatives than K: a positive is always among the first K
