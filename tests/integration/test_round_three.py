@@ -126,6 +126,9 @@ def test_fg_module_refuses_a_query_given_twice(fg_module, module, gt, fg_resourc
 def test_fg_config_refuses_target_metrics_of_another_collection(fg_module):
     with pytest.raises(EvaluationError, match=r"target_metrics eccv_r1 are not metrics of mscoco_fg"):
         fg_module.compute(predictions=[[1]], references=[770337], directions=["t2i"], target_metrics=["eccv_r1"])
+    defaults = ["coco_1k_r1", "coco_5k_r1", "cxc_r1", "eccv_r1", "eccv_map_at_r"]  # equal to, not, the defaults
+    with pytest.raises(EvaluationError, match=r"target_metrics coco_1k_r1, coco_5k_r1, cxc_r1 are not metrics of"):
+        fg_module.compute(predictions=[[1]], references=[770337], directions=["t2i"], target_metrics=defaults)
 
 
 # Silent 3: booleans ------------------------------------------------------------------------------------------
