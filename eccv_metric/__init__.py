@@ -13,6 +13,7 @@ from eccv_metric.api.fine_grained import FineGrainedMetrics
 from eccv_metric.api.metrics import Metrics
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.core.errors import ChanceLevelWarning
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.groundtruth.plausible import PlausibleMatch
 from eccv_metric.groundtruth.plausible import PMOptions
@@ -27,6 +28,7 @@ from eccv_metric.measures.results import means
 __all__ = [
     "EVALUATE_MODULE_DIR",
     "REGISTRY",
+    "ChanceLevelWarning",
     "Embeddings",
     "EvaluationError",
     "FineGrainedMetrics",

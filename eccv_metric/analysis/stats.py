@@ -9,7 +9,13 @@
 - :func:`kendall_tau_b`: rank correlation with ties (tau-b).
 - :func:`holm`: Holm-Bonferroni adjusted p-values for several tests at once.
 
-All resampling is seeded and vectorised in chunks of resamples.
+All resampling is seeded and vectorised in chunks of resamples. A resampled
+mean depends only on how often each distinct value is drawn, so values with
+few distinct levels (R@K: 0 and 1) are resampled by drawing those counts
+(multinomial per stratum; binomial sign counts for the randomization test):
+the same distribution at O(distinct values) per resample instead of
+O(queries). The work, resamples x (distinct values or queries), is bounded
+by :data:`MAX_DRAWS`; beyond it the error says how many resamples fit.
 """
 
 from __future__ import annotations
@@ -20,8 +26,11 @@ import numpy as np
 
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import preview
+from eccv_metric.core.options import require_int
 
 _CHUNK = 256
+_BLOCK = 1 << 22  # random draws per chunk of resamples
+MAX_DRAWS = 4_000_000_000  # random draws one resampling may take (about a minute)
 
 
 @dataclass(frozen=True)
@@ -49,12 +58,9 @@ MAX_RESAMPLES = 1_000_000
 
 
 def check_resampling(n_resamples: object, confidence: object) -> None:
-    """``n_resamples`` in [1, 1,000,000] (memory grows with it) and ``confidence`` in (0, 1)."""
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)):
-        raise EvaluationError(f"n_resamples must be an integer, not {n_resamples!r:.40}")
-    if not 1 <= n_resamples <= MAX_RESAMPLES:
-        raise EvaluationError(f"n_resamples must be between 1 and {MAX_RESAMPLES:,}, not {n_resamples}")
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating)):
+    """``n_resamples`` in [1, 1,000,000] (Python or numpy integer) and ``confidence`` in (0, 1)."""
+    require_int(n_resamples, "n_resamples", 1, MAX_RESAMPLES)
+    if isinstance(confidence, (bool, np.bool_)) or not isinstance(confidence, (int, float, np.integer, np.floating)):
         raise EvaluationError(f"confidence must be a number in (0, 1), not {confidence!r:.40}")
     if not 0 < float(confidence) < 1:
         raise EvaluationError(f"confidence must be in (0, 1) (e.g. 0.95), not {confidence}")
@@ -76,18 +82,39 @@ def _strata(n: int, groups: np.ndarray | None) -> list[np.ndarray]:
     return [np.flatnonzero(groups == g) for g in np.unique(groups)]
 
 
+def _levels(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(distinct values, their counts) when there are few enough to draw counts (at most an eighth of the values)."""
+    distinct, counts = np.unique(values, return_counts=True)
+    return (distinct, counts) if 8 * len(distinct) <= len(values) else None
+
+
+def _check_work(n_resamples: int, cost: int, what: str) -> None:
+    if n_resamples * cost > MAX_DRAWS:
+        raise EvaluationError(
+            f"{what}: {n_resamples:,} resamples x {cost:,} random draws each exceed {MAX_DRAWS:,}; "
+            f"use at most {max(1, MAX_DRAWS // cost):,} resamples (n_resamples / --n-resamples)"
+        )
+
+
 def resample_means(values: np.ndarray, n_resamples: int, seed: int = 0, groups: np.ndarray | None = None) -> np.ndarray:
     """Means of ``n_resamples`` bootstrap resamples of ``values`` (within each group if given)."""
     values = np.asarray(values, dtype=np.float64)
     rng = np.random.default_rng(seed)
-    strata = _strata(len(values), groups)
+    plans = [(idx, _levels(values[idx])) for idx in _strata(len(values), groups)]
+    cost = sum(len(idx) if levels is None else len(levels[0]) for idx, levels in plans)
+    _check_work(n_resamples, cost, "bootstrap")
+    chunk = max(_CHUNK, _BLOCK // max(1, cost))
     out = np.empty(n_resamples)
-    for start in range(0, n_resamples, _CHUNK):
-        b = min(_CHUNK, n_resamples - start)
+    for start in range(0, n_resamples, chunk):
+        b = min(chunk, n_resamples - start)
         total = np.zeros(b)
-        for idx in strata:
-            draws = rng.integers(0, len(idx), size=(b, len(idx)))
-            total += values[idx][draws].sum(axis=1)
+        for idx, levels in plans:
+            if levels is None:
+                draws = rng.integers(0, len(idx), size=(b, len(idx)))
+                total += values[idx][draws].sum(axis=1)
+            else:  # how often each distinct value is drawn
+                distinct, counts = levels
+                total += rng.multinomial(len(idx), counts / len(idx), size=b) @ distinct
         out[start : start + b] = total / len(values)
     return out
 
@@ -137,12 +164,7 @@ def paired_test(
     boot = resample_means(d, n_resamples, seed, groups)
     tol = 1e-12 * max(1.0, abs(observed))
     if method == "randomization":
-        rng = np.random.default_rng(seed + 1)
-        extreme = 0
-        for start in range(0, n_resamples, _CHUNK):
-            k = min(_CHUNK, n_resamples - start)
-            signs = rng.integers(0, 2, size=(k, len(d))) * 2 - 1
-            extreme += int((np.abs((signs * d).mean(axis=1)) >= abs(observed) - tol).sum())
+        extreme = _sign_flips(d, n_resamples, seed + 1, abs(observed) - tol)
     elif method == "bootstrap":
         extreme = int((np.abs(boot - observed) >= abs(observed) - tol).sum())
     else:
@@ -150,6 +172,31 @@ def paired_test(
     alpha = (1 - confidence) / 2
     low, high = np.quantile(boot, [alpha, 1 - alpha])
     return PairedResult(observed, float(low), float(high), (1 + extreme) / (1 + n_resamples), method, n_resamples)
+
+
+def _sign_flips(d: np.ndarray, n_resamples: int, seed: int, threshold: float) -> int:
+    """How many of ``n_resamples`` random sign vectors s give ``|mean(s * d)| >= threshold``.
+
+    With few distinct ``|d|`` levels, the sum is drawn as ``sum_j |d_j| (2 H_j - c_j)`` with
+    ``H_j ~ Binomial(c_j, 1/2)`` (c_j: how many differences have that size; zeros add nothing).
+    """
+    rng = np.random.default_rng(seed)
+    size = np.abs(d)
+    levels = _levels(size[size > 0]) if (size > 0).any() else (np.zeros(1), np.zeros(1, np.int64))
+    cost = len(d) if levels is None else len(levels[0])
+    _check_work(n_resamples, cost, "randomization test")
+    chunk = max(_CHUNK, _BLOCK // max(1, cost))
+    extreme = 0
+    for start in range(0, n_resamples, chunk):
+        k = min(chunk, n_resamples - start)
+        if levels is None:
+            signs = rng.integers(0, 2, size=(k, len(d))) * 2 - 1
+            means = (signs * d).mean(axis=1)
+        else:
+            distinct, counts = levels
+            means = ((2 * rng.binomial(counts, 0.5, size=(k, len(counts))) - counts) @ distinct) / len(d)
+        extreme += int((np.abs(means) >= threshold).sum())
+    return extreme
 
 
 def holm(p_values: list[float]) -> list[float]:
@@ -176,17 +223,48 @@ def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:
     in x / in y. Items with a NaN in either are left out (missing); +-inf are
     ordinary extreme values (compared, not subtracted). NaN when undefined
     (fewer than two items, or a constant column).
+
+    Knight's algorithm, O(n log^2 n) time and O(n) memory: sort by (x, y);
+    D = the inversions of y in that order (pairs tied in x are in order, so
+    never counted); with n3 = pairs tied in both, ``C + D = n0 - n1 - n2 + n3``.
     """
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     keep = ~(np.isnan(x) | np.isnan(y))
     x, y = x[keep], y[keep]
-    iu = np.triu_indices(len(x), k=1)
-    dx = (np.greater(x[:, None], x[None, :]).astype(np.int8) - np.less(x[:, None], x[None, :]))[iu]
-    dy = (np.greater(y[:, None], y[None, :]).astype(np.int8) - np.less(y[:, None], y[None, :]))[iu]
-    n0 = len(dx)
-    n1, n2 = int((dx == 0).sum()), int((dy == 0).sum())
+    n = len(x)
+    rx = np.unique(x, return_inverse=True)[1].ravel().astype(np.int64)
+    ry = np.unique(y, return_inverse=True)[1].ravel().astype(np.int64)
+    order = np.lexsort((ry, rx))
+    n0 = n * (n - 1) // 2
+    n1, n2 = _tied_pairs(rx), _tied_pairs(ry)
+    n3 = _tied_pairs(rx * (n + 1) + ry)
+    discordant = _inversions(ry[order])
     denom = np.sqrt(float(n0 - n1) * float(n0 - n2))
-    return float((dx * dy).sum() / denom) if denom > 0 else float("nan")
+    return float((n0 - n1 - n2 + n3 - 2 * discordant) / denom) if denom > 0 else float("nan")
+
+
+def _tied_pairs(keys: np.ndarray) -> int:
+    counts = np.unique(keys, return_counts=True)[1].astype(np.int64)
+    return int((counts * (counts - 1) // 2).sum())
+
+
+def _inversions(a: np.ndarray) -> int:
+    """Pairs i < j with a[i] > a[j], for non-negative int64 ``a`` (bottom-up merge sort, vectorised per level)."""
+    n = len(a)
+    a = a.copy()
+    total, width = 0, 1
+    pos = np.arange(n)
+    while width < n:
+        block = pos // (2 * width)
+        right = pos % (2 * width) >= width
+        keys = block * (n + 1) + a  # each width-run of ``a`` is sorted: so are the left runs' keys, concatenated
+        left_keys = keys[~right]
+        not_greater = np.searchsorted(left_keys, keys[right], side="right")
+        left_end = np.searchsorted(left_keys, (block[right] + 1) * (n + 1), side="left")
+        total += int((left_end - not_greater).sum())
+        a = np.sort(keys) % (n + 1)  # merge each pair of runs
+        width *= 2
+    return total
 
 
 def tau_matrix(table: dict[str, dict[str, float]], metrics: list[str]) -> dict[str, dict[str, float]]:

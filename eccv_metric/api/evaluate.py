@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from eccv_metric.api.chance import chance_notes
+from eccv_metric.api.chance import warn_chance
 from eccv_metric.benchmarks.names import parse_targets
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.core.errors import EvaluationError
@@ -74,6 +76,9 @@ def evaluate(
     to score (default: both, or those the ranked lists give). ``partial``: score only the queries that have
     a ranked list (means over those: not comparable with full results); by default a missing query is an
     error. ``n_resamples`` / ``seed``: the bootstrap of the CxC correlations.
+
+    When every R@K of a direction is at chance level (:mod:`eccv_metric.api.chance`), ``results.notes`` says
+    so and a :class:`~eccv_metric.core.errors.ChanceLevelWarning` is issued: likely rows in the wrong order.
     """
     if not isinstance(source, (Rankings, ScoredInput)):
         raise EvaluationError(
@@ -86,4 +91,7 @@ def evaluate(
         given = [d for d in CROSS_MODAL if d in source.raw]
         wanted = given if wanted is None else [d for d in wanted if d in given]
     jobs = plan(requests, resources if resources is not None else default_resources(), wanted)
-    return Results(run(jobs, source, partial, n_resamples, seed))
+    per_query = run(jobs, source, partial, n_resamples, seed)
+    notes = chance_notes(jobs, per_query, source)
+    warn_chance(notes)
+    return Results(per_query, notes)

@@ -161,8 +161,15 @@ class Resources:
         if relation == "coco+cxc":
             return gt.positives["coco"][direction].union(gt.positives["cxc"][direction])
         if relation == "pm":
-            if "pm" in gt.positives:  # the released PM files (extra_file_dir)
-                return gt.positives["pm"][direction]
+            if "pm" in gt.positives:  # the released PM files (extra_file_dir) or a built dataset's PM lists
+                if (self.pm.zeta, self.pm.include_own) == (2, False):
+                    return gt.positives["pm"][direction]
+                if gt.image_categories is None:
+                    raise EvaluationError(
+                        f"pmrp: the PM lists given (released files or a built dataset without its images config) "
+                        f"are zeta=2 without the query's own image, not pm_zeta={self.pm.zeta}, "
+                        f"pm_include_own={self.pm.include_own}: pass instances_json (COCO categories) for those"
+                    )
             return self._plausible(self.pm.zeta).relevance(direction)
         if relation.startswith("pm_zeta"):
             return self._plausible(int(relation[len("pm_zeta") :])).relevance(direction)

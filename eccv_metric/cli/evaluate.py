@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 
 import numpy as np
 
@@ -20,6 +21,7 @@ from eccv_metric.cli.common import add_quiet
 from eccv_metric.cli.common import positive_int
 from eccv_metric.cli.common import say
 from eccv_metric.core import progress
+from eccv_metric.core.errors import ChanceLevelWarning
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import check_output_path
 from eccv_metric.core.files import load_npy
@@ -29,7 +31,7 @@ from eccv_metric.formats.mteb import is_mteb_predictions
 from eccv_metric.formats.mteb import read_predictions
 from eccv_metric.formats.rankings import load_rankings
 from eccv_metric.formats.trec import TIES
-from eccv_metric.formats.trec import read_run
+from eccv_metric.formats.trec import read_run_arrays
 from eccv_metric.groundtruth.plausible import PMOptions
 from eccv_metric.groundtruth.split import GroundTruth
 from eccv_metric.inputs.choose import PARTS
@@ -176,7 +178,7 @@ def read_run_file(path: str, ties: str | None) -> dict | Rankings:
                 f"{path}: MTEB predictions hold no ranks: their ties are ordered as MTEB scored them (--ties trec_eval)"
             )
         return read_predictions(path)
-    return read_run(path, ties or "stable")
+    return read_run_arrays(path, ties or "stable")
 
 
 def _given(args: argparse.Namespace, name: str) -> bool:
@@ -194,21 +196,25 @@ def run_evaluate(args: argparse.Namespace) -> int:
     metrics = list(args.metrics or ())
     if "eccv_caption" in (args.benchmarks or ()) or (not metrics and not benchmarks):
         metrics += list(DEFAULT_TARGETS)
-    results = evaluate(
-        source,
-        metrics,
-        args.ks,
-        benchmarks=benchmarks or None,
-        resources=resources,
-        partial=args.partial,
-        n_resamples=args.n_resamples,
-        seed=args.seed,
-    )
+    with warnings.catch_warnings():  # the notes are printed below, in the CLI's words
+        warnings.simplefilter("ignore", ChanceLevelWarning)
+        results = evaluate(
+            source,
+            metrics,
+            args.ks,
+            benchmarks=benchmarks or None,
+            resources=resources,
+            partial=args.partial,
+            n_resamples=args.n_resamples,
+            seed=args.seed,
+        )
     means = results.means()
     if args.json:
         print(json.dumps(means, indent=1))
     elif not args.quiet:
         print(format_table(means))
+    for note in results.notes:
+        print(f"warning: {note}", file=sys.stderr)
     if args.output:
         write_json_atomic(args.output, means)
         say(args, f"wrote {args.output}")

@@ -20,10 +20,10 @@ from eccv_metric.core import progress
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import check_output_path
 from eccv_metric.core.files import load_npy
-from eccv_metric.core.files import write_json_atomic
 from eccv_metric.formats import trec
 from eccv_metric.formats.ids import load_ids
 from eccv_metric.formats.rankings import load_rankings
+from eccv_metric.formats.rankings import write_rankings
 from eccv_metric.inputs.matrix import ScoreMatrix
 
 QRELS = ("coco", "cxc", "cxc_graded", "eccv", "pm")
@@ -132,7 +132,7 @@ def run_export(args: argparse.Namespace) -> int:
 
 def run_import(args: argparse.Namespace) -> int:
     check_output_path(args.output)
-    rankings = trec.read_run(args.run, args.ties)
-    write_json_atomic(args.output, {d: {str(k): v for k, v in lists.items()} for d, lists in rankings.items()})
-    say(args, f"wrote {args.output}: " + ", ".join(f"{d} ({len(v)} queries)" for d, v in rankings.items()))
+    rankings = trec.read_run_arrays(args.run, args.ties)
+    write_rankings(args.output, rankings)
+    say(args, f"wrote {args.output}: " + ", ".join(f"{d} ({len(v[0])} queries)" for d, v in rankings.items()))
     return 0

@@ -41,6 +41,13 @@ def in_words(exc: BaseException | str, words: Mapping[str, str]) -> str:
     return line if len(line) <= MAX_MESSAGE else line[: MAX_MESSAGE - 3] + "..."
 
 
+class ChanceLevelWarning(UserWarning):
+    """Every R@K of a direction is what random rankings give: likely rows in the wrong order or mixed-up ids."""
+
+
+ChanceLevelWarning.__module__ = "eccv_metric"
+
+
 def preview(ids: Iterable[object], limit: int = 5) -> str:
     """Format a few ids for an error message: ``123, 456, 789 (and 12 more)``."""
     items = list(ids)

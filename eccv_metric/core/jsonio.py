@@ -7,6 +7,12 @@
 - Integer ids given as object keys must be canonical decimal integers
   (``"391895"``; not ``"0391895"``, ``" 391895"``, ``"+391895"``, ``"391_895"``,
   which Python's ``int()`` would all map to one id).
+- An integer of more than 19 digits (outside int64: no id or count is that
+  large) is refused naming the file, before Python builds it (a 5,000-digit
+  integer would raise Python's own digit-limit ``ValueError``).
+- :func:`structure_counts` counts the containers and values of a JSON text on
+  its bytes, before any Python object is built, so that a reader can bound
+  its work by the input's element count (see :mod:`eccv_metric.formats.rankings`).
 """
 
 from __future__ import annotations
@@ -23,8 +29,51 @@ from eccv_metric.core.errors import preview
 _CANONICAL_INT = re.compile(r"0|[1-9][0-9]*")
 
 
+MAX_INT_DIGITS = 19  # int64 holds every 18-digit integer and some of 19 digits
+
+
 class _DuplicateKeyError(ValueError):
     pass
+
+
+class _LongIntError(ValueError):
+    pass
+
+
+def _parse_int(text: str) -> int:
+    if len(text) - text.startswith("-") > MAX_INT_DIGITS:
+        raise _LongIntError(text)
+    return int(text)
+
+
+def _text(data: bytes | str) -> str | None:
+    """``data`` as text when it is not UTF-8 (UTF-16 / UTF-32, as JSON detects them); None for UTF-8 bytes."""
+    if isinstance(data, str):
+        return data
+    encoding = json.detect_encoding(data)
+    return None if encoding in ("utf-8", "utf-8-sig") else data.decode(encoding, "surrogatepass")
+
+
+def has_digit_run(data: bytes | str, length: int) -> bool:
+    """Whether ``data`` (UTF-8 bytes or text) holds ``length`` ASCII digits in a row (numpy, 8 MB at a time)."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    step = 1 << 23
+    for start in range(0, len(raw), step):  # windows overlap by ``length``: a run is whole in one of them
+        window = np.frombuffer(raw[start : start + step + length], dtype=np.uint8)
+        digit = np.concatenate([[False], (window >= 48) & (window <= 57), [False]])
+        edges = np.flatnonzero(digit[1:] != digit[:-1])
+        if len(edges) and (edges[1::2] - edges[::2]).max() >= length:
+            return True
+    return False
+
+
+def structure_counts(data: bytes | str) -> dict[str, int]:
+    """``{"{": objects, "[": arrays, ",": separators}`` of a JSON text, counted on its bytes (strings included:
+    an upper bound on the containers, and ``,`` + ``[`` + ``{`` + 1 bounds the number of values)."""
+    text = _text(data)
+    if text is None:
+        return {c: data.count(c.encode()) for c in "{[,"}  # type: ignore[union-attr]
+    return {c: text.count(c) for c in "{[,"}
 
 
 def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
@@ -38,27 +87,44 @@ def _no_duplicates(pairs: list[tuple[str, object]]) -> dict[str, object]:
 
 def read_json(path: str | Path, expected: str) -> object:
     """Parse a JSON file; ``expected`` describes the format for the error messages."""
+    return parse_json(read_bytes(path, expected), path, expected)
+
+
+def read_bytes(path: str | Path, expected: str) -> bytes:
+    """The bytes of a file the user gave; errors name it (``expected`` describes the format)."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except IsADirectoryError:
         raise EvaluationError(f"{path} is a folder; expected a file: {expected}") from None
     except OSError as exc:
         raise EvaluationError(f"cannot read {path}: {exc.strerror or exc}") from None
-    return parse_json(data, path, expected)
 
 
 def parse_json(data: bytes | str, path: str | Path, expected: str) -> object:
-    """Parse JSON text or bytes; ``path`` names the source in the errors (a file, or e.g. "pasted text")."""
+    """Parse JSON text or bytes; ``path`` names the source in the errors (a file, or e.g. "pasted text").
+
+    Never raises anything but :class:`EvaluationError` for bad content (it names ``path``).
+    """
     try:
-        return json.loads(data, object_pairs_hook=_no_duplicates)
+        text = _text(data)
+        long_ints = has_digit_run(data if text is None else text, MAX_INT_DIGITS + 1)
+        hooks = {"parse_int": _parse_int} if long_ints else {}  # the hook costs time: only when needed
+        return json.loads(data if text is None else text, object_pairs_hook=_no_duplicates, **hooks)
     except _DuplicateKeyError as exc:
         raise EvaluationError(f"{path}: the key {str(exc)!r} appears twice in one JSON object") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except _LongIntError as exc:
+        raise EvaluationError(
+            f"{path}: an integer of {len(str(exc).lstrip('-'))} digits ({str(exc)[:12]}...): ids and counts are "
+            f"integers of at most {MAX_INT_DIGITS} digits (int64); expected {expected}"
+        ) from None
+    except (UnicodeError, json.JSONDecodeError, LookupError) as exc:
         kind = "empty" if not data.strip() else "not valid JSON"  # type: ignore[union-attr]
         raise EvaluationError(f"{path}: {kind} ({exc}); expected {expected}") from None
     except RecursionError:
         raise EvaluationError(f"{path}: JSON nested too deeply; expected {expected}") from None
+    except ValueError as exc:  # anything else Python's parser refuses (e.g. its integer digit limit)
+        raise EvaluationError(f"{path}: not valid JSON ({exc}); expected {expected}") from None
 
 
 def id_keys(obj: dict, path: str | Path, field: str) -> np.ndarray:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
 from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Mapping
@@ -164,40 +165,88 @@ def read_run(path: str | Path, ties: str = "stable") -> dict[str, dict[int, list
     images, i2i, in the same file); each list is ordered by score descending, then rank (``ties="stable"``)
     or then document id descending as strings, as trec_eval orders it (``ties="trec_eval"``).
     """
-    check_ties(ties)
-    rows: dict[tuple[str, str], list[tuple[float, int, int, int]]] = {}
-    for n, line in enumerate(read_text(path).splitlines(), 1):
-        parts = line.split()
-        if not parts:
-            continue
-        where = f"{path}:{n}"
-        if len(parts) != 6:
-            raise EvaluationError(f"{where}: a run line has 6 fields '<query> Q0 <doc> <rank> <score> <tag>'")
-        if not _RANK.fullmatch(parts[3]) or not _SCORE.fullmatch(parts[4]):
-            raise EvaluationError(
-                f"{where}: rank must be an integer and score must be a finite decimal number (ASCII digits)"
-            )
-        rank, score = int(parts[3]), float(parts[4])
-        if not math.isfinite(score):
-            raise EvaluationError(f"{where}: score must be finite, not {parts[4]}")
-        dkind, did = parse_trec_id(parts[2], where)
-        rows.setdefault((parts[0], dkind), []).append((-score, rank, did, n))
     out: dict[str, dict[int, list[int]]] = {}
-    for (query, dkind), items in rows.items():
-        kind, qid = parse_trec_id(query, f"{path}: query")
-        if ties == "trec_eval":  # score descending, then the document id (its TREC string) descending
-            items.sort(key=lambda item: f"{dkind}-{item[2]}", reverse=True)
-            items.sort(key=lambda item: item[0])
-        else:
-            items.sort()
-        keys = [(s, r) for s, r, _, _ in items]
-        if ties == "stable" and len(set(keys)) != len(keys):
-            dup = next(n for (s, r, _, n), prev in zip(items[1:], items, strict=False) if (s, r) == prev[:2])
-            raise EvaluationError(f"{path}:{dup}: query {query} has two documents with the same score and rank")
-        out.setdefault(DIRECTION_OF[(kind, dkind)], {})[qid] = [did for _, _, did, _ in items]
-    if not out:
+    for direction, (query_ids, flat, lengths) in read_run_arrays(path, ties).items():
+        ends = np.cumsum(lengths)
+        out[direction] = {
+            q: flat[e - n : e].tolist() for q, e, n in zip(query_ids.tolist(), ends, lengths, strict=True)
+        }
+    return out
+
+
+def read_run_arrays(path: str | Path, ties: str = "stable") -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """A TREC run -> ``{direction: (query ids, ranked ids of all lists concatenated, list lengths)}``.
+
+    Each list is ordered by score descending, then rank (``ties="stable"``: two documents of one query
+    with equal score and rank are ambiguous and refused) or then document id descending as strings, as
+    trec_eval, pytrec_eval and MTEB order them (``ties="trec_eval"``, the rank column ignored).
+
+    The arrays form of :class:`~eccv_metric.inputs.given.Rankings` (no Python list per query). Lines
+    are read one at a time into typed columns (~40 bytes a line), never held as text or Python objects:
+    peak memory is a small fraction of the file beyond these columns. Queries in order of first appearance.
+    """
+    check_ties(ties)
+    queries: dict[str, int] = {}
+    columns = {"query": array("q"), "kind": array("b"), "doc": array("q"), "rank": array("q"), "score": array("d")}
+    numbers = array("q")  # the line number of each run line, for the errors
+    n = 0
+    try:
+        with open(path, encoding="utf-8-sig", newline=None) as fin:
+            for n, line in enumerate(fin, 1):
+                parts = line.split()
+                if not parts:
+                    continue
+                where = f"{path}:{n}"
+                if len(parts) != 6:
+                    raise EvaluationError(f"{where}: a run line has 6 fields '<query> Q0 <doc> <rank> <score> <tag>'")
+                if not _RANK.fullmatch(parts[3]) or not _SCORE.fullmatch(parts[4]):
+                    raise EvaluationError(
+                        f"{where}: rank must be an integer and score must be a finite decimal number (ASCII digits)"
+                    )
+                score = float(parts[4])
+                if not math.isfinite(score):
+                    raise EvaluationError(f"{where}: score must be finite, not {parts[4]}")
+                dkind, did = parse_trec_id(parts[2], where)
+                columns["query"].append(queries.setdefault(parts[0], len(queries)))
+                columns["kind"].append(KINDS.index(dkind))
+                columns["doc"].append(did)
+                columns["rank"].append(int(parts[3]))
+                columns["score"].append(score)
+                numbers.append(n)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvaluationError(f"cannot read {path} as UTF-8 text: {exc}") from None
+    if not numbers:
         raise EvaluationError(f"{path}: no run lines")
-    return {d: out[d] for d in DIRECTION_KINDS if d in out}
+    col = {name: np.frombuffer(values, dtype=values.typecode) for name, values in columns.items()}
+    line = np.frombuffer(numbers, dtype=np.int64)
+    group = col["query"].astype(np.int64) * 2 + col["kind"]
+    if ties == "trec_eval":  # score descending, then the document id as a string descending (trec_eval's order)
+        as_text = np.unique(col["doc"].astype(str), return_inverse=True)[1].ravel()
+        order = np.lexsort((line, -as_text, -col["score"], group))
+        same = np.zeros(max(len(order) - 1, 0), dtype=bool)  # a repeated document is refused when scored
+    else:
+        order = np.lexsort((line, col["doc"], col["rank"], -col["score"], group))
+        same = (group[order][1:] == group[order][:-1]) & (col["score"][order][1:] == col["score"][order][:-1])
+        same &= col["rank"][order][1:] == col["rank"][order][:-1]
+    if same.any():
+        k = int(np.argmax(same)) + 1
+        token = next(t for t, code in queries.items() if code == col["query"][order[k]])
+        raise EvaluationError(f"{path}:{line[order[k]]}: query {token} has two documents with the same score and rank")
+    groups, first, lengths = np.unique(group[order], return_index=True, return_counts=True)
+    appear = np.argsort(np.minimum.reduceat(line[order], first), kind="stable")  # first appearance in the file
+    tokens = list(queries)
+    out: dict[str, list[tuple[int, int, int]]] = {}
+    for g in appear.tolist():
+        kind, qid = parse_trec_id(tokens[int(groups[g]) // 2], f"{path}: query")
+        direction = DIRECTION_OF[(kind, KINDS[int(groups[g]) % 2])]
+        out.setdefault(direction, []).append((qid, int(first[g]), int(lengths[g])))
+    docs = col["doc"][order]
+    arrays = {}
+    for direction, parts in out.items():
+        qids, starts, counts = (np.asarray(v, dtype=np.int64) for v in zip(*parts, strict=True))
+        offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+        arrays[direction] = (qids, docs[np.repeat(starts, counts) + offsets], counts)
+    return {d: arrays[d] for d in DIRECTION_KINDS if d in arrays}
 
 
 def read_qrels(path: str | Path) -> dict[str, dict[int, dict[int, int]]]:

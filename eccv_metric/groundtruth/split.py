@@ -218,7 +218,8 @@ class GroundTruth:
         Karpathy order) and, when present, the ``images`` config's categories.
         Only the needed Parquet columns are read (no image bytes).
         """
-        table = read_config(source, "positives", ["direction", "query_id", "coco", "cxc", "eccv"], token)
+        columns = ["direction", "query_id", "coco", "cxc", "eccv"]
+        table = read_config(source, "positives", columns, token)
         if table is None:
             raise EvaluationError(f"{source}: no data/positives/*.parquet (build it with `eccv-caption build`)")
         rows = table.to_pydict()
@@ -234,7 +235,12 @@ class GroundTruth:
                 if rows[bench][k]:
                     lists[bench][direction][query] = rows[bench][k]
         cats, names = dataset_categories(source, token) or (None, None)
-        return cls.from_id_lists(caption_ids, lists, cats, source=str(source), category_names=names)
+        gt = cls.from_id_lists(caption_ids, lists, cats, source=str(source), category_names=names)
+        if cats is None:  # no images config: the positives config's PM lists (zeta 2, own image left out)
+            pm = _pm_lists(source, token)
+            if pm is not None:
+                gt = gt.with_positives("pm", pm)
+        return gt
 
     def with_categories(
         self, image_categories: Mapping[int, Iterable[int]], names: Mapping[int, str] | None = None
@@ -265,6 +271,19 @@ class GroundTruth:
             self.source,
             self.category_names,
         )
+
+
+def _pm_lists(source: str | Path, token: str | None) -> dict[str, dict[int, list[int]]] | None:
+    """The ``pm`` column of a built dataset's positives config (None when the build had no COCO instances)."""
+    table = read_config(source, "positives", ["direction", "query_id", "pm"], token)
+    rows = table.to_pydict() if table is not None else {"pm": []}
+    if not any(rows["pm"]):
+        return None
+    out: dict[str, dict[int, list[int]]] = {"i2t": {}, "t2i": {}}
+    for direction, query, pm in zip(rows["direction"], rows["query_id"], rows["pm"], strict=True):
+        if direction in out and pm:
+            out[direction][query] = pm
+    return out
 
 
 def _to_arrays(gt: GroundTruth) -> dict[str, np.ndarray]:

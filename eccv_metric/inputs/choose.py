@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.options import require_bool
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.inputs.given import Rankings
 from eccv_metric.inputs.matrix import ScoreMatrix
@@ -37,6 +38,8 @@ def input_from_parts(
     unknown = set(parts) - set(PARTS)
     if unknown:
         raise ValueError(f"unknown input parts {sorted(unknown)}")
+    if parts.get("normalize") is not None:
+        require_bool(parts["normalize"], words["normalize"].strip("-=").replace("-", "_"))
     given = {name for name, value in parts.items() if value is not None and value is not False}
     kinds = {
         "rankings": given & {"rankings"},

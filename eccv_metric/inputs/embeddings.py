@@ -56,7 +56,10 @@ class Embeddings(ScoredInput):
         return None if kind not in self.vectors else len(self.vectors[kind])
 
     def shape_error(self, kind: str, n_rows: int, n_ids: int) -> str:
-        return f"{n_rows} {kind} embeddings (rows) but {n_ids} {kind} ids: one id per row"
+        return (
+            f"{n_rows} {kind} embeddings (rows) but {self._ids_named(kind, n_ids)}: one embedding per {kind} "
+            "(were image and caption embeddings swapped?)"
+        )
 
     def cannot(self, view: View) -> str | None:
         return self.cannot_pairs((view.query_kind, view.gallery_kind))

@@ -20,9 +20,10 @@ from eccv_metric.core.view import DIRECTION_KINDS
 from eccv_metric.core.view import Collection
 from eccv_metric.core.view import View
 from eccv_metric.inputs.base import Relevance
+from eccv_metric.inputs.flat import FlatLists
+from eccv_metric.inputs.flat import from_arrays
+from eccv_metric.inputs.flat import from_dict
 from eccv_metric.inputs.lists import RankedLists
-from eccv_metric.inputs.lists import from_arrays
-from eccv_metric.inputs.lists import from_dict
 from eccv_metric.inputs.lists import restrict_lists
 from eccv_metric.measures.formulas import NO_HIT
 from eccv_metric.measures.formulas import first_hit
@@ -41,7 +42,7 @@ class Rankings:
         self.raw = {d: v for d, v in directions.items() if v is not None}
         if not self.raw:
             raise EvaluationError("no ranked lists: give i2t and/or t2i (or t2t, i2i) lists")
-        self._converted: dict[tuple, RankedLists] = {}
+        self._converted: dict[tuple, FlatLists] = {}
 
     def cannot(self, view: View) -> str | None:
         if view.direction not in self.raw:
@@ -54,8 +55,8 @@ class Rankings:
             "give embeddings or score matrices"
         )
 
-    def lists(self, view: View) -> RankedLists:
-        """The direction's lists as dense indices of the view's collection (converted once)."""
+    def lists(self, view: View) -> FlatLists:
+        """The direction's lists as dense indices of the view's collection (converted once, stored flat)."""
         key = (view.direction, id(view.collection))
         if key not in self._converted:
             raw = self.raw[view.direction]
@@ -80,7 +81,15 @@ class Rankings:
     def top(self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None = None) -> RankedLists:
         lists = self.lists(view)
         if not view.restricted and not view.exclude_self:
-            return lists
+            return lists.ranked(depth)
+        sizes, query_group, own = self._restriction(view, lists)
+        if lists.equal:  # one 2-D array: filtered in blocks of rows
+            return restrict_lists(lists.ranked(lists.width), depth, query_group, view.gallery_group, own, sizes)
+        depth = min(depth, lists.width, int(sizes.max(initial=0)))
+        return lists.filtered(query_group, view.gallery_group, own).ranked(depth, sizes)
+
+    def _restriction(self, view: View, lists: FlatLists) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """(gallery size, group and own item of each list's query) of a restricted or intramodal view."""
         sizes = view.gallery_sizes(lists.query, len(view.gallery))
         query_group = None
         if view.restricted:
@@ -88,13 +97,19 @@ class Rankings:
                 np.zeros(len(lists.query), np.int64) if view.query_group is None else view.query_group[lists.query]
             )
         own = lists.query.astype(np.int64) if view.exclude_self else None
-        return restrict_lists(lists, depth, query_group, view.gallery_group, own, sizes)
+        return sizes, query_group, own
 
     def first_ranks(self, view: View, rel: Relevance, name: str) -> np.ndarray:
         """Ranks from the lists: the position of the first positive + 1 (a list without one: error)."""
-        lists = self.top(view, self.lists(view).items.shape[1], rel.query)
-        rows = lists.rows(rel.query, view.queries, name)
-        first = first_hit(lists.hits(rel, rows))
+        lists = self.lists(view)
+        if lists.equal:
+            ranked = self.top(view, lists.width, rel.query)
+            first = first_hit(ranked.hits(rel, ranked.rows(rel.query, view.queries, name)))
+        else:
+            if view.restricted or view.exclude_self:
+                _, query_group, own = self._restriction(view, lists)
+                lists = lists.filtered(query_group, view.gallery_group, own)
+            first = lists.first_hits(rel, lists.rows(rel.query, view.queries, name))  # type: ignore[arg-type]
         missing = first == NO_HIT
         if missing.any():
             raise EvaluationError(

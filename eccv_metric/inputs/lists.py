@@ -22,10 +22,8 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import preview
 from eccv_metric.core.ids import IdIndex
 from eccv_metric.core.ids import int_array
-from eccv_metric.core.ids import int_ids
 from eccv_metric.core.ids import require_int64_range
 from eccv_metric.core.view import DIRECTION_KINDS
-from eccv_metric.kernels.scorers import CHUNK_ELEMENTS
 
 
 class HasHits(Protocol):
@@ -109,60 +107,6 @@ def require_sequences(values: list, keys: Sequence[object], label: str) -> None:
         )
 
 
-def from_dict(rankings: Mapping[int, Sequence[int]], direction: str, queries: IdIndex, gallery: IdIndex) -> RankedLists:
-    """Validate and convert ``{query id: [ranked gallery ids]}`` (the official format)."""
-    if not isinstance(rankings, Mapping):
-        raise EvaluationError(
-            f"{direction} rankings must be a dict {{query id: [ranked ids]}}, not {type(rankings).__name__}"
-        )
-    keys = list(rankings.keys())
-    key_arr = query_key_array(keys, direction)
-    qpos = query_positions(key_arr, direction, queries)
-    values = list(rankings.values())
-    require_sequences(values, keys, f"{direction} query")
-    lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
-    width = int(lengths.max(initial=0))
-    rows_per_chunk = max(1, CHUNK_ELEMENTS // max(1, width))
-    if len(values) <= rows_per_chunk:
-        items = _convert(values, lengths, key_arr, gallery, direction)
-    else:
-        items = np.full((len(values), width), -1, dtype=np.int32)
-        for start in range(0, len(values), rows_per_chunk):
-            stop = min(start + rows_per_chunk, len(values))
-            part = _convert(values[start:stop], lengths[start:stop], key_arr[start:stop], gallery, direction)
-            items[start:stop, : part.shape[1]] = part
-    return RankedLists(direction, qpos, items, lengths, len(gallery))
-
-
-def from_arrays(
-    query_ids: object, ranked: object, direction: str, queries: IdIndex, gallery: IdIndex, lengths: object = None
-) -> RankedLists:
-    """Validate and convert ranked lists given as arrays (no Python lists involved).
-
-    ``query_ids``: 1-D ints; ``ranked``: a 2-D int array (one row per query), or
-    a flat int array of all lists concatenated with their ``lengths``.
-    """
-    keys = int_ids(query_ids, f"{direction} query ids", ndim=1)
-    ranked = int_ids(ranked, f"{direction} ranked ids")
-    if lengths is None:
-        if ranked.ndim != 2 or len(ranked) != len(keys):
-            raise EvaluationError(
-                f"{direction}: ranked ids must be a 2-D array with one row per query "
-                f"({len(keys)} queries), got shape {ranked.shape}"
-            )
-        lengths = np.full(len(keys), ranked.shape[1], dtype=np.int64)
-    else:
-        lengths = int_ids(lengths, f"{direction} list lengths")
-        if lengths.shape != keys.shape or ranked.ndim != 1 or int(lengths.sum()) != len(ranked) or (lengths < 0).any():
-            raise EvaluationError(
-                f"{direction}: lengths must give one non-negative length per query summing to the ids"
-            )
-        if len(lengths) and (lengths == lengths[0]).all():
-            ranked = ranked.reshape(len(lengths), int(lengths[0]))  # equal lengths: no padding needed
-    qpos = query_positions(keys, direction, queries)
-    return RankedLists(direction, qpos, dense_rows(ranked, lengths, keys, gallery, direction), lengths, len(gallery))
-
-
 def query_key_array(keys: list, direction: str) -> np.ndarray:
     """The query ids of a dict of lists as int64; string keys (e.g. from ``json.load``) are named as such."""
     try:
@@ -231,12 +175,6 @@ def restrict_lists(
     return RankedLists(lists.direction, lists.query, out, available, sizes)
 
 
-def _convert(values: list, lengths: np.ndarray, keys: np.ndarray, gallery: IdIndex, direction: str) -> np.ndarray:
-    """Ranked lists -> dense gallery indices (int32, rows padded with -1); errors name the query."""
-    ids, lengths = ranked_to_arrays(values, keys, f"{direction} query", lengths, flat=False)
-    return dense_rows(ids, lengths, keys, gallery, direction)
-
-
 def ranked_to_arrays(
     values: object, keys: np.ndarray, label: str = "query", lengths: np.ndarray | None = None, flat: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -286,7 +224,9 @@ def flat_int64(lists: list, total: int, width: int | None = None) -> np.ndarray:
     bools and ints out of the int64 range, with no dtype discovery. Lists of
     one length ``width`` are packed one C call per list (``starmap``), about
     35% faster than a sum type check plus ``np.fromiter``; lists of different
-    lengths in one call over all ids.
+    lengths in one call over all ids. Lists longer than :data:`PACK_SLICE` ids (or
+    over 4M ids of different lengths) are packed slice by slice into the output (no
+    argument tuple or bytes copy of them all).
     """
     try:
         if lists and set(map(type, lists)) == {np.ndarray}:  # numpy rows: no Python ints involved
@@ -295,6 +235,8 @@ def flat_int64(lists: list, total: int, width: int | None = None) -> np.ndarray:
                 for row in rows:
                     require_int64_range(row, "ranked ids")
             return np.concatenate(rows, dtype=np.int64, casting="same_kind") if rows else np.zeros(0, np.int64)
+        if (width or 0) > PACK_SLICE or (width is None and total > 1 << 22):  # long lists: no tuple of them all
+            return _pack_slices(lists, total)
         if width is not None:
             packed = bytearray().join(itertools.starmap(struct.Struct(f"={width}q").pack, lists))
         else:
@@ -303,6 +245,26 @@ def flat_int64(lists: list, total: int, width: int | None = None) -> np.ndarray:
     except (TypeError, ValueError, OverflowError, struct.error):
         pass
     raise EvaluationError("ranked ids must be integers, got mixed/other values")
+
+
+PACK_SLICE = 1 << 16
+
+
+def _pack_slices(lists: list, total: int) -> np.ndarray:
+    """:func:`flat_int64` of many ids: each list packed in slices of ``PACK_SLICE`` ids straight into the output."""
+    out = np.empty(total, dtype=np.int64)
+    view = memoryview(out).cast("B")
+    full = struct.Struct(f"={PACK_SLICE}q")
+    offset = 0
+    for values in lists:
+        for start in range(0, len(values), PACK_SLICE):
+            part = values[start : start + PACK_SLICE]
+            packer = full if len(part) == PACK_SLICE else struct.Struct(f"={len(part)}q")
+            packer.pack_into(view, offset, *part)
+            offset += packer.size
+    if offset != 8 * total:
+        raise ValueError("lists changed size")
+    return out
 
 
 def dense_rows(ids: np.ndarray, lengths: np.ndarray, keys: np.ndarray, gallery: IdIndex, direction: str) -> np.ndarray:

@@ -47,10 +47,10 @@ class ScoreMatrix(ScoredInput):
     def shape_error(self, kind: str, n_rows: int, n_ids: int) -> str:
         if self.scores is not None:
             return (
-                f"scores have shape {self.scores.shape} but {n_ids} {kind} ids were given "
+                f"scores have shape {self.scores.shape} but {self._ids_named(kind, n_ids)} "
                 "(scores[i, j] must be image_ids[i] x caption_ids[j]: one id per row / column)"
             )
-        return f"{kind}_scores has {n_rows} rows but {n_ids} {kind} ids were given: one id per row"
+        return f"{kind}_scores has {n_rows} rows but {self._ids_named(kind, n_ids)}: one id per row"
 
     def cannot(self, view: View) -> str | None:
         q, g = view.query_kind, view.gallery_kind

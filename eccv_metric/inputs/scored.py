@@ -58,7 +58,14 @@ class ScoredInput:
         raise NotImplementedError
 
     def shape_error(self, kind: str, n_rows: int, n_ids: int) -> str:
+        """The mismatch of rows and given ids, in the input's words."""
         raise NotImplementedError
+
+    def _ids_named(self, kind: str, n_ids: int) -> str:
+        """How the row ids came about: given, or the collection's canonical order (the user gave none)."""
+        if self._ids.get(kind) is not None:
+            return f"{n_ids} {kind} ids were given"
+        return f"no {kind}_ids were given, so the rows are read as the benchmark's {n_ids} {kind}s in canonical order"
 
     def cannot(self, view: View) -> str | None:
         raise NotImplementedError

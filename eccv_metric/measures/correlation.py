@@ -85,7 +85,10 @@ def bootstrap_spearman(
     """The CxC bootstrap (module docstring) given ``similarities[k]`` of rated pair k."""
     n_resamples = require_int(n_resamples, "n_resamples", 1, 100_000)
     seed = require_int(seed, "seed", 0)
-    sims = np.asarray(similarities, dtype=np.float64)
+    raw = np.asarray(similarities)
+    if raw.dtype.kind not in "iuf":  # strings, objects, bools would convert (or fail) silently
+        raise EvaluationError(f"{ratings.kind}: similarities must be numbers (ints or floats), not {raw.dtype}")
+    sims = raw.astype(np.float64)
     if sims.shape != ratings.score.shape:
         raise EvaluationError(f"{ratings.kind}: {sims.shape} similarities for {len(ratings.score)} rated pairs")
     if not np.isfinite(sims).all():

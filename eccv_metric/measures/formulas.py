@@ -12,6 +12,8 @@ median).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 NO_HIT = np.iinfo(np.int64).max
@@ -83,3 +85,31 @@ def rank_statistic(ranks: np.ndarray, statistic: str) -> float:
     """MedR = ``numpy.median`` of the 1-based ranks (a half-integer when the number of queries is even and the
     two middle ranks differ: VSE++-style code and the CxC paper print integers), MeanR = their mean."""
     return float(np.median(ranks)) if statistic == "median" else float(np.mean(ranks))
+
+
+def recall_at_chance(gallery_size: np.ndarray, n_positives: np.ndarray, k: int) -> np.ndarray:
+    """Expected R@K of a random ranking, per query: ``1 - C(n - R, K) / C(n, K)``.
+
+    ``n``: the items the query is ranked against, ``R``: its positives among
+    them (K is capped at n). The probability that none of the R positives is
+    among K items drawn without replacement is ``prod_{i<K} (n - R - i) / (n - i)``
+    (a sum of logs; log-gamma for K above 100,000), computed once per distinct (n, R).
+    """
+    n = np.asarray(gallery_size, dtype=np.int64)
+    r = np.minimum(np.asarray(n_positives, dtype=np.int64), n)
+    n, r = np.broadcast_arrays(n, r)
+    keys, inverse = np.unique(n.ravel() * (int(r.max(initial=0)) + 1) + r.ravel(), return_inverse=True)
+    out = np.empty(len(keys))
+    for j, (nn, rr) in enumerate(zip(*np.divmod(keys, int(r.max(initial=0)) + 1), strict=True)):
+        nn, rr = int(nn), int(rr)
+        kk = min(int(k), nn)
+        if nn - rr < kk:
+            out[j] = 1.0  # fewer negatives than K: a positive is always among the first K
+        elif rr == 0:
+            out[j] = 0.0
+        elif kk <= 100_000:  # prod_{i<K} (n - R - i) / (n - i), as a sum of logs
+            out[j] = -math.expm1(float(np.log1p(-rr / (nn - np.arange(kk, dtype=np.float64))).sum()))
+        else:
+            log_miss = math.lgamma(nn - rr + 1) - math.lgamma(nn - rr - kk + 1) - math.lgamma(nn + 1)
+            out[j] = -math.expm1(log_miss + math.lgamma(nn - kk + 1))
+    return out[inverse.ravel()].reshape(n.shape)

@@ -50,11 +50,13 @@ class Results(Mapping[str, Mapping[str, QueryScores]]):
 
     ``means()`` gives the reported numbers ``{metric: {direction: value}}`` (the
     official nested form), ``flat()`` the same as ``{"metric/direction": value}``,
-    ``per_query_json()`` what ``eccv-caption evaluate --per-query`` writes.
+    ``per_query_json()`` what ``eccv-caption evaluate --per-query`` writes. ``notes``: what a reader of the
+    numbers should know (e.g. a direction whose every R@K is at chance level: likely rows in the wrong order).
     """
 
-    def __init__(self, per_query: Mapping[str, Mapping[str, QueryScores]]):
+    def __init__(self, per_query: Mapping[str, Mapping[str, QueryScores]], notes: list[str] | None = None):
         self._per_query = {name: dict(by_dir) for name, by_dir in per_query.items()}
+        self.notes: list[str] = list(notes or [])
 
     def __getitem__(self, metric: str) -> Mapping[str, QueryScores]:
         return self._per_query[metric]

@@ -308,3 +308,257 @@ def test_mutated_inputs_give_exact_numbers_or_evaluation_errors():
     assert proc.returncode == 0, proc.stderr[-3000:]
     counts = json.loads(proc.stdout.strip().splitlines()[-1])
     assert counts["scored"] >= 5 and counts["refused"] >= 5, counts
+
+
+# Embeddings: scaled, tiny, zero, NaN and inf rows --------------------------------------------------------
+
+
+def reference_ranks(queries: object, gallery: object, positives: list, normalize: bool, tol: float = 2e-5):
+    """1-based rank of each query's best positive from float64 scores, and whether a near-tie makes it ambiguous.
+
+    Written apart from the engine: float64 rows (normalised in float64 from the values given), the best
+    positive by (score desc, position asc), rank = #higher + #equal given earlier + 1.
+    """
+    import numpy as np
+
+    a = np.asarray(queries, dtype=np.float64)
+    b = np.asarray(gallery, dtype=np.float64)
+    if normalize:
+        a = a / np.sqrt((a * a).sum(axis=1, keepdims=True))
+        b = b / np.sqrt((b * b).sum(axis=1, keepdims=True))
+    ranks = np.zeros(len(a), dtype=np.int64)
+    ambiguous = np.zeros(len(a), dtype=bool)
+    for start in range(0, len(a), 512):
+        block = a[start : start + 512] @ b.T
+        for r, row in enumerate(block):
+            pos = positives[start + r]
+            best = row[pos].max()
+            first = pos[row[pos] == best].min()
+            ranks[start + r] = int((row > best).sum() + ((row == best) & (np.arange(len(row)) < first)).sum()) + 1
+            others = np.delete(row, first)
+            scale = max(1.0, float(np.abs(row).max()))
+            ambiguous[start + r] = bool((np.abs(others - best) < tol * scale).any())
+    return ranks, ambiguous
+
+
+def run_embeddings(seed: int, seconds: float) -> dict:
+    """Mutated embeddings through the API: per-query ranks equal the float64 reference, or EvaluationError."""
+    import numpy as np
+
+    from eccv_metric import EvaluationError
+    from eccv_metric import Metrics
+
+    metrics = Metrics()
+    gt = metrics.gt
+    rng = np.random.default_rng(seed)
+    img = rng.standard_normal((5000, 16)).astype(np.float32)
+    cap = (img[gt.caption_image] + 1.5 * rng.standard_normal((25000, 16))).astype(np.float32)
+    positives = {
+        "i2t": [np.flatnonzero(gt.caption_image == i) for i in range(5000)],
+        "t2i": [np.array([i]) for i in gt.caption_image],
+    }
+    counts = {"scored": 0, "refused": 0, "compared": 0}
+    start = time.monotonic()
+    kinds = ["scaled32", "tiny", "scaled64", "plain", "zero", "zero_raw", "nan", "inf"]
+    trial = 0
+    while time.monotonic() - start < seconds or trial < len(kinds):
+        kind = kinds[trial] if trial < len(kinds) else kinds[int(rng.integers(len(kinds)))]
+        trial += 1
+        a, b = img.copy(), cap.copy()
+        if kind == "scaled64":
+            a, b = a.astype(np.float64), b.astype(np.float64)
+        normalize = kind not in ("plain", "zero_raw")
+        target = a if rng.random() < 0.5 else b
+        rows = rng.choice(len(target), int(rng.integers(1, len(target) // 2)), replace=False)
+        if kind == "scaled32":
+            target[rows] *= np.float32(10.0 ** float(rng.choice([20, 24, 30, -24, -30, -37])))
+        elif kind == "tiny":
+            target[rows] *= np.float32(1e-40)  # subnormal float32: a direction, not zero
+        elif kind == "scaled64":
+            target[rows] *= 10.0 ** float(rng.choice([160, -160, 200]))  # float64 squares overflow or underflow
+        elif kind in ("zero", "zero_raw"):
+            target[rows[:3]] = 0
+        elif kind == "nan":
+            target[rows[0], int(rng.integers(16))] = np.nan
+        elif kind == "inf":
+            target[rows[0], int(rng.integers(16))] = np.inf * float(rng.choice([-1, 1]))
+        valid = kind not in ("nan", "inf", "zero")
+        try:
+            got = metrics.per_query_from_embeddings(a, b, target_metrics=["coco_5k_meanr"], normalize=normalize)
+        except EvaluationError:
+            got = None
+        if (got is None) == valid:
+            raise AssertionError(f"trial {trial} ({kind}): engine {'refused' if got is None else 'scored'}")
+        if got is None:
+            counts["refused"] += 1
+            continue
+        for direction, (q, g) in (("i2t", (a, b)), ("t2i", (b, a))):
+            ranks, ambiguous = reference_ranks(q, g, positives[direction], normalize)
+            ours = got["coco_5k_meanr"][direction].values
+            assert ambiguous.mean() < 0.1, (trial, kind, direction, ambiguous.mean())
+            bad = np.flatnonzero((ours != ranks) & ~ambiguous)
+            assert len(bad) == 0, (trial, kind, direction, bad[:5], ours[bad[:5]], ranks[bad[:5]])
+            counts["compared"] += int((~ambiguous).sum())
+        counts["scored"] += 1
+    return counts
+
+
+def test_embeddings_fuzz_gives_reference_ranks_or_evaluation_errors():
+    counts = _child("run_embeddings(20261123, 60)")
+    assert counts["scored"] >= 4 and counts["refused"] >= 3 and counts["compared"] > 100_000, counts
+
+
+# TREC runs: Unicode digits, BOM, underscores, huge ids ------------------------------------------------------
+
+_FULLWIDTH = str.maketrans("0123456789", "０１２３４５６７８９")
+_ARABIC = str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩")
+_ASCII_ID = re.compile(r"(image|caption)-(0|[1-9][0-9]*)")
+_ASCII_RANK = re.compile(r"[+-]?[0-9]{1,18}")
+_ASCII_SCORE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def reference_run(text: str) -> dict:
+    """A TREC run read apart from the engine: ASCII decimal ids below 2^63, one BOM allowed, ties refused."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    groups: dict[tuple[str, str], list[tuple[float, int, int]]] = {}
+    for line in text.split("\n"):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 6 or not all(c.isascii() for c in line):
+            raise InvalidInputError("fields")
+        query, doc, rank, score = parts[0], parts[2], parts[3], parts[4]
+        for ident in (query, doc):
+            match = _ASCII_ID.fullmatch(ident)
+            if match is None or int(match.group(2)) >= 2**63:
+                raise InvalidInputError("id")
+        if not _ASCII_RANK.fullmatch(rank) or not _ASCII_SCORE.fullmatch(score) or not math.isfinite(float(score)):
+            raise InvalidInputError("rank or score")
+        groups.setdefault((query, doc.split("-")[0]), []).append((-float(score), int(rank), int(doc.split("-")[1])))
+    out: dict[str, dict[int, list[int]]] = {}
+    for (query, dkind), items in groups.items():
+        items.sort()
+        if len({(s, r) for s, r, _ in items}) != len(items):
+            raise InvalidInputError("tie")
+        qkind, qid = query.split("-")
+        direction = {("image", "caption"): "i2t", ("caption", "image"): "t2i"}.get((qkind, dkind))
+        if direction is not None:
+            out.setdefault(direction, {})[int(qid)] = [d for _, _, d in items]
+    return out
+
+
+RUN_MUTATIONS = [
+    "fullwidth_doc", "arabic_query", "bom", "underscore_id", "underscore_rank", "underscore_score", "id_2_63",
+    "id_30_digits", "id_max_int64", "leading_zero", "tie", "swap", "plus_rank", "none",
+]  # fmt: skip
+
+
+def mutate_run(rng: random.Random, lines: list[str]) -> tuple[str, str]:
+    """(kind, run text) with one mutation: Unicode digits, BOM, underscores, huge ids, leading zeros, ties."""
+    lines = list(lines)
+    k = rng.randrange(len(lines))
+    q, q0, doc, rank, score, tag = lines[k].split()
+    kind = rng.choice(RUN_MUTATIONS)
+    prefix, digits = doc.split("-")
+    if kind == "fullwidth_doc":
+        doc = f"{prefix}-{digits.translate(_FULLWIDTH)}"
+    elif kind == "arabic_query":
+        qp, qd = q.split("-")
+        q = f"{qp}-{qd[:2]}{qd[2:].translate(_ARABIC)}"
+    elif kind == "underscore_id":
+        doc = f"{prefix}-{digits[:2]}_{digits[2:]}"
+    elif kind == "underscore_rank":
+        rank = f"{rank}_0"
+    elif kind == "underscore_score":
+        score = f"1_{score}"
+    elif kind == "id_2_63":
+        doc = f"{prefix}-{2**63}"
+    elif kind == "id_30_digits":
+        doc = f"{prefix}-{'7' * 30}"
+    elif kind == "id_max_int64":
+        doc = f"{prefix}-{2**63 - 1}"  # an id, but not a test item
+    elif kind == "leading_zero":
+        doc = f"{prefix}-0{digits}"
+    elif kind == "plus_rank":
+        rank = f"+{rank}"  # a signed integer rank: valid
+    lines[k] = " ".join((q, q0, doc, rank, score, tag))
+    if kind == "tie":  # two documents of one query with the same score and rank
+        other = next(j for j in range(len(lines)) if j != k and lines[j].split()[0] == q)
+        parts = lines[other].split()
+        lines[other] = " ".join(parts[:3] + [rank, score, tag])
+    elif kind == "swap":
+        j = rng.randrange(len(lines))
+        lines[j], lines[k] = lines[k], lines[j]
+    text = "\n".join(lines) + "\n"
+    return kind, ("\ufeff" + text if kind == "bom" else text)
+
+
+def run_trec(seed: int, seconds: float) -> dict:
+    """Mutated TREC runs (top-10 i2t lists of every image) through read_run + the API, against the reference."""
+    import numpy as np
+
+    from eccv_metric import EvaluationError
+    from eccv_metric import Metrics
+    from eccv_metric.formats.trec import read_run
+
+    ref = load_reference()
+    metrics = Metrics()
+    rng = random.Random(seed)
+    nrng = np.random.default_rng(seed)
+    captions = np.asarray(ref["ids"]["caption"])
+    lines = []
+    for q in ref["ids"]["image"]:
+        ranked = captions[nrng.choice(len(captions), 10, replace=False)].tolist()
+        own = sorted(ref["lists"][("coco", "i2t")][q])
+        if nrng.random() < 0.6 and own[0] not in ranked:
+            ranked[int(nrng.integers(0, 10))] = own[0]
+        lines += [f"image-{q} Q0 caption-{d} {r} {20 - r}.25 t" for r, d in enumerate(ranked, 1)]
+    counts = {"scored": 0, "refused": 0}
+    tmp = Path(tempfile.mkdtemp()) / "run.trec"
+    start = time.monotonic()
+    trial = 0
+    while time.monotonic() - start < seconds or trial < 14:
+        kind, text = mutate_run(rng, lines)
+        trial += 1
+        targets = rng.sample(["coco_5k_r1", "coco_5k_r5", "eccv_r1", "cxc_r1"], 2)
+        if rng.random() < 0.2:
+            targets.append(rng.choice(["coco_1k_r1", "eccv_map_at_r"]))  # not decidable from top-10 lists
+        try:
+            expected = reference_metrics(ref, reference_run(text), targets, (1, 5))
+        except InvalidInputError:
+            expected = None
+        tmp.write_text(text, encoding="utf-8")
+        try:
+            loaded = read_run(tmp)
+            got = metrics.compute_all_metrics(loaded.get("i2t"), None, targets, (1, 5))
+        except EvaluationError:
+            got = None
+        if (got is None) != (expected is None):
+            raise AssertionError(f"trial {trial} ({kind}): engine {'refused' if got is None else got}, ref {expected}")
+        if got is not None:
+            for name, by_dir in expected.items():
+                for d, value in by_dir.items():
+                    assert abs(got[name][d] - value) <= 1e-12, (trial, kind, name, d, got[name][d], value)
+        counts["scored" if got is not None else "refused"] += 1
+    return counts
+
+
+def test_trec_fuzz_gives_reference_numbers_or_evaluation_errors():
+    counts = _child("run_trec(20261124, 45)")
+    assert counts["scored"] >= 3 and counts["refused"] >= 5, counts
+
+
+def _child(call: str) -> dict:
+    """Run ``call`` (a function of this module) in a child process under the address-space limit."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+
+    code = f"import json; from tests.integration.test_robustness import *; print(json.dumps({call}))"
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, preexec_fn=limit, capture_output=True, text=True, timeout=900,
+        env={"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -12,11 +12,13 @@ import evaluate
 
 from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS  # From: eccv-caption-hf
 from eccv_metric.benchmarks.definitions import REGISTRY  # From: eccv-caption-hf
+from eccv_metric.benchmarks.names import parse_targets  # From: eccv-caption-hf
 from eccv_metric.core.about import LICENSE  # From: eccv-caption-hf
 from eccv_metric.core.about import OFFICIAL_CODE_URL  # From: eccv-caption-hf
 from eccv_metric.core.about import PAPER_URL  # From: eccv-caption-hf
 from eccv_metric.core.about import PYPI_URL  # From: eccv-caption-hf
 from eccv_metric.core.errors import EvaluationError  # From: eccv-caption-hf
+from eccv_metric.core.options import require_bool  # From: eccv-caption-hf
 from eccv_metric.hub.evaluate_glue import arrays_by_direction  # From: eccv-caption-hf
 from eccv_metric.hub.evaluate_glue import batch_table  # From: eccv-caption-hf
 from eccv_metric.hub.evaluate_glue import compute  # From: eccv-caption-hf
@@ -112,6 +114,19 @@ Examples:
 """
 
 
+def _check_collection(target_metrics, ks, benchmark):
+    """Metrics named beside a registered benchmark (``benchmark=`` or the config) must score its collection: an
+    ECCV Caption name on the MSCOCO-FG config is refused, not silently replaced."""
+    collection = REGISTRY.get(benchmark).collection
+    wrong = [r.name for r in parse_targets(target_metrics, ks, None) if r.benchmark.collection != collection]
+    if wrong:
+        family = ", ".join(b.name for b in REGISTRY if b.collection == collection)
+        raise EvaluationError(
+            f"target_metrics {', '.join(wrong[:3])} are not metrics of {benchmark} (the module's config or "
+            f"benchmark=): its metrics are named after {family}; load the module without a config for the others"
+        )
+
+
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class EccvMapAtR(evaluate.Metric):
     """ECCV Caption / CxC / COCO / PMRP retrieval metrics over both directions."""
@@ -204,6 +219,9 @@ class EccvMapAtR(evaluate.Metric):
             raise EvaluationError("target_metrics must be a metric name or a list of names, not NoneType")
         if benchmark is not None and target_metrics is DEFAULT_TARGETS:
             target_metrics = None  # the benchmark's own default metrics
+        elif benchmark is not None and benchmark in REGISTRY:
+            _check_collection(target_metrics, Ks, benchmark)
+        nested = require_bool(nested, "nested")
         resources = resources_for(
             ground_truth if ground_truth is not None else self.ground_truth,
             instances_json if instances_json is not None else self.instances_json,
