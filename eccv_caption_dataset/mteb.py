@@ -5,6 +5,7 @@
     import mteb
     from eccv_caption_dataset.mteb import tasks
 
+    model = mteb.get_model("mteb/baseline-random-encoder")  # a stand-in: your model here
     results = mteb.evaluate(model, tasks=tasks("user/eccv-caption", revision="<commit sha>"),
                             prediction_folder="predictions")
 

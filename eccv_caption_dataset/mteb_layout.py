@@ -96,7 +96,9 @@ MTEB_SECTION = """\
 import mteb
 from eccv_caption_dataset.mteb import tasks  # pip install "eccv-caption-hf[mteb]"
 
-results = mteb.evaluate(model, tasks=tasks("{repo}", revision="<commit sha>"), prediction_folder="predictions")
+model = mteb.get_model("mteb/baseline-random-encoder")  # a weight-free stand-in: put your model here
+# every task this dataset has; pin it with revision="<commit sha>", pick some with names=[...]
+results = mteb.evaluate(model, tasks=tasks("{repo}"), prediction_folder="predictions")
 ```
 
 Every benchmark direction is a *subset* `<benchmark>-<direction>` with the three

@@ -235,7 +235,7 @@ def reference_json(text: str) -> dict:
     return out
 
 
-def run(seed: int, trials: int, seconds: float) -> dict:
+def run(seed: int, trials: int) -> dict:
     import numpy as np
 
     from eccv_metric import EvaluationError
@@ -259,11 +259,8 @@ def run(seed: int, trials: int, seconds: float) -> dict:
             lists[q] = row
         base[d] = lists
     counts = {"scored": 0, "refused": 0}
-    start = time.monotonic()
     tmp = Path(tempfile.mkdtemp())
-    for trial in range(trials):
-        if time.monotonic() - start > seconds:
-            break
+    for trial in range(trials):  # a fixed count: the same trials on every machine
         rankings, targets, ks, path = mutate(rng, ref, base)
         text = to_json_text(rng, rankings) if path == "json" else ""
         try:
@@ -294,7 +291,7 @@ def test_mutated_inputs_give_exact_numbers_or_evaluation_errors():
         resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
 
     code = (
-        "import json, sys; from tests.integration.test_robustness import run; print(json.dumps(run(20261122, 200, 60)))"
+        "import json, sys; from tests.integration.test_robustness import run; print(json.dumps(run(20261122, 60)))"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code],
@@ -323,9 +320,10 @@ def reference_ranks(queries: object, gallery: object, positives: list, normalize
 
     a = np.asarray(queries, dtype=np.float64)
     b = np.asarray(gallery, dtype=np.float64)
-    if normalize:
-        a = a / np.sqrt((a * a).sum(axis=1, keepdims=True))
-        b = b / np.sqrt((b * b).sum(axis=1, keepdims=True))
+    if normalize:  # rows first divided by their largest |value| (direction unchanged), so squares never overflow
+        for x in (a, b):
+            x /= np.abs(x).max(axis=1, keepdims=True)
+            x /= np.sqrt((x * x).sum(axis=1, keepdims=True))
     ranks = np.zeros(len(a), dtype=np.int64)
     ambiguous = np.zeros(len(a), dtype=bool)
     for start in range(0, len(a), 512):
@@ -341,7 +339,7 @@ def reference_ranks(queries: object, gallery: object, positives: list, normalize
     return ranks, ambiguous
 
 
-def run_embeddings(seed: int, seconds: float) -> dict:
+def run_embeddings(seed: int, trials: int) -> dict:
     """Mutated embeddings through the API: per-query ranks equal the float64 reference, or EvaluationError."""
     import numpy as np
 
@@ -358,10 +356,9 @@ def run_embeddings(seed: int, seconds: float) -> dict:
         "t2i": [np.array([i]) for i in gt.caption_image],
     }
     counts = {"scored": 0, "refused": 0, "compared": 0}
-    start = time.monotonic()
     kinds = ["scaled32", "tiny", "scaled64", "plain", "zero", "zero_raw", "nan", "inf"]
     trial = 0
-    while time.monotonic() - start < seconds or trial < len(kinds):
+    while trial < max(trials, len(kinds)):  # a fixed count: the same trials on every machine
         kind = kinds[trial] if trial < len(kinds) else kinds[int(rng.integers(len(kinds)))]
         trial += 1
         a, b = img.copy(), cap.copy()
@@ -404,7 +401,7 @@ def run_embeddings(seed: int, seconds: float) -> dict:
 
 
 def test_embeddings_fuzz_gives_reference_ranks_or_evaluation_errors():
-    counts = _child("run_embeddings(20261123, 60)")
+    counts = _child("run_embeddings(20261123, 12)")
     assert counts["scored"] >= 4 and counts["refused"] >= 3 and counts["compared"] > 100_000, counts
 
 
@@ -494,7 +491,7 @@ def mutate_run(rng: random.Random, lines: list[str]) -> tuple[str, str]:
     return kind, ("\ufeff" + text if kind == "bom" else text)
 
 
-def run_trec(seed: int, seconds: float) -> dict:
+def run_trec(seed: int, trials: int) -> dict:
     """Mutated TREC runs (top-10 i2t lists of every image) through read_run + the API, against the reference."""
     import numpy as np
 
@@ -516,9 +513,8 @@ def run_trec(seed: int, seconds: float) -> dict:
         lines += [f"image-{q} Q0 caption-{d} {r} {20 - r}.25 t" for r, d in enumerate(ranked, 1)]
     counts = {"scored": 0, "refused": 0}
     tmp = Path(tempfile.mkdtemp()) / "run.trec"
-    start = time.monotonic()
     trial = 0
-    while time.monotonic() - start < seconds or trial < 14:
+    while trial < trials:  # a fixed count: the same trials on every machine
         kind, text = mutate_run(rng, lines)
         trial += 1
         targets = rng.sample(["coco_5k_r1", "coco_5k_r5", "eccv_r1", "cxc_r1"], 2)
@@ -545,7 +541,7 @@ def run_trec(seed: int, seconds: float) -> dict:
 
 
 def test_trec_fuzz_gives_reference_numbers_or_evaluation_errors():
-    counts = _child("run_trec(20261124, 45)")
+    counts = _child("run_trec(20261124, 30)")
     assert counts["scored"] >= 3 and counts["refused"] >= 5, counts
 
 
