@@ -21,7 +21,6 @@ import resource
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -290,9 +289,7 @@ def test_mutated_inputs_give_exact_numbers_or_evaluation_errors():
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
 
-    code = (
-        "import json, sys; from tests.integration.test_robustness import run; print(json.dumps(run(20261122, 60)))"
-    )
+    code = "import json, sys; from tests.integration.test_robustness import run; print(json.dumps(run(20261122, 60)))"
     proc = subprocess.run(
         [sys.executable, "-c", code],
         cwd=ROOT,
