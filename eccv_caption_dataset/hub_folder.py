@@ -391,6 +391,11 @@ names (`eccv-caption benchmarks` lists every benchmark):
   author={{Chun, Sanghyuk and Oh, Seong Joon and de Rezende, Rafael Sampaio and Kalantidis, Yannis and Larlus, Diane}},
   booktitle={{CVPR}}, year={{2021}}
 }}
+@inproceedings{{chen2023rethinking,
+  title={{Rethinking Benchmarks for Cross-modal Image-text Retrieval}},
+  author={{Chen, Weijing and Yao, Linli and Jin, Qin}},
+  booktitle={{SIGIR}}, year={{2023}}, doi={{10.1145/3539618.3591758}}
+}}
 @inproceedings{{lin2014coco,
   title={{Microsoft COCO: Common Objects in Context}},
   author={{Lin, Tsung-Yi and Maire, Michael and Belongie, Serge and others}},

@@ -38,6 +38,25 @@ _CITATION = """\
     booktitle={European Conference on Computer Vision (ECCV)},
     year={2020}
 }
+@inproceedings{parekh2021crisscrossed,
+    title={Crisscrossed Captions: Extended Intramodal and Intermodal Semantic Similarity Judgments for MS-COCO},
+    author={Parekh, Zarana and Baldridge, Jason and Cer, Daniel and Waters, Austin and Yang, Yinfei},
+    booktitle={EACL},
+    year={2021}
+}
+@inproceedings{chun2021pcme,
+    title={Probabilistic Embeddings for Cross-Modal Retrieval},
+    author={Chun, Sanghyuk and Oh, Seong Joon and de Rezende, Rafael Sampaio and Kalantidis, Yannis and Larlus, Diane},
+    booktitle={CVPR},
+    year={2021}
+}
+@inproceedings{chen2023rethinking,
+    title={Rethinking Benchmarks for Cross-modal Image-text Retrieval},
+    author={Chen, Weijing and Yao, Linli and Jin, Qin},
+    booktitle={SIGIR},
+    year={2023},
+    doi={10.1145/3539618.3591758}
+}
 """
 
 _DESCRIPTION = """\
