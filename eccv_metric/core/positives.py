@@ -39,7 +39,10 @@ class Positives:
         cls, q: np.ndarray, g: np.ndarray, n_gallery: int, outside: Mapping[int, tuple[int, ...]] | None = None
     ) -> Positives:
         outside = {int(k): tuple(sorted(set(v))) for k, v in (outside or {}).items() if v}
-        keys = np.unique(np.asarray(q, np.int64) * n_gallery + np.asarray(g, np.int64))
+        # sorted, then repeats dropped: np.unique's hash path (numpy >= 2.3, no return_* flag) took 30 s on the
+        # 18M distinct keys of the PM lists, the sort 1.4 s
+        keys = np.sort(np.asarray(q, np.int64) * n_gallery + np.asarray(g, np.int64))
+        keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if len(keys) else keys
         q_all, g_all = np.divmod(keys, n_gallery)
         query, counts = np.unique(
             np.concatenate([q_all, np.fromiter(outside, np.int64, len(outside))]), return_counts=True

@@ -199,7 +199,7 @@ def test_wheel_and_sdist_build_pass_twine_and_the_wheel_alone_scores_through_the
         "assert answer.ok, answer.message; print(answer.message)"
     )
     status = run([python, "-c", app, str(space)], space)
-    assert status.startswith("scored 2 i2t queries, 2 t2i queries"), status
+    assert status.startswith("scored 2 i2t and 2 t2i ranked lists"), status
 
 
 def run(command: list[str], cwd: Path) -> str:
