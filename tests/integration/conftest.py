@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import warnings
 
 import numpy as np
@@ -56,9 +58,22 @@ def top50(gt, scores_gauss):
 
 @pytest.fixture(scope="session")
 def built(tmp_path_factory):
-    """One real build of the dataset folder from ../shared/data (every config), shared by the tests."""
+    """One real build of the dataset folder from ../shared/data (every config), shared by the tests.
+
+    Under pytest-xdist the workers share it too: the first to ask builds it (about a minute) under a file
+    lock in the run's common temporary folder, the others wait and read its report.
+    """
+    from filelock import FileLock
+
     from eccv_caption_dataset.hub_folder import build
 
-    out = tmp_path_factory.mktemp("build") / "eccv_caption"
-    report = build(out, source_dir=SHARED, log=lambda _: None)
-    return out, report
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's folder, above each worker's own
+    out = root / "shared_build" / "eccv_caption"
+    done = root / "shared_build" / "report.json"
+    with FileLock(str(root / "shared_build.lock")):
+        if not done.is_file():
+            report = build(out, source_dir=SHARED, log=lambda _: None)
+            done.write_text(json.dumps(report))
+    return out, json.loads(done.read_text())
