@@ -30,17 +30,33 @@ def stable_topk(rows: np.ndarray, k: int, scratch: Scratch | None = None) -> tup
     descending, column ascending). Also returns which rows hold NaN or inf
     (their top-k is meaningless; the caller raises). ``scratch``: reusable
     buffers of the calling thread (fewer page faults on big blocks).
+
+    Long rows (at least ``4 * k * width`` items, ``width`` in 64/32/16/8) are
+    first cut into chunks of ``width`` columns: the k first chunks under
+    (chunk maximum descending, chunk ascending) hold the row's top-k (see
+    :func:`chunked_topk`), so the partition reads ``k * width`` values, not the row.
     """
     n = rows.shape[1]
     if k >= n:
         finite = np.isfinite(rows.min(axis=1)) & np.isfinite(rows.max(axis=1))
         return np.argsort(-rows, axis=1, kind="stable").astype(np.int32), ~finite
+    width = next((w for w in CHUNK_WIDTHS if 4 * k * w <= n), 0)
+    if width:
+        return chunked_topk(rows, k, width, scratch)
     part = np.partition(rows, n - k, axis=1)
     # np.partition puts NaN last and +inf can only sit in the top segment; -inf only in the bottom one
     finite = np.isfinite(part[:, n - k :].max(axis=1)) & np.isfinite(part[:, : n - k].min(axis=1))
     if not finite.all():
         return np.zeros((len(rows), k), np.int32), ~finite
-    kth = part[:, n - k]
+    return select_top(rows, part[:, n - k], k, scratch), ~finite
+
+
+CHUNK_WIDTHS = (64, 32, 16, 8)
+
+
+def select_top(rows: np.ndarray, kth: np.ndarray, k: int, scratch: Scratch | None = None) -> np.ndarray:
+    """The ``k`` first columns of each row (stable descending order), given each row's k-th largest value."""
+    n = rows.shape[1]
     mask = (scratch or Scratch()).bools(rows.size).reshape(rows.shape)
     np.greater_equal(rows, kth[:, None], out=mask)
     row, col = np.divmod(np.flatnonzero(mask), n)  # candidates: items >= the k-th value, row by row
@@ -52,7 +68,63 @@ def stable_topk(rows: np.ndarray, k: int, scratch: Scratch | None = None) -> tup
         row_start = np.cumsum(counts) - counts
         rank_in_row = tied_before - tied_before[row_start][row]
         col = col[~tied | (rank_in_row < need[row])]
-    return order_by_score(rows, np.arange(len(rows)), col.astype(np.int32).reshape(-1, k)), ~finite
+    return order_by_score(rows, np.arange(len(rows)), col.astype(np.int32).reshape(-1, k))
+
+
+def chunked_topk(rows: np.ndarray, k: int, width: int, scratch: Scratch | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`stable_topk` of long rows through chunk maxima (``k < n // width``), same result.
+
+    Chunk c holds columns ``[c * width, (c + 1) * width)``; the last ``n % width``
+    columns (the tail) are always candidates. Take the k first chunks under
+    (maximum descending, chunk ascending), threshold ``t`` = the k-th of those
+    maxima. Every item of the top-k of the chunked columns lies in them: the k
+    chunks hold k items >= t, so the k-th largest value v is >= t; an item > t
+    lies in a chunk whose maximum is > t (all of them are taken); if v = t, the
+    tied items the top-k keeps are the first ones in column order, and each
+    taken chunk of maximum t holds one, before any chunk of maximum t left out.
+    A row's top-k item is in the top-k of the columns it belongs to, so the
+    taken chunks and the tail, in column order, ranked as one short row, give
+    the row's top-k. NaN / inf: the chunk maxima carry NaN and +inf, the row
+    minima -inf.
+    """
+    m, n = rows.shape
+    full = n // width
+    chunked = rows[:, : full * width].reshape(m, full, width)
+    maxima = chunk_maxima(chunked)
+    finite = np.isfinite(maxima.max(axis=1)) & np.isfinite(rows.min(axis=1))
+    if full * width < n:
+        finite &= np.isfinite(rows[:, full * width :].max(axis=1))
+    if not finite.all():
+        return np.zeros((m, k), np.int32), ~finite
+    part = np.partition(maxima, full - k, axis=1)
+    chunks = np.sort(select_top(maxima, part[:, full - k], k), axis=1)  # the k chunks, in column order
+    values = chunked[np.arange(m)[:, None], chunks].reshape(m, k * width)
+    cols = (chunks[:, :, None] * width + np.arange(width, dtype=np.int32)).reshape(m, k * width)
+    if full * width < n:
+        values = np.concatenate([values, rows[:, full * width :]], axis=1)
+        tail = np.broadcast_to(np.arange(full * width, n, dtype=np.int32), (m, n - full * width))
+        cols = np.concatenate([cols, tail], axis=1)
+    short = values.shape[1]
+    kth = np.partition(values, short - k, axis=1)[:, short - k]
+    top = select_top(values, kth, k)
+    return np.take_along_axis(cols, top, axis=1).astype(np.int32), ~finite
+
+
+def chunk_maxima(chunked: np.ndarray) -> np.ndarray:
+    """Maximum of each chunk (last axis) of an (m, chunks, width) view; NaN wins, as in ``np.max``.
+
+    Wide chunks: numpy's reduction; narrow ones: a halving tree of ``np.maximum``
+    (measured 2x faster at width 8, slower at width 64).
+    """
+    width = chunked.shape[2]
+    if width >= 32:
+        return chunked.max(axis=2)
+    half = width // 2
+    out = np.maximum(chunked[:, :, :half], chunked[:, :, half:])
+    while half > 1:
+        half //= 2
+        out = np.maximum(out[:, :, :half], out[:, :, half:])
+    return out[:, :, 0]
 
 
 class Scratch(threading.local):

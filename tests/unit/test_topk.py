@@ -58,3 +58,33 @@ def test_stable_topk_flags_rows_with_non_finite_values(value):
     rows[2, 7] = value
     for k in (1, 10, 40):
         assert np.flatnonzero(stable_topk(rows, k)[1]).tolist() == [2]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("n_cols", [2_000, 2_011, 4_127])  # a last chunk that is full, or shorter
+@pytest.mark.parametrize("k", [1, 7, 31, 62])  # chunk widths 64 / 32 / 16 / 8 (4 * k * width <= n_cols)
+def test_long_rows_through_chunk_maxima_equal_a_full_stable_argsort(dtype, n_cols, k):
+    rng = np.random.default_rng(n_cols + k)
+    rows = special_rows(rng, 40, n_cols, dtype)
+    rows[0] = dtype(1)  # every item tied
+    rows[1] = 0.0  # signed zeros only: equal scores
+    rows[1, rng.random(n_cols) < 0.5] = -0.0
+    rows[2, -1] = np.finfo(dtype).max  # the best item in the last, possibly short, chunk
+    rows[3] = rng.integers(0, 3, n_cols)  # thousands tied at the k-th value, in every chunk
+    rows[4] = np.arange(n_cols)  # increasing: the top-k sits in the last chunks
+    rows[5] = -np.arange(n_cols)  # decreasing: in the first ones
+    rows[6, ::9] = 7  # exactly one maximum in many chunks, more chunks tied at their maximum than k
+    rows[7] = -1 - np.arange(n_cols) % 1000  # negative scores, and the best item in the last chunk:
+    rows[7, -1] = 5  # a short last chunk's missing columns must rank below every score
+    top, bad = stable_topk(rows, k)
+    assert not bad.any()
+    np.testing.assert_array_equal(top, np.argsort(-rows, axis=1, kind="stable")[:, :k])
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("col", [0, 1_000, 2_010])  # first chunk, a middle one, the short last one
+def test_long_rows_with_non_finite_values_are_flagged(value, col):
+    rows = special_rows(np.random.default_rng(1), 6, 2_011, np.float32)
+    rows[3, col] = value
+    for k in (1, 7, 62):
+        assert np.flatnonzero(stable_topk(rows, k)[1]).tolist() == [3]
