@@ -81,8 +81,32 @@ def tasks(
     wanted = list(groups) if names is None else [n.removeprefix(PREFIX) for n in names]
     missing = [n for n in wanted if n not in groups and n not in folds]
     if missing:
-        raise EvaluationError(f"{path} has no subsets for {', '.join(missing)}; it has {', '.join(groups)}")
+        raise EvaluationError(
+            f"{path} has no complete subset {missing[0]}: {why_missing(missing[0], configs)}; "
+            f"it has {', '.join(groups)}"
+        )
     return [task_class(name, groups.get(name) or folds[name], str(path), revision, ks)() for name in wanted]
+
+
+def why_missing(name: str, configs: set[str]) -> str:
+    """Why a built dataset has no complete subset ``name`` (a task group or a subset), and how to build it."""
+    subs = [sub for sub in all_subsets() if name in (sub.name, sub.group)]
+    if not subs:
+        return "no benchmark direction has that name (names: eccv-t2i, coco_1k-i2t, cxc_t2t-t2t...)"
+    sub = next((s for s in subs if f"{s.name}-qrels" in configs), None)
+    if sub is None:
+        if any(s.grading or s.kinds[0] == s.kinds[1] for s in subs):
+            return "it needs the CxC ratings: build with the CxC CSVs in --source-dir, or --download"
+        return "its qrels are missing: rebuild the folder with `eccv-caption build`"
+    for kind in dict.fromkeys(sub.kinds):
+        if f"beir-{kind}s" not in configs:
+            source = "COCO captions JSON" if kind == "caption" else "COCO captions or instances JSON"
+            return f"only its qrels are built, the {kind}s config is not: build with the {source} (--source-dir)"
+    return (
+        "only its qrels are built: images it ranks have no pixels in this build (MTEB's image pipeline needs "
+        "every one); rebuild with --download, or --source-dir holding the val2014 folder or val2014.zip with "
+        "every test image"
+    )
 
 
 def task_class(

@@ -68,6 +68,22 @@ def _items_missing(sub: Subset, missing_pixels: dict[str, tuple[int, int]]) -> s
     return None
 
 
+def summary(skipped: dict[str, str]) -> list[str]:
+    """Log lines of a build: how many MTEB subsets are complete, which, and why the others are not (with the fix)."""
+    names = [sub.name for sub in subsets()]
+    complete = [name for name in names if name not in skipped]
+    lines = [
+        f"MTEB subsets complete: {len(complete)} of {len(names)}" + (f" ({', '.join(complete)})" if complete else "")
+    ]
+    by_reason: dict[str, list[str]] = defaultdict(list)
+    for name, reason in skipped.items():
+        by_reason[reason].append(name)
+    for reason, group in by_reason.items():
+        shown = ", ".join(group[:3]) + (f" and {len(group) - 3} more" if len(group) > 3 else "")
+        lines.append(f"  not complete, {shown}: {reason}")
+    return lines
+
+
 def card_section(infos: dict[str, dict], skipped: dict[str, str], repo: str) -> str:
     """The card's MTEB / BEIR section: the one-line MTEB use, the subsets written and the ones not written."""
     written = [name.removesuffix("-corpus") for name in infos if name.endswith("-corpus")]
