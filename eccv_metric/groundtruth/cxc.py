@@ -4,7 +4,7 @@ CxC rates pairs of test-split items 0-5 (``agg_score``): caption-image
 (SITS), caption-caption (STS) and image-image (SIS). Keys in the CSVs:
 ``COCO_val2014:sentid:<caption id>`` and ``COCO_val2014_<12-digit image id>.jpg``.
 
-Retrieval positives (the CxC paper's thresholds, section 4): a caption-image
+Retrieval positives (the CxC paper's thresholds, section 3): a caption-image
 pair with SITS >= 3, a caption pair with STS >= 3, an image pair with SIS >= 2.5.
 Intramodal pairs are **undirected** by default: a pair is a positive of both
 its items, and a pair rated in both orders (SIS has 2,863 such pairs, 512 of
