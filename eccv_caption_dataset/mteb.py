@@ -7,7 +7,7 @@
 
     model = mteb.get_model("mteb/baseline-random-encoder")  # a stand-in: your model here
     results = mteb.evaluate(model, tasks=tasks("user/eccv-caption", revision="<commit sha>"),
-                            prediction_folder="predictions")
+                            prediction_folder="predictions", overwrite_strategy="always")
 
 :func:`tasks` gives one ``AbsTaskRetrieval`` per benchmark direction whose
 configs the dataset has (its ``<subset>-corpus`` / ``-queries`` / ``-qrels``,
@@ -20,7 +20,8 @@ score. mteb's own loader reads the data; nothing here changes how it scores.
   keep one document more than ``max(k_values)`` and every K asked stays exact.
 - COCO 1K: one task per direction holding the five fold subsets; the mean of
   its subsets' scores is COCO 1K R@K (equal query counts per fold).
-- ``prediction_folder`` saves each query's top ``max(k_values)`` documents;
+- ``prediction_folder`` saves each query's top ``max(k_values)`` documents when the task runs (a result
+  in MTEB's cache is returned without running: ``overwrite_strategy="always"`` reruns);
   ``eccv-caption evaluate --run <folder>/<task>_predictions.json --metrics ...``
   scores them with every metric (mAP@R, R-Precision, PMRP, MedR).
 - t2t over 25,000 captions: wrap the model in

@@ -113,8 +113,9 @@ import mteb
 from eccv_caption_dataset.mteb import tasks  # pip install "eccv-caption-hf[mteb]"
 
 model = mteb.get_model("mteb/baseline-random-encoder")  # a weight-free stand-in: put your model here
-# every task this dataset has; pin it with revision="<commit sha>", pick some with names=[...]
-results = mteb.evaluate(model, tasks=tasks("{repo}"), prediction_folder="predictions")
+# every task this dataset has; pin it with revision="<commit sha>", pick some with names=[...];
+# overwrite_strategy="always": run (and write predictions/) even when MTEB's results cache has the task
+results = mteb.evaluate(model, tasks=tasks("{repo}"), prediction_folder="predictions", overwrite_strategy="always")
 ```
 
 Every benchmark direction is a *subset* `<benchmark>-<direction>` with the three
@@ -137,7 +138,9 @@ over the folds is COCO 1K R@K.
 - mAP@R, R-Precision, PMRP and MedR from the same run: `eccv-caption evaluate
   --run predictions/<task>_predictions.json --metrics eccv_map_at_r eccv_rprecision`
   (MTEB saves the top `max(k_values)` documents of each query: keep 100, the
-  default, for ECCV mAP@R (R <= 48) and PMRP (R capped at 50)).
+  default, for ECCV mAP@R (R <= 48) and PMRP (R capped at 50); it saves them only
+  when the task runs: a result already in MTEB's cache is returned without
+  running unless `overwrite_strategy="always"`).
 - Qrels scores are 1 (every benchmark is binary); `cxc_graded` gives the CxC
   pairs their SITS rating rounded half up (3-5), which only nDCG reads. The same
   grades are `eccv-caption export-trec --qrels cxc_graded`.
