@@ -10,9 +10,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 from eccv_caption_dataset.sources import Sources
+from eccv_metric.core.files import find_below
 from eccv_metric.groundtruth.fg import FILES
 from eccv_metric.groundtruth.fg import load_fg
 from eccv_metric.groundtruth.split import GroundTruth
@@ -24,7 +24,7 @@ COCO_URL = "http://images.cocodataset.org/"
 def fg_missing(sources: Sources, bench: str) -> str | None:
     """None when the benchmark's two files are under ``sources.fg_dir``, else why the config is skipped."""
     names = [rel.rsplit("/", 1)[1] for rel in FILES[bench]]
-    if sources.fg_dir is not None and all(next(Path(sources.fg_dir).rglob(n), None) for n in names):
+    if sources.fg_dir is not None and all(find_below(sources.fg_dir, n) for n in names):
         return None
     return f"no {' / '.join(names)} (github.com/cwj1412/MSCOCO-Flikcr30K_FG); use --download"
 

@@ -25,6 +25,7 @@ from eccv_caption_dataset.builder import EccvCaption
 from eccv_caption_dataset.fg_tables import FG_CONFIGS
 from eccv_caption_dataset.fg_tables import fg_missing
 from eccv_caption_dataset.mteb_layout import card_section
+from eccv_caption_dataset.mteb_layout import summary
 from eccv_caption_dataset.sources import Sources
 from eccv_caption_dataset.sources import Urls
 from eccv_caption_dataset.sources import resolve
@@ -147,8 +148,8 @@ def build(
             datasets.enable_progress_bars()
     if report.get("images_missing"):
         log(f"{len(report['images_missing'])} images were not available and are stored without pixels")
-    if skipped:
-        log(f"MTEB subsets not complete: {len(skipped)} (the card says why)")
+    for line in summary(skipped):  # which MTEB subsets are usable, and what the others need (also in the card)
+        log(line)
     return report
 
 

@@ -7,7 +7,7 @@
 
     model = mteb.get_model("mteb/baseline-random-encoder")  # a stand-in: your model here
     results = mteb.evaluate(model, tasks=tasks("user/eccv-caption", revision="<commit sha>"),
-                            prediction_folder="predictions")
+                            prediction_folder="predictions", overwrite_strategy="always")
 
 :func:`tasks` gives one ``AbsTaskRetrieval`` per benchmark direction whose
 configs the dataset has (its ``<subset>-corpus`` / ``-queries`` / ``-qrels``,
@@ -20,7 +20,8 @@ score. mteb's own loader reads the data; nothing here changes how it scores.
   keep one document more than ``max(k_values)`` and every K asked stays exact.
 - COCO 1K: one task per direction holding the five fold subsets; the mean of
   its subsets' scores is COCO 1K R@K (equal query counts per fold).
-- ``prediction_folder`` saves each query's top ``max(k_values)`` documents;
+- ``prediction_folder`` saves each query's top ``max(k_values)`` documents when the task runs (a result
+  in MTEB's cache is returned without running: ``overwrite_strategy="always"`` reruns);
   ``eccv-caption evaluate --run <folder>/<task>_predictions.json --metrics ...``
   scores them with every metric (mAP@R, R-Precision, PMRP, MedR).
 - t2t over 25,000 captions: wrap the model in
@@ -81,8 +82,32 @@ def tasks(
     wanted = list(groups) if names is None else [n.removeprefix(PREFIX) for n in names]
     missing = [n for n in wanted if n not in groups and n not in folds]
     if missing:
-        raise EvaluationError(f"{path} has no subsets for {', '.join(missing)}; it has {', '.join(groups)}")
+        raise EvaluationError(
+            f"{path} has no complete subset {missing[0]}: {why_missing(missing[0], configs)}; "
+            f"it has {', '.join(groups)}"
+        )
     return [task_class(name, groups.get(name) or folds[name], str(path), revision, ks)() for name in wanted]
+
+
+def why_missing(name: str, configs: set[str]) -> str:
+    """Why a built dataset has no complete subset ``name`` (a task group or a subset), and how to build it."""
+    subs = [sub for sub in all_subsets() if name in (sub.name, sub.group)]
+    if not subs:
+        return "no benchmark direction has that name (names: eccv-t2i, coco_1k-i2t, cxc_t2t-t2t...)"
+    sub = next((s for s in subs if f"{s.name}-qrels" in configs), None)
+    if sub is None:
+        if any(s.grading or s.kinds[0] == s.kinds[1] for s in subs):
+            return "it needs the CxC ratings: build with the CxC CSVs in --source-dir, or --download"
+        return "its qrels are missing: rebuild the folder with `eccv-caption build`"
+    for kind in dict.fromkeys(sub.kinds):
+        if f"beir-{kind}s" not in configs:
+            source = "COCO captions JSON" if kind == "caption" else "COCO captions or instances JSON"
+            return f"only its qrels are built, the {kind}s config is not: build with the {source} (--source-dir)"
+    return (
+        "only its qrels are built: images it ranks have no pixels in this build (MTEB's image pipeline needs "
+        "every one); rebuild with --download, or --source-dir holding the val2014 folder or val2014.zip with "
+        "every test image"
+    )
 
 
 def task_class(

@@ -68,6 +68,22 @@ def _items_missing(sub: Subset, missing_pixels: dict[str, tuple[int, int]]) -> s
     return None
 
 
+def summary(skipped: dict[str, str]) -> list[str]:
+    """Log lines of a build: how many MTEB subsets are complete, which, and why the others are not (with the fix)."""
+    names = [sub.name for sub in subsets()]
+    complete = [name for name in names if name not in skipped]
+    lines = [
+        f"MTEB subsets complete: {len(complete)} of {len(names)}" + (f" ({', '.join(complete)})" if complete else "")
+    ]
+    by_reason: dict[str, list[str]] = defaultdict(list)
+    for name, reason in skipped.items():
+        by_reason[reason].append(name)
+    for reason, group in by_reason.items():
+        shown = ", ".join(group[:3]) + (f" and {len(group) - 3} more" if len(group) > 3 else "")
+        lines.append(f"  not complete, {shown}: {reason}")
+    return lines
+
+
 def card_section(infos: dict[str, dict], skipped: dict[str, str], repo: str) -> str:
     """The card's MTEB / BEIR section: the one-line MTEB use, the subsets written and the ones not written."""
     written = [name.removesuffix("-corpus") for name in infos if name.endswith("-corpus")]
@@ -97,8 +113,9 @@ import mteb
 from eccv_caption_dataset.mteb import tasks  # pip install "eccv-caption-hf[mteb]"
 
 model = mteb.get_model("mteb/baseline-random-encoder")  # a weight-free stand-in: put your model here
-# every task this dataset has; pin it with revision="<commit sha>", pick some with names=[...]
-results = mteb.evaluate(model, tasks=tasks("{repo}"), prediction_folder="predictions")
+# every task this dataset has; pin it with revision="<commit sha>", pick some with names=[...];
+# overwrite_strategy="always": run (and write predictions/) even when MTEB's results cache has the task
+results = mteb.evaluate(model, tasks=tasks("{repo}"), prediction_folder="predictions", overwrite_strategy="always")
 ```
 
 Every benchmark direction is a *subset* `<benchmark>-<direction>` with the three
@@ -121,7 +138,9 @@ over the folds is COCO 1K R@K.
 - mAP@R, R-Precision, PMRP and MedR from the same run: `eccv-caption evaluate
   --run predictions/<task>_predictions.json --metrics eccv_map_at_r eccv_rprecision`
   (MTEB saves the top `max(k_values)` documents of each query: keep 100, the
-  default, for ECCV mAP@R (R <= 48) and PMRP (R capped at 50)).
+  default, for ECCV mAP@R (R <= 48) and PMRP (R capped at 50); it saves them only
+  when the task runs: a result already in MTEB's cache is returned without
+  running unless `overwrite_strategy="always"`).
 - Qrels scores are 1 (every benchmark is binary); `cxc_graded` gives the CxC
   pairs their SITS rating rounded half up (3-5), which only nDCG reads. The same
   grades are `eccv-caption export-trec --qrels cxc_graded`.

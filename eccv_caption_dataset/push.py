@@ -8,19 +8,80 @@ has are deleted (``upload_folder(delete_patterns="*")``; ``.gitattributes`` stay
 
 from __future__ import annotations
 
+import fnmatch
+import os
 import re
 import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import yaml
+
 from eccv_metric import EVALUATE_MODULE_DIR
+from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import write_text_atomic
 
 PACKAGE = Path(__file__).resolve().parents[1] / "eccv_metric"
 MODULE = "eccv_map_at_r"
 SPACE_FILES = ("README.md", "app.py", "requirements.txt")
 _SCRIPT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+# the Hub's rule for each half of "<owner>/<name>" (huggingface_hub.utils.validate_repo_id), owner required
+_REPO_PART = re.compile(r"(?!.*(--|\.\.))\w(?:[\w.-]{0,94}\w)?", re.ASCII)
+BUILD_EXTRAS = ("README.md", "LICENSE.md", ".gitattributes")  # besides the configs' Parquet files
+
+
+def check_repo_id(repo: str, keyword: str, example: str) -> None:
+    """``<owner>/<name>`` with the Hub's characters; a name without its owner would be created in whichever
+    account the token belongs to, so it is refused, as is anything else the Hub would reject."""
+    parts = repo.split("/")
+    if len(parts) != 2 or not all(_REPO_PART.fullmatch(part) for part in parts) or repo.endswith(".git"):
+        raise EvaluationError(
+            f"{keyword}= {repo!r} is not a Hub repo id: give <owner>/<name> (letters, digits, '-', '_', '.'), "
+            f"e.g. {example}"
+        )
+
+
+def check_build(folder: Path) -> list[str]:
+    """The files of a folder ``eccv-caption build`` wrote (relative paths), or an error saying why it is not one:
+    its card's YAML lists the configs, every config's files exist, and nothing else is there to be uploaded."""
+    what = f"dataset_dir= {folder} is not a built dataset folder"
+    then = "give the folder `eccv-caption build --output` wrote"
+    if not folder.is_dir():
+        raise EvaluationError(f"{what} (no such folder); {then}")
+    card = folder / "README.md"
+    text = card.read_text(encoding="utf-8", errors="replace") if card.is_file() else ""
+    head = text.split("\n---\n", 1)[0].removeprefix("---\n") if text.startswith("---\n") else ""
+    try:
+        meta = yaml.safe_load(head) if head else None
+    except yaml.YAMLError:
+        meta = None
+    configs = meta.get("configs") if isinstance(meta, dict) else None
+    if not card.is_file() or not isinstance(configs, list) or not any(_is_config(c, "positives") for c in configs):
+        raise EvaluationError(f"{what} (no README.md card listing its configs, positives among them); {then}")
+    files = sorted(
+        os.path.relpath(os.path.join(root, name), folder).replace(os.sep, "/")
+        for root, _, names in os.walk(folder, followlinks=True)
+        for name in names
+    )
+    patterns = [
+        entry["path"] for c in configs if isinstance(c, dict) for entry in c.get("data_files") or [] if "path" in entry
+    ]
+    empty = [pattern for pattern in patterns if not fnmatch.filter(files, pattern)]
+    if empty:
+        raise EvaluationError(f"{what}: its card names files it does not have ({_few(empty)}); {then}")
+    extra = [f for f in files if f not in BUILD_EXTRAS and not any(fnmatch.fnmatch(f, p) for p in patterns)]
+    if extra:
+        raise EvaluationError(f"{what}: it holds files a build does not write ({_few(extra)}); {then}")
+    return files
+
+
+def _few(paths: list[str]) -> str:
+    return ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+
+
+def _is_config(entry: object, name: str) -> bool:
+    return isinstance(entry, dict) and entry.get("config_name") == name
 
 
 def script_name(space_repo: str) -> str:
@@ -74,11 +135,17 @@ def push(
     log: Callable[[str], None] = print,
 ) -> dict[str, list[tuple[str, int]]]:
     """Create the repos if needed and upload; returns {repo: [(path, size), ...]} of what was (or would be) sent."""
+    # everything is checked before anything is changed or sent
     if dataset_repo and not dataset_dir:
-        raise ValueError("a dataset repo needs --dataset-dir (a folder made by `eccv-caption build`)")
-    if dataset_dir and not (Path(dataset_dir) / "README.md").is_file():
-        raise ValueError(f"{dataset_dir} is not a built dataset folder (no README.md)")
-    script = script_name(space_repo) if space_repo else MODULE  # refused before anything is changed or sent
+        raise EvaluationError("dataset_repo= needs dataset_dir= (a folder made by `eccv-caption build`)")
+    if dataset_dir and not dataset_repo:
+        raise EvaluationError("dataset_dir= needs dataset_repo= (the Hub dataset repo to upload it to)")
+    if dataset_repo:
+        check_repo_id(dataset_repo, "dataset_repo", "you/eccv-caption")
+        check_build(Path(dataset_dir))  # type: ignore[arg-type]
+    if space_repo:
+        check_repo_id(space_repo, "space_repo", "you/eccv_map_at_r")
+    script = script_name(space_repo) if space_repo else MODULE
     plan: dict[str, tuple[str, Path]] = {}
     staging = Path(tempfile.mkdtemp(prefix="eccv-space-"))
     try:
@@ -100,7 +167,12 @@ def push(
             for path, size in files:
                 log(f"  {path} ({size:,} bytes)")
             if not dry_run:
-                _upload(repo, repo_type, folder, private, revision, token)
+                try:
+                    _upload(repo, repo_type, folder, private, revision, token)
+                except Exception as exc:
+                    if not _from_the_hub(exc):
+                        raise
+                    raise EvaluationError(_failure(exc, f"{repo_type} {repo}", list(sent)[:-1])) from None
         return sent
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -133,3 +205,30 @@ def _upload(repo: str, repo_type: str, folder: Path, private: bool, revision: st
         commit_message="Upload ECCV Caption " + ("dataset" if repo_type == "dataset" else "metric Space"),
         delete_patterns="*",  # the folder is the whole repo: files of an earlier push go (.gitattributes stays)
     )
+
+
+def _from_the_hub(exc: BaseException) -> bool:
+    """An HTTP answer of the Hub, or no answer at all (huggingface_hub's errors and its HTTP client's: httpx)."""
+    from huggingface_hub.errors import HfHubHTTPError
+
+    module = type(exc).__module__.split(".")[0]
+    return isinstance(exc, HfHubHTTPError | ConnectionError | TimeoutError) or module in ("httpx", "httpx2")
+
+
+def _failure(exc: BaseException, target: str, done: list[str]) -> str:
+    """One line: what failed, why, and the next step (a traceback of the HTTP client helps nobody here)."""
+    from huggingface_hub import constants
+
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    sent = f" ({', '.join(done)} already uploaded)" if done else ""
+    if status in (401, 403):
+        why = f"the Hub refused the token ({status}: {first})"
+        step = "log in with `hf auth login` or set HF_TOKEN to a token with write access, then push again"
+    elif status is not None:
+        why = f"the Hub answered {status}: {first}"
+        step = "check the repo id and your rights to it, then push again"
+    else:
+        why = f"could not reach the Hub at {constants.ENDPOINT} ({type(exc).__name__}: {first})"
+        step = "check the network connection (and HF_ENDPOINT, HF_HUB_OFFLINE), then push again"
+    return f"push to {target} failed{sent}: {why}; {step}"

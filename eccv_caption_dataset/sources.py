@@ -19,6 +19,7 @@ from eccv_metric.core.download import default_cache_dir
 from eccv_metric.core.download import download
 from eccv_metric.core.download import sha256_file
 from eccv_metric.core.files import atomic_open
+from eccv_metric.core.files import find_below
 from eccv_metric.core.jsonio import read_json as read_strict_json
 from eccv_metric.core.jsonio import require_object
 from eccv_metric.groundtruth.cxc import CXC_FILES
@@ -35,6 +36,10 @@ COCO_ANNOTATIONS_ZIP = "http://images.cocodataset.org/annotations/annotations_tr
 COCO_IMAGES = "http://images.cocodataset.org/val2014/"
 CAPTION_FILES = ("captions_val2014.json", "captions_karpathy_test.json")
 INSTANCE_FILES = ("instances_val2014.json", "instances_karpathy_test.json")
+EXPECTED = (
+    "COCO captions_val2014.json / instances_val2014.json or annotations_trainval2014.zip, the CxC CSVs "
+    "(sits_test.csv...), MSCOCO_FG_ann.json / Flickr30K_FG_ann.json, a val2014 image folder or val2014.zip"
+)
 
 
 @dataclass(frozen=True)
@@ -88,10 +93,22 @@ def _find(root: Path | None, names: Iterable[str]) -> Path | None:
     if root is None:
         return None
     for name in names:
-        hits = sorted(root.rglob(name))
+        hits = find_below(root, name)
         if hits:
             return hits[0]
     return None
+
+
+def _source_root(source_dir: str | Path | None) -> Path | None:
+    """The folder given as ``source_dir``: it must exist and be a folder (a typo never builds a smaller dataset)."""
+    if source_dir is None or str(source_dir) == "":
+        return None
+    root = Path(source_dir)
+    if not root.exists():
+        raise SourceError(f"source_dir= {root} does not exist; give the folder holding the sources ({EXPECTED})")
+    if not root.is_dir():
+        raise SourceError(f"source_dir= {root} is not a folder; give the folder holding the sources ({EXPECTED})")
+    return root
 
 
 def resolve(
@@ -101,7 +118,7 @@ def resolve(
     urls: Urls | None = None,
 ) -> Sources:
     """Find every input under ``source_dir`` (or download it); record sha256 of what is used."""
-    root = Path(source_dir) if source_dir else None
+    root = _source_root(source_dir)
     cache = Path(cache_dir) if cache_dir else default_cache_dir()
     urls = urls or Urls()
     sources = Sources(wheel_dir=_wheel_dir(root, download_missing, cache, urls), cache_dir=cache, urls=urls)
@@ -132,7 +149,8 @@ def resolve(
     else:
         sources.skipped["cxc_ratings"] = "no CxC CSVs (sits_test.csv, sts_test.csv, sis_test.csv); use --download"
 
-    if _find(root, ("MSCOCO_FG_ann.json",)) or _find(root, ("Flickr30K_FG_ann.json",)):
+    fg_found = _find(root, ("MSCOCO_FG_ann.json",)) or _find(root, ("Flickr30K_FG_ann.json",))
+    if fg_found:
         sources.fg_dir = root
     elif download_missing:
         for rel in (r for pair in FG_FILES.values() for r in pair):
@@ -141,13 +159,19 @@ def resolve(
         sources.fg_dir = cache / "fg"
 
     val_dir = _find(root, ("val2014",))
-    sample = next(iter(sorted(root.rglob("COCO_val2014_*.jpg"))), None) if root else None
+    sample = next(iter(find_below(root, "COCO_val2014_*.jpg")), None) if root else None
     sources.image_dir = val_dir if val_dir is not None and val_dir.is_dir() else (sample.parent if sample else None)
     sources.image_zip = _find(root, ("val2014.zip",))
     sources.download_images = download_missing
     if sources.image_dir is None and sources.image_zip is None and not download_missing:
         sources.skipped["images"] = "no COCO val2014 images (folder or val2014.zip); use --download for COCO URLs"
 
+    found = [sources.captions_json, sources.instances_json, sits, fg_found, sources.image_dir, sources.image_zip]
+    if root is not None and not any(found) and _find(root, ("eccv_caption_to_image.json",)) is None:
+        raise SourceError(
+            f"source_dir= {root} holds none of the sources (looked for {EXPECTED}, in any subfolder); "
+            "point it at the folder that has them, or leave it out to build the positives alone"
+        )
     for path in (sources.captions_json, sources.instances_json):
         if path is not None:
             sources.digests[path.name] = sha256_file(path)

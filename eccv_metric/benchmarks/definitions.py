@@ -37,8 +37,9 @@ def _pm(name: str, relation: str, metric: str, title: str, paper: str, official:
         _cross(relation),
         title,
         "R-Precision with Plausible Match positives: images whose COCO category sets differ in at most zeta "
-        "categories (a caption query uses its image's set); the query's own image and captions are left out, "
-        "images without instance annotations take no part, R is capped (min(R, 50) by default).",
+        "categories (a caption query uses its image's set), R capped (min(R, 50) by default). The query's own "
+        "image and captions left out and images without instance annotations taking no part are the official "
+        "code's choices, not stated in the papers.",
         f"{ECCV}, section 4.1; {PCME}",
         ("capped_rprecision", *RETRIEVAL),
         ("capped_rprecision",),
@@ -82,7 +83,7 @@ BENCHMARKS = [
         "Crisscrossed Captions positives as the official code reads them: caption-image pairs with SITS "
         "agg_score >= 3 (5,000 image queries, 24,972 caption queries; 29 original COCO pairs rated below 3 "
         "are not positives).",
-        f"{CXC}, section 4; the eccv_caption package",
+        f"{CXC}, section 3 (SITS >= 3 is positive), section 4 (the task); the eccv_caption package",
         configs=("positives", "cxc-i2t-qrels", "cxc-t2i-qrels"),
         license="free use, acknowledging Google (CxC)",
         paper='section 4: "We extend the existing associations with positive CxC pairs"',
@@ -94,7 +95,7 @@ BENCHMARKS = [
         _cross("coco+cxc"),
         "CxC (COCO pairs extended)",
         "The CxC paper's reading: the original COCO pairs extended with the positive CxC pairs (SITS >= 3).",
-        f"{CXC}, section 4",
+        f"{CXC}, section 3 (SITS >= 3 is positive), section 4 (the task)",
         configs=("positives",),
         license="free use, acknowledging Google (CxC); CC BY 4.0 (COCO)",
         paper='section 4: "We extend the existing associations with positive CxC pairs"',
@@ -125,10 +126,11 @@ BENCHMARKS = [
         "coco_5k",
         tuple(Task(d, ("pm_zeta0", "pm_zeta1", "pm_zeta2")) for d in BOTH),
         "PMRP, PCME's average over zeta",
-        "PCME's proposal: per query, the mean of its PMRP at zeta = 0, 1 and 2, over the queries that have a "
-        "plausible match at every zeta (a zeta-0 match: with the own image left out as in `pmrp`; PCME counted "
-        "the own image, so every annotated query had one).",
-        PCME,
+        "Per query, the mean of its PMRP at zeta = 0, 1 and 2, over the queries that have a plausible match at "
+        "every zeta. Averaging over zeta is PCME's proposal; the R cap (min(R, 50)) and the exclusions (the own "
+        "image and captions left out, unannotated images taking no part) are ECCV Caption's official code's, not "
+        "PCME's (PCME counted the own image, so every annotated query had a zeta-0 match).",
+        f"{PCME}, section 5; the R cap and exclusions: the eccv_caption package",
         ("capped_rprecision",),
         ("capped_rprecision",),
         {"capped_rprecision": "pmrp_pcme"},
@@ -157,8 +159,9 @@ BENCHMARKS = [
         "CxC text-to-text",
         "Positives of caption q: the other captions of q's image (MS-COCO's co-captions) plus the captions "
         "c != q rated STS agg_score >= 3 with q (pairs undirected); queries: all 25,000 captions; the query "
-        "itself is left out of its gallery.",
-        f"{CXC}, section 4",
+        "itself is left out of its gallery. Co-captions included and the query left out are inferred from the "
+        "paper's tables, not stated in its text.",
+        f"{CXC}, section 3 (STS >= 3 is positive), section 4 (the task)",
         configs=("positives",),
         license="free use, acknowledging Google (CxC); CC BY 4.0 (COCO)",
         needs="CxC ratings (cxc_source)",
@@ -182,8 +185,9 @@ BENCHMARKS = [
         (Task("i2i", "sis", exclude_self=True),),
         "CxC image-to-image",
         "Positives of image q: the images rated SIS agg_score >= 2.5 with q (pairs undirected); queries: the "
-        "4,791 images that have one; the query itself is left out of its gallery.",
-        f"{CXC}, section 4",
+        "4,791 images that have one; the query itself is left out of its gallery (inferred from the paper's "
+        "tables, not stated in its text).",
+        f"{CXC}, section 3 (SIS >= 2.5 is positive), section 4 (the task)",
         configs=("positives",),
         license="free use, acknowledging Google (CxC)",
         needs="CxC ratings (cxc_source)",

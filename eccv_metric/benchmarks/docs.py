@@ -13,32 +13,38 @@ from eccv_metric.benchmarks.resources import Resources
 PROTOCOL_CHOICES = (
     (
         "`cxc_r<K>` / `cxc_extended_r<K>`",
-        'CxC, section 4: "We extend the existing associations with positive CxC pairs"',
+        'CxC, section 4: "We extend the existing associations with positive CxC pairs"; section 3: SITS >= 3 '
+        "is positive",
         "eccv_caption: SITS >= 3 pairs alone (24,972 caption queries; 29 COCO pairs rated below 3 are not positives)",
         "`cxc_*` = the official reading (exact parity); `cxc_extended_*` = COCO pairs plus SITS >= 3 (the paper's)",
     ),
     (
         "`cxc_t2t_*` / `coco_t2t_*`",
         'CxC, section 4: "...add new caption-to-caption and image-to-image retrieval tasks using positive STS and '
-        "SIS pairs\", extending MS-COCO's own text-to-text associations (appendix, Table 3)",
+        "SIS pairs\", extending MS-COCO's own text-to-text associations (appendix, Table 3); section 3: STS >= 3 "
+        "is positive",
         "no public code",
         "`cxc_t2t` = co-captions (the other 4 captions of the image) plus STS >= 3, all 25,000 captions, the "
-        "query left out; `coco_t2t` = co-captions alone (the paper's MS-COCO baseline rows)",
+        "query left out (co-captions included and the query left out: inferred from the paper's tables, not "
+        "stated in its text); `coco_t2t` = co-captions alone (the paper's MS-COCO baseline rows)",
     ),
     (
         "`cxc_i2i_*`",
-        "CxC, section 4: image pairs with SIS >= 2.5",
+        "CxC, section 4: image-to-image retrieval with positive SIS pairs; section 3: SIS >= 2.5 is positive",
         "no public code",
         "SIS >= 2.5, pairs undirected (a pair rated in both orders counts when either rating reaches 2.5); "
-        "`cxc_directed=True` reads the first column as the query",
+        "the query left out (inferred from the paper's tables, not stated in its text); `cxc_directed=True` "
+        "reads the first column as the query",
     ),
     (
         "`pmrp`, `pmrp_zeta0/1/2`, `pmrp_pcme`",
         'ECCV Caption, section 4.1: "we only report PMRP when zeta = 0", R capped at 50; PCME: the average of '
         "R-Precision over zeta in {0, 1, 2}",
         "zeta = 2 (its merge.py builds the released pm_*.json with 2), own image left out, R capped at 50",
-        "`pmrp` = the official code (zeta 2; exact parity); `pmrp_zeta0` = the paper's text; `pmrp_zeta1`, "
-        "`pmrp_zeta2`; `pmrp_pcme` = per query the mean over zeta 0, 1, 2 (queries with a match at every zeta)",
+        "`pmrp` = the official code (zeta 2; exact parity); `pmrp_zeta0` = the paper's zeta 0 with the official "
+        "code's exclusions, which the paper does not state (own image and captions left out, images without "
+        "instance annotations taking no part); `pmrp_zeta1`, `pmrp_zeta2`; `pmrp_pcme` = PCME's average over "
+        "zeta 0, 1, 2 per query (queries with a match at every zeta), with ECCV Caption's R cap and exclusions",
     ),
     (
         "`<benchmark>_medr`",

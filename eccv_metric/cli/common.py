@@ -36,6 +36,9 @@ CLI_WORDS = {
     "seed": "--seed",
     "source_dir": "--source-dir",
     "overwrite": "--overwrite",
+    "dataset_dir": "--dataset-dir",
+    "dataset_repo": "--dataset-repo",
+    "space_repo": "--space-repo",
 }
 
 

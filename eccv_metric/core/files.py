@@ -135,3 +135,26 @@ def check_output_path(path: str | Path | None) -> None:
         parent = parent.parent
     if not parent.is_dir() or not os.access(parent, os.W_OK):
         raise EvaluationError(f"output {path}: cannot create it under {parent}")
+
+
+def find_below(root: str | Path, pattern: str) -> list[Path]:
+    """Every file or folder below ``root`` (itself excluded) whose name matches ``pattern`` (fnmatch), sorted.
+
+    Unlike ``Path.rglob`` (Python < 3.13), symlinked folders are followed: a source folder assembled from
+    links to the real copies is searched like any other; a link back to a folder already walked is not
+    entered twice (no endless loop).
+    """
+    import fnmatch
+
+    root = Path(root)
+    hits: list[Path] = []
+    seen: set[str] = set()
+    for folder, dirs, files in os.walk(root, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs.sort()
+        hits.extend(Path(folder) / name for name in dirs + files if fnmatch.fnmatchcase(name, pattern))
+    return sorted(hits)

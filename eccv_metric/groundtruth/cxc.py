@@ -4,7 +4,7 @@ CxC rates pairs of test-split items 0-5 (``agg_score``): caption-image
 (SITS), caption-caption (STS) and image-image (SIS). Keys in the CSVs:
 ``COCO_val2014:sentid:<caption id>`` and ``COCO_val2014_<12-digit image id>.jpg``.
 
-Retrieval positives (the CxC paper's thresholds, section 4): a caption-image
+Retrieval positives (the CxC paper's thresholds, section 3): a caption-image
 pair with SITS >= 3, a caption pair with STS >= 3, an image pair with SIS >= 2.5.
 Intramodal pairs are **undirected** by default: a pair is a positive of both
 its items, and a pair rated in both orders (SIS has 2,863 such pairs, 512 of
@@ -31,6 +31,7 @@ import numpy as np
 from eccv_metric.core.download import default_cache_dir
 from eccv_metric.core.download import download
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.files import find_below
 from eccv_metric.core.folder import is_built_folder
 from eccv_metric.core.folder import read_config
 from eccv_metric.core.ids import IdIndex
@@ -148,7 +149,7 @@ def load_ratings(kind: str, source: str | Path | None = None, cache_dir: str | P
     if path.is_file():
         return read_csv(path, kind)
     if path.is_dir() and not is_built_folder(path, "cxc_ratings"):
-        found = sorted(path.rglob(name))
+        found = find_below(path, name)
         if not found:
             raise EvaluationError(
                 f"{source}: neither a built dataset (data/cxc_ratings) nor a folder holding {name}; {MISSING_HINT}"

@@ -36,6 +36,7 @@ from eccv_metric.core.download import default_cache_dir
 from eccv_metric.core.download import download
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import preview
+from eccv_metric.core.files import find_below
 from eccv_metric.core.folder import is_built_folder
 from eccv_metric.core.folder import read_config
 from eccv_metric.core.ids import IdIndex
@@ -112,7 +113,7 @@ def _find(name: str, source: str | Path | None, cache_dir: str | Path | None) ->
             hint = f"give fg_source= (a folder holding {file} and the other {name} file, or a built dataset)"
             paths.append(download(FG_RAW + rel, cache / "fg" / file, sha256=SHA256[file], hint=hint))
             continue
-        found = sorted(Path(source).rglob(file)) if Path(source).is_dir() else []
+        found = find_below(source, file) if Path(source).is_dir() else []
         if not found:
             raise EvaluationError(
                 f"{source}: no {file} below it; give fg_source= (a folder holding the {name} sources "

@@ -216,3 +216,31 @@ def test_fold_predictions_score_coco_1k_only(pixel_build, mteb_runs, capsys):
     assert main([*base, "--metrics", "coco_1k_r1", "coco_1k_r5"]) == 0
     assert main([*base, "--ties", "stable", "--metrics", "coco_1k_r1"]) == 2
     assert "MTEB predictions hold no ranks" in capsys.readouterr().err
+
+
+def test_a_build_without_every_images_pixels_says_which_subsets_are_complete_and_why(built, tmp_path):
+    """43 of 5,000 images have pixels in ../shared/data: the build log and mteb's tasks() say what is missing
+    (pixels) and how to get it (--download, a val2014 folder or zip), not just that a subset is missing."""
+    lines: list[str] = []
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "captions_karpathy_test.json").symlink_to(SHARED / "coco" / "captions_karpathy_test.json")
+    (src / "coco").symlink_to(SHARED / "coco" / "val2014")  # a linked folder of the 43 images
+    build(tmp_path / "out", source_dir=src, configs=["positives", "captions", "images"], log=lines.append)
+    assert "MTEB subsets complete: 1 of 23 (coco_t2t-t2t)" in lines
+    pixels = next(line for line in lines if line.startswith("  not complete, coco_1k_fold0-i2t, "))
+    assert "and 15 more: qrels only: 4,957 of the 5,000 images have no pixels" in pixels
+    assert "build with --download or a source folder (or val2014.zip) holding every test image" in pixels
+    assert any(line.startswith("  not complete, cxc_graded-i2t,") and "CxC" in line for line in lines)
+
+    folder, _ = built  # tasks() runs in a subprocess: mteb stays out of this process
+    code = "from eccv_caption_dataset.mteb import tasks; import sys; tasks(sys.argv[1], names=['eccv-i2t'])"
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(folder)], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+    last = done.stderr.strip().splitlines()[-1]
+    assert done.returncode == 1 and last.startswith(f"eccv_metric.EvaluationError: {folder} has no complete subset"), (
+        last
+    )
+    assert "eccv-i2t: only its qrels are built: images it ranks have no pixels in this build" in last
+    assert "rebuild with --download, or --source-dir holding the val2014 folder or val2014.zip" in last

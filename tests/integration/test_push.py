@@ -214,3 +214,30 @@ def test_staged_space_runs_from_its_own_files(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], cwd=space, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().startswith("scored 2 i2t and 2 t2i ranked lists (partial")
+
+
+def test_a_real_build_is_a_build_and_a_changed_one_is_not(hub, dataset_dir, tmp_path):
+    from eccv_caption_dataset.push import check_build
+
+    files = check_build(dataset_dir)
+    assert files == sorted(p.relative_to(dataset_dir).as_posix() for p in dataset_dir.rglob("*") if p.is_file())
+    done = run_cli(["--dataset-dir", str(dataset_dir.parent), "--dataset-repo", "me/x", "--dry-run"], hub, tmp_path)
+    assert done.returncode == 2 and "is not a built dataset folder" in done.stderr and FakeHub.calls == []
+    assert "would upload" not in done.stdout
+    done = run_cli(["--dataset-dir", str(dataset_dir), "--dataset-repo", "eccv", "--dry-run"], hub, tmp_path)
+    assert done.returncode == 2 and "--dataset-repo 'eccv' is not a Hub repo id" in done.stderr
+
+
+def test_push_without_network_is_one_line_naming_what_failed(dataset_dir, tmp_path):
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on: connections are refused at once
+        sock.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    done = run_cli(["--dataset-dir", str(dataset_dir), "--dataset-repo", "me/x"], closed, tmp_path)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"error: push to dataset me/x failed: could not reach the Hub at {closed} (")
+    assert done.stderr.rstrip().endswith(
+        "check the network connection (and HF_ENDPOINT, HF_HUB_OFFLINE), then push again"
+    )

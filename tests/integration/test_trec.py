@@ -306,3 +306,21 @@ def test_a_tied_third_party_run_reads_by_rank_or_by_trec_eval(gt, tmp_path):
     assert tre[f"image-{image}"]["success_1"] == 0.0  # trec_eval ranks the other caption first
     with pytest.raises(EvaluationError, match="ties must be 'stable' or 'trec_eval'"):
         trec.read_run(path, "ranx")
+
+
+@pytest.mark.parametrize(("tied", "given_first_wins"), [(2, True), (15, True), (16, False), (200, False)])
+def test_ranx_keeps_the_given_order_of_tied_documents_only_for_short_runs(tied, given_first_wins):
+    """What the README says of ranx (0.3.x): it orders a query's documents with numba's ``np.argsort`` of the
+    negated scores, a quicksort that is not stable. Up to 15 tied documents keep the order given (the sort's
+    insertion sort); longer runs of ties come out in an order of the sort's making: with 200 tied documents,
+    the relevant one given first, hit_rate@1 is 0 (trec_eval: the largest id string; this project: the first)."""
+    docs = [f"caption-{1000 + i}" for i in range(tied)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = Run({"image-1": {doc: 1.0 for doc in docs}})
+        hit = ranx_evaluate(Qrels({"image-1": {docs[0]: 1}}), run, "hit_rate@1")
+        order = list(run.to_dict()["image-1"])
+    assert hit == (1.0 if given_first_wins else 0.0)
+    assert (order == docs) is given_first_wins
+    if tied == 16:
+        assert order[0] == docs[14]  # the 15th given is ranked first
