@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from eccv_metric.analysis import leaderboard
 from eccv_metric.analysis.compare import compare_files
@@ -119,21 +118,25 @@ def read_results(path: str) -> dict[str, dict[str, float]]:
     return out
 
 
-def _leaderboard(args: argparse.Namespace) -> dict[str, dict[str, float]]:
+def _leaderboard(args: argparse.Namespace) -> tuple[dict[str, dict[str, float]], list[str]]:
+    """The paper's table with the user's models (unique names, :func:`leaderboard.user_names`) and their names."""
     table = leaderboard.paper_table(leaderboard.paper_dir(args.paper_dir))
-    extra = {Path(p).stem: read_results(p) for p in args.extra}
+    names, notes = leaderboard.user_names(args.extra, list(table))
+    for note in notes:  # stderr when stdout carries JSON
+        print(note, file=sys.stderr if getattr(args, "format", "table") == "json" else sys.stdout)
+    extra = {name: read_results(str(path)) for name, path in names.items()}
     merged = leaderboard.merge(table, extra)
     for name in extra:
         if not merged[name]:
             raise EvaluationError(
                 f"{name}: no metric has both i2t and t2i values; the leaderboard ranks i2t/t2i averages"
             )
-    return merged
+    return merged, list(names)
 
 
 def run_correlate(args: argparse.Namespace) -> int:
     metrics = leaderboard.CORRELATE_METRICS
-    taus = tau_matrix(_leaderboard(args), metrics)
+    taus = tau_matrix(_leaderboard(args)[0], metrics)
     if args.format == "json":
         print(json.dumps(taus, indent=1))
     else:
@@ -157,14 +160,13 @@ def add_leaderboard(sub: argparse._SubParsersAction) -> None:
 
 def run_leaderboard(args: argparse.Namespace) -> int:
     metrics = leaderboard.CORRELATE_METRICS
-    table = _leaderboard(args)
+    table, yours = _leaderboard(args)
     order = sorted(table, key=lambda m: -table[m].get(args.sort, float("-inf")))
     print(f"{'model':<44}" + "".join(f" {leaderboard.LABELS[m]:>9}" for m in metrics))
     for model in order:
         cells = "".join(f" {table[model][m]:9.2f}" if m in table[model] else f" {'-':>9}" for m in metrics)
         print(f"{model[:43]:<44}{cells}")
-    for path in args.extra:
-        name = Path(path).stem
+    for name in yours:
         rank = leaderboard.ranks(table, name)
         shown_ranks = ", ".join(f"{m} #{rank[m]}" for m in metrics if m in rank)
         print(f"\n{name} ranks (of {len(table)}): {shown_ranks}")

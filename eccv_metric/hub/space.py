@@ -42,6 +42,7 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import in_words
 from eccv_metric.core.files import load_npy
 from eccv_metric.core.jsonio import parse_json
+from eccv_metric.core.options import bool_from_text
 from eccv_metric.formats.ids import load_ids
 from eccv_metric.formats.rankings import RANKINGS_FORMAT
 from eccv_metric.formats.rankings import load_rankings
@@ -244,7 +245,7 @@ def read_input(
             f"both an upload ('{LABELS['upload']}') and pasted rankings were given: clear one of them "
             "(the Space never picks one silently)"
         )
-    parts: dict[str, object] = {"normalize": bool(normalize)}
+    parts: dict[str, object] = {"normalize": bool_from_text(normalize, SPACE_WORDS["normalize"])}
     what = ""
     if text is not None:
         if len(text) > MAX_PASTE_CHARS:
@@ -306,6 +307,7 @@ def score(
     """Score what the boxes hold (see the module docstring); never raises."""
     try:
         started = time.perf_counter()
+        partial = bool_from_text(partial, SPACE_WORDS["partial"])  # "False" from an API client is False
         ks = parse_ks(ks_text)
         bench_names = _names(benchmarks, "benchmarks")
         for name in bench_names:

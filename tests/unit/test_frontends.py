@@ -1,0 +1,144 @@
+"""Issue 35 (round four), the front ends on the synthetic world: the Space's handler, the CLI and the evaluate
+module's glue read every option strictly, name their own boxes / flags / keywords, and never merge, drop or
+write what they cannot score."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from eccv_metric import Embeddings
+from eccv_metric import evaluate
+from eccv_metric.cli.main import main
+from eccv_metric.hub import space
+from tests.unit.world import make_world
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    return make_world(tmp_path_factory.mktemp("world"))
+
+
+@pytest.fixture(scope="module")
+def res(world):
+    return world.resources()
+
+
+@pytest.fixture()
+def world_space(monkeypatch, res):
+    """The Space's handler with the world's ground truth and sources."""
+    monkeypatch.setattr(space, "resources_for", lambda instances, sources: res)
+    return space
+
+
+def unequal_norms(world, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """Embeddings whose rows have very different norms: dot product and cosine rank differently."""
+    rng = np.random.default_rng(seed)
+    img = rng.standard_normal((len(world.image_ids), 6)) * rng.uniform(0.1, 10, (len(world.image_ids), 1))
+    cap = rng.standard_normal((len(world.caption_ids), 6)) * rng.uniform(0.1, 10, (len(world.caption_ids), 1))
+    return img, cap
+
+
+# 1. booleans are parsed strictly -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["False", "false", "FALSE", False])
+def test_space_normalize_false_as_text_is_the_dot_product(world, res, world_space, tmp_path, text):
+    img, cap = unequal_norms(world)
+    np.save(tmp_path / "img.npy", img)
+    np.save(tmp_path / "cap.npy", cap)
+    names = ["coco_5k_r1", "coco_5k_r5"]
+    dot = evaluate(Embeddings(img, cap, normalize=False), names, resources=res).means()
+    cosine = evaluate(Embeddings(img, cap, normalize=True), names, resources=res).means()
+    assert dot != cosine  # the test can tell them apart
+    kwargs = {"image_embeddings": str(tmp_path / "img.npy"), "caption_embeddings": str(tmp_path / "cap.npy")}
+    got = world_space.score(metrics=names, normalize=text, **kwargs)
+    assert got.ok, got.message
+    assert got.means == dot
+    assert world_space.score(metrics=names, normalize="True", **kwargs).means == cosine
+
+
+@pytest.mark.parametrize("value", ["yes", "0", "", 1, None, "False!"])
+@pytest.mark.parametrize("box", ["normalize", "partial"])
+def test_space_other_booleans_are_one_line_naming_the_tick(world, world_space, tmp_path, box, value):
+    img, cap = unequal_norms(world)
+    np.save(tmp_path / "img.npy", img)
+    np.save(tmp_path / "cap.npy", cap)
+    got = world_space.score(
+        metrics=["coco_5k_r1"],
+        image_embeddings=str(tmp_path / "img.npy"),
+        caption_embeddings=str(tmp_path / "cap.npy"),
+        **{box: value},
+    )
+    assert not got.ok
+    assert space.LABELS[box] in got.message and "true or false" in got.message
+    assert "\n" not in got.message
+
+
+def test_space_partial_false_as_text_refuses_missing_queries(world, world_space):
+    some = {"i2t": {str(world.image_ids[0]): world.caption_ids[:5]}}
+    assert world_space.score(pasted=json.dumps(some), metrics=["coco_5k_r1"], partial="true").ok
+    got = world_space.score(pasted=json.dumps(some), metrics=["coco_5k_r1"], partial="False")
+    assert not got.ok  # read as true before: scored as partial
+
+
+@pytest.mark.parametrize("keyword", ["normalize", "partial"])
+def test_module_glue_refuses_text_booleans_naming_the_keyword(world, res, keyword):
+    from eccv_metric import EvaluationError
+    from eccv_metric.hub.evaluate_glue import compute
+
+    img, cap = unequal_norms(world)
+    parts = {"image_embeddings": img, "caption_embeddings": cap, "normalize": False}
+    options = {"partial": False}
+    (parts if keyword == "normalize" else options)[keyword] = "False"
+    with pytest.raises(EvaluationError, match=f"{keyword}.* must be True or False"):
+        compute({}, parts, ["coco_5k_r1"], (1,), res, **options)
+
+
+# 2. correlate / leaderboard: one row per model, never merged with the paper's -------------------------------
+
+
+def results_file(path: Path, value: np.ndarray) -> str:
+    """A results file of `evaluate -o` with every leaderboard metric at ``value`` (fractions)."""
+    names = ["eccv_map_at_r", "eccv_rprecision", "eccv_r1", "cxc_r1", "coco_5k_r1", "coco_5k_r5", "coco_5k_r10"]
+    names += ["coco_1k_r1", "coco_1k_r5", "coco_1k_r10", "pmrp"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({n: {"i2t": float(v), "t2i": float(v) / 2} for n, v in zip(names, value, strict=True)}))
+    return str(path)
+
+
+def correlate(capsys, *files: str) -> tuple[dict, str]:
+    assert main(["correlate", "--format", "json", "--with", *files]) == 0
+    out, err = capsys.readouterr()
+    return json.loads(out), err
+
+
+def test_correlate_a_file_named_like_a_paper_model_is_its_own_row(tmp_path, capsys):
+    values = np.linspace(0.9, 0.1, 11)  # a made-up model, unlike the paper's PCME
+    mine, _ = correlate(capsys, results_file(tmp_path / "a" / "mine.json", values))
+    pcme, err = correlate(capsys, results_file(tmp_path / "b" / "PCME.json", values))
+    assert pcme == mine  # the paper's PCME row is kept, the user's row added beside it
+    assert "PCME (yours)" in err and "one of the paper's models" in err
+
+
+def test_leaderboard_shows_the_paper_row_and_the_renamed_user_row(tmp_path, capsys):
+    path = results_file(tmp_path / "VSE++.json", np.linspace(0.9, 0.1, 11))
+    assert main(["leaderboard", "--with", path]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("VSE++") and " ranks " not in line]
+    assert len(rows) == 2 and any(r.startswith("VSE++ (yours)") for r in rows)
+    assert "VSE++ (yours) ranks (of 26)" in out
+    assert "note: " in out and "'VSE++ (yours)'" in out
+
+
+def test_two_user_files_with_one_name_are_an_error_naming_both(tmp_path, capsys):
+    a = results_file(tmp_path / "a" / "model.json", np.linspace(0.9, 0.1, 11))
+    b = results_file(tmp_path / "b" / "model.json", np.linspace(0.2, 0.8, 11))
+    for command in (["correlate"], ["leaderboard"]):
+        assert main([*command, "--with", a, b]) == 2
+        err = capsys.readouterr().err
+        assert a in err and b in err and "--with" in err
+        assert err.count("\n") == 1
