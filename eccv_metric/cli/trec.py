@@ -105,6 +105,9 @@ def run_export(args: argparse.Namespace) -> int:
             parts[direction] = trec.qrels_lines(lists, direction, grades)
     elif args.rankings:
         rankings = load_rankings(args.rankings)
+        for direction in directions:  # checked as evaluate checks them: no TREC line of an id it would refuse
+            if direction in rankings:
+                trec.check_lists(rankings[direction], gt, direction, args.rankings)
         parts = {d: trec.run_lines(rankings[d], d, args.tag) for d in directions if d in rankings}
     else:
         expected = "a .npy float matrix, scores[i, j] = similarity(image i, caption j)"

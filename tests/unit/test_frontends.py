@@ -142,3 +142,52 @@ def test_two_user_files_with_one_name_are_an_error_naming_both(tmp_path, capsys)
         err = capsys.readouterr().err
         assert a in err and b in err and "--with" in err
         assert err.count("\n") == 1
+
+
+# 3. export-trec writes only what evaluate would score -------------------------------------------------------
+
+
+@pytest.fixture()
+def world_cli(monkeypatch, res):
+    """The CLI's export-trec with the world's ground truth."""
+    import eccv_metric.cli.trec
+
+    monkeypatch.setattr(eccv_metric.cli.trec, "resources_of", lambda args: res)
+
+
+@pytest.mark.parametrize(
+    "bad, said",
+    [
+        (lambda c: [c[0], 424242], "not test-split captions: 424242"),  # an unknown id
+        (lambda c: [c[0], c[1], c[0]], "more than once"),
+        (lambda c: [c[0], None], "ranked ids must be integers"),
+        (lambda c: [c[0], [c[1]]], "ranked ids must be integers"),
+        (lambda c: [c[0], c[1] + 0.5], "ranked ids must be integers, got float64"),
+    ],
+)
+def test_export_trec_refuses_rankings_that_evaluate_refuses(world, res, world_cli, tmp_path, capsys, bad, said):
+    from eccv_metric import EvaluationError
+    from eccv_metric import Rankings
+
+    image = world.image_ids[1]
+    lists = {"i2t": {str(image): bad(world.caption_ids)}}
+    path = tmp_path / "rankings.json"
+    path.write_text(json.dumps(lists))
+    out = tmp_path / "run.trec"
+    assert main(["export-trec", "--rankings", str(path), "--direction", "i2t", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}: ") and said in err and err.count("\n") == 1
+    assert not out.exists() and not list(tmp_path.glob("*.trec*"))
+    with pytest.raises(EvaluationError):  # evaluate refuses the same lists
+        evaluate(Rankings(i2t={image: bad(world.caption_ids)}), ["coco_5k_r1"], resources=res, partial=True)
+
+
+def test_export_trec_still_writes_valid_partial_rankings(world, world_cli, tmp_path):
+    image = world.image_ids[1]
+    path = tmp_path / "rankings.json"
+    path.write_text(json.dumps({"i2t": {str(image): world.caption_ids[:3]}}))
+    out = tmp_path / "run.trec"
+    assert main(["export-trec", "--rankings", str(path), "--direction", "i2t", "-o", str(out), "-q"]) == 0
+    assert out.read_text().splitlines() == [
+        f"image-{image} Q0 caption-{c} {r} {4 - r} eccv_caption" for r, c in enumerate(world.caption_ids[:3], 1)
+    ]
