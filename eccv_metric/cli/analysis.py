@@ -12,6 +12,7 @@ from eccv_metric.analysis.report import scale_of
 from eccv_metric.analysis.report import shown
 from eccv_metric.analysis.stats import tau_matrix
 from eccv_metric.benchmarks.names import metric_info
+from eccv_metric.cli.common import non_negative_int
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import write_json_atomic
 from eccv_metric.core.jsonio import read_json
@@ -26,7 +27,7 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("b", help="per-query JSON of system B (the same metrics, the same queries)")
     p.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap / randomization samples (default 10000)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the intervals (default 0.95)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="seed of the resampling (default 0)")
     p.add_argument(
         "--method",
         choices=["randomization", "bootstrap"],
@@ -66,19 +67,26 @@ def run_compare(args: argparse.Namespace) -> int:
                 cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))
             )
         )
-    units = sorted({scale_of(r["metric"]) for r in rows})
-    note = (
-        f"{args.confidence:.0%} percentile bootstrap CIs ({args.n_resamples} resamples, seed {args.seed}); "
-        f"p: two-sided paired {args.method} test; p Holm: Holm-Bonferroni adjusted over the {len(rows)} rows; "
-        + ("fractions in percent, " if "fraction" in units else "")
-        + ("ranks as they are; " if "rank" in units else "")
-    )
-    if any(r["stratified"] for r in rows):
-        note += "COCO 1K resampled within its folds."
-    print(note.rstrip("; "))
+    print(footnote(args, rows))
     for metric, why in skipped.items():
         print(f"skipped {metric}: {why}")
     return 0
+
+
+def footnote(args: argparse.Namespace, rows: list[dict]) -> str:
+    """What the table's columns mean, as whole sentences."""
+    units = sorted({scale_of(r["metric"]) for r in rows})
+    shown_as = [w for unit, w in (("fraction", "fractions in percent"), ("rank", "ranks as they are")) if unit in units]
+    parts = [
+        f"{args.confidence:.0%} percentile bootstrap CIs ({args.n_resamples} resamples, seed {args.seed})",
+        f"p: two-sided paired {args.method} test",
+        f"p Holm: Holm-Bonferroni adjusted over the {len(rows)} row(s)",
+    ]
+    if shown_as:
+        parts.append("values: " + " and ".join(shown_as))
+    if any(r["stratified"] for r in rows):
+        parts.append("COCO 1K resampled within its folds")
+    return "; ".join(parts) + "."
 
 
 def _paper_args(p: argparse.ArgumentParser) -> None:

@@ -191,3 +191,126 @@ def test_export_trec_still_writes_valid_partial_rankings(world, world_cli, tmp_p
     assert out.read_text().splitlines() == [
         f"image-{image} Q0 caption-{c} {r} {4 - r} eccv_caption" for r, c in enumerate(world.caption_ids[:3], 1)
     ]
+
+
+# 6, 7. evaluate: --partial with a score input says it changes nothing; defaults follow the input's directions --
+
+
+@pytest.fixture()
+def world_evaluate(monkeypatch, res):
+    """The CLI's evaluate with the world's ground truth and sources."""
+    import eccv_metric.cli.evaluate
+
+    monkeypatch.setattr(eccv_metric.cli.evaluate, "resources_of", lambda args: res)
+
+
+def cli_json(capsys, *argv: str) -> tuple[dict, str]:
+    assert main(["evaluate", *argv, "--json"]) == 0
+    out, err = capsys.readouterr()
+    return json.loads(out), err
+
+
+def test_evaluate_partial_with_scores_prints_a_note_and_the_same_numbers(world, world_evaluate, tmp_path, capsys):
+    img, cap = unequal_norms(world)
+    np.save(tmp_path / "s.npy", img @ cap.T)
+    plain, err = cli_json(capsys, "--scores", str(tmp_path / "s.npy"), "--metrics", "coco_5k_r1")
+    assert "--partial" not in err  # (the random scores may add a chance-level warning line)
+    noted, err = cli_json(capsys, "--scores", str(tmp_path / "s.npy"), "--metrics", "coco_5k_r1", "--partial")
+    assert noted == plain
+    notes = [line for line in err.splitlines() if "--partial" in line]
+    assert len(notes) == 1 and notes[0].startswith("note: --partial changes nothing") and "--scores" in notes[0]
+
+
+def mteb_t2t(world, img_cap: np.ndarray, name: str) -> dict:
+    """MTEB predictions of one t2t subset: every caption query with every caption scored (itself included)."""
+    scores = img_cap @ img_cap.T
+    queries = {
+        f"caption-{q}": {f"caption-{d}": float(scores[a, b]) for b, d in enumerate(world.caption_ids)}
+        for a, q in enumerate(world.caption_ids)
+    }
+    return {"mteb_model_meta": {"model_name": "x/y", "revision": "1"}, name: {"test": queries}}
+
+
+def test_evaluate_t2t_mteb_predictions_default_to_their_subsets_benchmark(world, res, world_evaluate, tmp_path, capsys):
+    from eccv_metric.formats.mteb import read_predictions
+
+    _, cap = unequal_norms(world)
+    path = tmp_path / "coco_t2t_predictions.json"
+    path.write_text(json.dumps(mteb_t2t(world, cap, "coco_t2t-t2t")))
+    got, _ = cli_json(capsys, "--run", str(path))
+    assert got == evaluate(read_predictions(path), benchmarks=["coco_t2t"], resources=res).means()
+    assert set(got) == {"coco_t2t_r1", "coco_t2t_r5", "coco_t2t_r10"} and set(got["coco_t2t_r1"]) == {"t2t"}
+
+
+def test_evaluate_caption_embeddings_alone_default_to_the_t2t_benchmarks(world, res, world_evaluate, tmp_path, capsys):
+    _, cap = unequal_norms(world)
+    np.save(tmp_path / "cap.npy", cap)
+    got, _ = cli_json(capsys, "--caption-embeddings", str(tmp_path / "cap.npy"))
+    want = evaluate(Embeddings(None, cap), benchmarks=["cxc_t2t", "coco_t2t"], resources=res).means()
+    assert got == want and {m.split("_r")[0] for m in got} == {"cxc_t2t", "coco_t2t"}
+
+
+def test_evaluate_image_caption_inputs_keep_the_official_defaults(world, res, world_evaluate, tmp_path, capsys):
+    img, cap = unequal_norms(world)
+    np.save(tmp_path / "s.npy", img @ cap.T)
+    got, _ = cli_json(capsys, "--scores", str(tmp_path / "s.npy"))
+    assert set(got) == {"coco_1k_r1", "coco_5k_r1", "cxc_r1", "eccv_r1", "eccv_map_at_r"}
+
+
+# 5. compare: --seed named, the footnote whole sentences ----------------------------------------------------
+
+
+@pytest.fixture()
+def per_query_files(world, monkeypatch, tmp_path):
+    from eccv_metric.groundtruth.split import GroundTruth
+
+    monkeypatch.setattr(GroundTruth, "from_wheel", staticmethod(lambda: world.gt))
+    ids = world.image_ids
+    files = []
+    for shift in (0, 1):
+        values = {
+            "coco_5k_r1": {"i2t": {"query_ids": ids, "values": [float((k + shift) % 2) for k in range(len(ids))]}},
+            "coco_5k_meanr": {"i2t": {"query_ids": ids, "values": [float(1 + (k * 7 + shift) % 5) for k in range(20)]}},
+        }
+        files.append(tmp_path / f"{shift}.json")
+        files[-1].write_text(json.dumps(values))
+    return [str(f) for f in files]
+
+
+@pytest.mark.parametrize("seed", ["-1", "1.5", "x"])
+def test_compare_bad_seed_names_the_flag(per_query_files, capsys, seed):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["compare", *per_query_files, "--seed", seed])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1].startswith("eccv-caption compare: error: argument --seed: must be a whole number")
+
+
+def test_compare_footnote_is_whole_sentences(per_query_files, capsys):
+    assert main(["compare", *per_query_files, "--n-resamples", "200", "--seed", "3"]) == 0
+    note = capsys.readouterr().out.splitlines()[-1]
+    assert note.endswith("; values: fractions in percent and ranks as they are.")
+    assert note.startswith("95% percentile bootstrap CIs (200 resamples, seed 3); p: two-sided paired randomization")
+
+
+# 8. --cxc-source errors say that a folder of the CxC CSVs works ----------------------------------------------
+
+
+@pytest.mark.parametrize("source", ["missing", "not_csv", "empty"])
+def test_cxc_source_errors_name_a_folder_of_the_csvs(world, tmp_path, capsys, source):
+    from eccv_metric import Resources
+
+    path = tmp_path / source
+    if source == "not_csv":
+        path.write_text('{"i2t": {}}')
+    elif source == "empty":
+        path.mkdir()
+    resources = Resources(world.gt, cxc_source=path)
+    img, cap = unequal_norms(world)
+    from eccv_metric import EvaluationError
+
+    with pytest.raises(EvaluationError) as info:
+        evaluate(Embeddings(img, cap), ["cxc_t2t_r1"], resources=resources)
+    message = str(info.value)
+    assert str(path) in message and "a folder with the CxC CSVs sts_test.csv" in message
+    assert "\n" not in message
