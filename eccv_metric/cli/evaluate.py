@@ -32,7 +32,10 @@ from eccv_metric.core.view import DIRECTION_KINDS
 from eccv_metric.core.view import View
 from eccv_metric.formats.ids import load_ids
 from eccv_metric.formats.mteb import PredictionRankings
+from eccv_metric.formats.mteb import is_json_object
 from eccv_metric.formats.mteb import is_mteb_predictions
+from eccv_metric.formats.mteb import is_rankings_json
+from eccv_metric.formats.mteb import not_rankings
 from eccv_metric.formats.mteb import read_predictions
 from eccv_metric.formats.rankings import load_rankings
 from eccv_metric.formats.trec import TIES
@@ -156,6 +159,8 @@ def input_of(args: argparse.Namespace, resources: Resources) -> Rankings | Score
         return ScoreMatrix(demo_scores(resources.gt))
     if args.ties and not args.run:
         raise EvaluationError("--ties orders the equal scores of a --run file; the other inputs have no such choice")
+    if args.rankings and is_mteb_predictions(args.rankings):
+        raise not_rankings(args.rankings, "give it as --run")
     run = read_run_file(args.run, args.ties) if args.run else None
     rankings = load_rankings(args.rankings) if args.rankings else None
     if run is not None:
@@ -200,8 +205,13 @@ def default_benchmarks(source: object, resources: Resources) -> list[str]:
 
 
 def read_run_file(path: str, ties: str | None) -> dict | Rankings:
-    """``--run``: MTEB predictions (Rankings that know the galleries searched) or a TREC run (lists)."""
-    if is_mteb_predictions(path):
+    """``--run``: MTEB predictions (Rankings that know the galleries searched) or a TREC run (lists).
+
+    A JSON object is never read as a TREC run: it is MTEB predictions (their errors name a missing key) or
+    rankings given to the wrong flag (named)."""
+    if is_rankings_json(path):
+        raise EvaluationError(f"{path}: a rankings JSON, not a run: give it as --rankings")
+    if is_json_object(path):
         if ties == "stable":
             raise EvaluationError(
                 f"{path}: MTEB predictions hold no ranks: their ties are ordered as MTEB scored them (--ties trec_eval)"

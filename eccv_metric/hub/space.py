@@ -20,13 +20,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
+from typing import TypeVar
 
 from eccv_metric.analysis.report import directions_of
 from eccv_metric.analysis.report import scale_of
@@ -37,6 +40,7 @@ from eccv_metric.benchmarks.definitions import OFFICIAL_TARGETS
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.names import metric_info
 from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.core.download import default_cache_dir
 from eccv_metric.core.download import sha256_file
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import in_words
@@ -44,6 +48,8 @@ from eccv_metric.core.files import load_npy
 from eccv_metric.core.jsonio import parse_json
 from eccv_metric.core.options import bool_from_text
 from eccv_metric.formats.ids import load_ids
+from eccv_metric.formats.mteb import is_mteb_predictions
+from eccv_metric.formats.mteb import not_rankings
 from eccv_metric.formats.rankings import RANKINGS_FORMAT
 from eccv_metric.formats.rankings import load_rankings
 from eccv_metric.formats.rankings import rankings_from_json
@@ -53,6 +59,7 @@ from eccv_metric.inputs.given import Rankings
 from eccv_metric.measures.kinds import SCALE_NOTE
 from eccv_metric.measures.results import Results
 
+T = TypeVar("T")
 SOURCE_ENV = "ECCV_CAPTION_SOURCE_DIR"
 MAX_FILE_BYTES = 600 * 2**20  # a float32 5K x 25K matrix is 500 MB; an official top-100 rankings JSON ~25 MB
 MAX_PASTE_CHARS = 20 * 2**20
@@ -252,11 +259,15 @@ def read_input(
             raise EvaluationError(f"the pasted text is over {MAX_PASTE_CHARS // 2**20} MB: upload it as a file")
         parts["rankings"] = rankings_from_json(parse_json(text, "the pasted text", RANKINGS_FORMAT), "the pasted text")
     elif main is not None and _suffix(main) in RANKINGS_SUFFIXES:
-        parts["rankings"] = load_rankings(main)
+        if is_mteb_predictions(main):
+            cli = f"the Space does not read them: use the CLI, eccv-caption evaluate --run {main.name}"
+            raise EvaluationError(f"the '{LABELS['upload']}' box: {not_rankings(main.name, cli)}")
+        parts["rankings"] = in_box("upload", load_rankings, main)
     elif main is not None and _suffix(main) in RUN_SUFFIXES:
-        parts["rankings"] = read_run(main)
+        parts["rankings"] = in_box("upload", read_run, main)
     elif main is not None and _suffix(main) == ".npy":
-        parts["scores"] = load_npy(main, "a .npy float matrix, scores[i, j] = similarity(image i, caption j)")
+        expected = "a .npy float matrix, scores[i, j] = similarity(image i, caption j)"
+        parts["scores"] = in_box("upload", load_npy, main, expected)
         what = "the " + " x ".join(f"{n:,}" for n in parts["scores"].shape) + " score matrix"  # type: ignore[attr-defined]
     elif main is not None:
         raise EvaluationError(
@@ -274,11 +285,12 @@ def read_input(
         if path is None:
             continue
         if kind.endswith("_ids"):
-            parts[kind] = load_ids(path, kind.replace("_", " "))
+            parts[kind] = in_box(kind, load_ids, path, kind.replace("_", " "))
         elif _suffix(path) != ".npy":
             raise EvaluationError(f"the '{LABELS[kind]}' box: {path.name} is not a .npy file")
         else:
-            parts[kind] = load_npy(path, f"a .npy float array ({kind.split('_')[0]}s x dimensions)")
+            expected = f"a .npy float array ({kind.split('_')[0]}s x dimensions)"
+            parts[kind] = in_box(kind, load_npy, path, expected)
     source = input_from_parts(parts, SPACE_WORDS)
     if "rankings" in parts:
         lists: dict = parts["rankings"]  # type: ignore[assignment]
@@ -287,6 +299,25 @@ def read_input(
         given = [k for k in ("image_embeddings", "caption_embeddings") if k in parts]
         what = " and ".join(f"{len(parts[k]):,} {k.split('_')[0]}" for k in given) + " embeddings"  # type: ignore[arg-type]
     return source, what
+
+
+def in_box(label: str, read: Callable[..., T], *args: object) -> T:
+    """``read(*args)``; its error names the box (``LABELS[label]``) first."""
+    try:
+        return read(*args)
+    except EvaluationError as exc:
+        raise EvaluationError(f"the '{LABELS[label]}' box: {exc}") from None
+
+
+def hide_paths(message: str) -> str:
+    """``message`` without the server's folders: a path under the temporary folder (gradio's uploads, the
+    uploaded sources' folder), the download cache or ``ECCV_CAPTION_SOURCE_DIR`` becomes its file name."""
+    roots = {tempfile.gettempdir(), str(default_cache_dir())}
+    roots |= {os.environ[name] for name in ("GRADIO_TEMP_DIR", SOURCE_ENV) if os.environ.get(name)}
+    roots |= {os.path.realpath(r) for r in roots}
+    for root in sorted(roots, key=len, reverse=True):
+        message = re.sub(re.escape(root.rstrip("/\\")) + r"(?:[/\\][^\s/\\'\"]+)*[/\\]([^\s/\\'\"]+)", r"\1", message)
+    return message
 
 
 def score(
@@ -332,13 +363,12 @@ def score(
             results = run(False)
         return done(results, f"scored {what}", is_partial, time.perf_counter() - started)
     except (EvaluationError, ValueError, OSError, RecursionError) as exc:
-        return Scored(False, "error: " + in_words(exc, SPACE_WORDS))
+        return Scored(False, "error: " + hide_paths(in_words(exc, SPACE_WORDS)))
     except MemoryError:
         return Scored(False, "error: out of memory: give a smaller input, or use the CLI on a bigger machine")
     except Exception as exc:  # a bug: still one line, never a traceback on the page
-        return Scored(
-            False, f"error: internal error ({type(exc).__name__}: {in_words(exc, SPACE_WORDS)}); please report it"
-        )
+        said = hide_paths(in_words(exc, SPACE_WORDS))
+        return Scored(False, f"error: internal error ({type(exc).__name__}: {said}); please report it")
 
 
 def done(results: Results, status: str, is_partial: bool, seconds: float) -> Scored:

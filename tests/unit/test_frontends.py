@@ -314,3 +314,71 @@ def test_cxc_source_errors_name_a_folder_of_the_csvs(world, tmp_path, capsys, so
     message = str(info.value)
     assert str(path) in message and "a folder with the CxC CSVs sts_test.csv" in message
     assert "\n" not in message
+
+
+# 4. MTEB predictions where rankings are expected, and predictions without their metadata ---------------------
+
+
+def test_mteb_predictions_given_as_rankings_name_the_run_flag(world, world_evaluate, world_cli, tmp_path, capsys):
+    _, cap = unequal_norms(world)
+    path = tmp_path / "coco_t2t_predictions.json"
+    path.write_text(json.dumps(mteb_t2t(world, cap, "coco_t2t-t2t")))
+    assert main(["evaluate", "--rankings", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}: MTEB predictions") and err.rstrip().endswith("give it as --run")
+    assert main(["export-trec", "--rankings", str(path), "-o", str(tmp_path / "run.trec")]) == 2
+    assert "evaluate --run" in capsys.readouterr().err
+    got = space.score(upload=str(path), metrics=["coco_t2t_r1"])
+    assert not got.ok and space.LABELS["upload"] in got.message
+    assert "MTEB predictions" in got.message and "eccv-caption evaluate --run coco_t2t_predictions.json" in got.message
+    assert str(tmp_path) not in got.message
+
+
+def test_mteb_predictions_without_metadata_name_the_missing_key(world, world_evaluate, tmp_path, capsys):
+    _, cap = unequal_norms(world)
+    body = mteb_t2t(world, cap, "coco_t2t-t2t")
+    del body["mteb_model_meta"]
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(body))
+    assert main(["evaluate", "--run", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "no 'mteb_model_meta' key" in err and "6 fields" not in err and err.count("\n") == 1
+    rankings = tmp_path / "r.json"
+    rankings.write_text(json.dumps({"t2t": {str(world.caption_ids[0]): world.caption_ids[1:4]}}))
+    assert main(["evaluate", "--run", str(rankings)]) == 2
+    assert capsys.readouterr().err == f"error: {rankings}: a rankings JSON, not a run: give it as --rankings\n"
+
+
+# 10. the Space's upload errors: the box's name, never the server's path, never allow_pickle --------------------
+
+
+@pytest.mark.parametrize("box", ["upload", "image_embeddings", "image_ids"])
+@pytest.mark.parametrize("content", ["objects", "not_npy"])
+def test_space_bad_npy_names_the_box_not_the_path_nor_pickle(world, world_space, tmp_path, box, content):
+    path = tmp_path / "server" / "tmp" / "upload.npy"
+    path.parent.mkdir(parents=True)
+    if content == "objects":
+        np.save(path, np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
+    else:
+        path.write_bytes(b"\x80\x04K\x01.")  # a pickle: numpy's text would advise allow_pickle
+    img, cap = unequal_norms(world)
+    np.save(tmp_path / "cap.npy", cap)
+    np.save(tmp_path / "scores.npy", img @ cap.T)
+    boxes = {
+        "upload": {"upload": str(path)},
+        "image_ids": {"upload": str(tmp_path / "scores.npy"), "image_ids": str(path)},
+    }
+    kwargs = boxes.get(box, {"image_embeddings": str(path), "caption_embeddings": str(tmp_path / "cap.npy")})
+    got = world_space.score(metrics=["coco_5k_r1"], **kwargs)
+    assert not got.ok
+    assert got.message.startswith(f"error: the '{space.LABELS[box]}' box: upload.npy: ")
+    assert str(tmp_path) not in got.message and "/server/" not in got.message
+    assert "pickle" not in got.message.lower() and "\n" not in got.message
+
+
+def test_space_hides_server_folders_but_not_urls():
+    import tempfile
+
+    root = tempfile.gettempdir()
+    said = space.hide_paths(f"{root}/gradio/ab12/my file.json: bad; see https://example.org/a/b.csv")
+    assert said == "my file.json: bad; see https://example.org/a/b.csv"
