@@ -382,3 +382,22 @@ def test_space_hides_server_folders_but_not_urls():
     root = tempfile.gettempdir()
     said = space.hide_paths(f"{root}/gradio/ab12/my file.json: bad; see https://example.org/a/b.csv")
     assert said == "my file.json: bad; see https://example.org/a/b.csv"
+
+
+# 9. the evaluate module's unknown keywords (the real evaluate.load: tests/integration/test_evaluate_module.py) --
+
+
+def test_module_keywords_outside_compute_are_named_with_the_accepted_ones():
+    from eccv_metric import EvaluationError
+    from eccv_metric.hub.evaluate_glue import check_keywords
+
+    def _compute(self, predictions, references, directions, scores=None, Ks=(1, 5, 10)):  # noqa: N803
+        raise AssertionError("not called")
+
+    check_keywords(["scores", "Ks", "directions"], _compute)
+    with pytest.raises(EvaluationError) as info:
+        check_keywords(["Ks", "k", "normalise"], _compute)
+    assert str(info.value) == (
+        "Bad inputs for evaluation module: ['k', 'normalise']; compute() takes predictions, references, directions, "
+        "scores, Ks"
+    )
