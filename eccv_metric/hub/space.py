@@ -20,16 +20,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import tempfile
 import time
 from collections import OrderedDict
-from collections.abc import Callable
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
-from typing import TypeVar
 
 from eccv_metric.analysis.report import directions_of
 from eccv_metric.analysis.report import scale_of
@@ -40,7 +37,6 @@ from eccv_metric.benchmarks.definitions import OFFICIAL_TARGETS
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.names import metric_info
 from eccv_metric.benchmarks.resources import Resources
-from eccv_metric.core.download import default_cache_dir
 from eccv_metric.core.download import sha256_file
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import in_words
@@ -54,13 +50,17 @@ from eccv_metric.formats.rankings import RANKINGS_FORMAT
 from eccv_metric.formats.rankings import load_rankings
 from eccv_metric.formats.rankings import rankings_from_json
 from eccv_metric.formats.trec import read_run
+from eccv_metric.hub.space_words import LABELS
+from eccv_metric.hub.space_words import SOURCE_ENV
+from eccv_metric.hub.space_words import SPACE_WORDS
+from eccv_metric.hub.space_words import hide_paths
+from eccv_metric.hub.space_words import in_box
+from eccv_metric.hub.space_words import note_in_space_words
 from eccv_metric.inputs.choose import input_from_parts
 from eccv_metric.inputs.given import Rankings
 from eccv_metric.measures.kinds import SCALE_NOTE
 from eccv_metric.measures.results import Results
 
-T = TypeVar("T")
-SOURCE_ENV = "ECCV_CAPTION_SOURCE_DIR"
 MAX_FILE_BYTES = 600 * 2**20  # a float32 5K x 25K matrix is 500 MB; an official top-100 rankings JSON ~25 MB
 MAX_PASTE_CHARS = 20 * 2**20
 MAX_KS = 10
@@ -70,44 +70,6 @@ MAX_SOURCES = 10
 RANKINGS_SUFFIXES = (".json",)
 RUN_SUFFIXES = (".trec", ".run", ".txt", ".tsv")
 
-# the boxes of the Space, as users read them (app.py labels its components with these)
-LABELS = {
-    "upload": "rankings .json, TREC run (.trec / .txt) or score matrix .npy",
-    "pasted": "or paste rankings JSON",
-    "image_embeddings": "image embeddings .npy",
-    "caption_embeddings": "caption embeddings .npy",
-    "normalize": "cosine similarity (normalize the embeddings)",
-    "image_ids": "image ids of the rows (.npy, .json or text)",
-    "caption_ids": "caption ids of the rows / columns (.npy, .json or text)",
-    "instances": "COCO instances JSON (PMRP)",
-    "sources": "benchmark source files (CxC CSVs, FG annotation + file-name lists)",
-    "benchmarks": "benchmarks",
-    "metrics": "metrics (empty: the benchmarks' defaults)",
-    "ks": "Ks for *_recalls",
-    "partial": "score only the queries given (partial rankings)",
-}
-# the library's keywords in the Space's words (core.errors.in_words; inputs.choose.input_from_parts)
-SPACE_WORDS = {
-    "rankings": f"rankings (the '{LABELS['upload']}' box or the pasted text)",
-    "scores": f"a score matrix .npy (the '{LABELS['upload']}' box)",
-    "caption_scores": "a captions x captions matrix (not taken here: use the CLI's --caption-scores)",
-    "image_scores": "an images x images matrix (not taken here: use the CLI's --image-scores)",
-    "image_embeddings": f"the '{LABELS['image_embeddings']}' box",
-    "caption_embeddings": f"the '{LABELS['caption_embeddings']}' box",
-    "image_ids": f"the '{LABELS['image_ids']}' box",
-    "caption_ids": f"the '{LABELS['caption_ids']}' box",
-    "normalize": f"the '{LABELS['normalize']}' tick",
-    "instances_json": f"a file in the '{LABELS['instances']}' box",
-    "cxc_source": f"the files in the '{LABELS['sources']}' box",
-    "fg_source": f"the files in the '{LABELS['sources']}' box",
-    "target_metrics": "the 'metrics' box",
-    "metrics": "the 'metrics' box",
-    "benchmark": "the 'benchmarks' box",
-    "benchmarks": "the 'benchmarks' box",
-    "Ks": "the 'Ks' box",
-    "ks": "the 'Ks' box",
-    "partial": f"the '{LABELS['partial']}' tick",
-}
 # A small real example (partial): two ECCV Caption image queries and two caption queries of the test split,
 # each list holding the query's ECCV positives with one negative at rank 2.
 EXAMPLE = json.dumps(
@@ -301,25 +263,6 @@ def read_input(
     return source, what
 
 
-def in_box(label: str, read: Callable[..., T], *args: object) -> T:
-    """``read(*args)``; its error names the box (``LABELS[label]``) first."""
-    try:
-        return read(*args)
-    except EvaluationError as exc:
-        raise EvaluationError(f"the '{LABELS[label]}' box: {exc}") from None
-
-
-def hide_paths(message: str) -> str:
-    """``message`` without the server's folders: a path under the temporary folder (gradio's uploads, the
-    uploaded sources' folder), the download cache or ``ECCV_CAPTION_SOURCE_DIR`` becomes its file name."""
-    roots = {tempfile.gettempdir(), str(default_cache_dir())}
-    roots |= {os.environ[name] for name in ("GRADIO_TEMP_DIR", SOURCE_ENV) if os.environ.get(name)}
-    roots |= {os.path.realpath(r) for r in roots}
-    for root in sorted(roots, key=len, reverse=True):
-        message = re.sub(re.escape(root.rstrip("/\\")) + r"(?:[/\\][^\s/\\'\"]+)*[/\\]([^\s/\\'\"]+)", r"\1", message)
-    return message
-
-
 def score(
     upload: object = None,
     pasted: object = "",
@@ -393,7 +336,7 @@ def done(results: Results, status: str, is_partial: bool, seconds: float) -> Sco
     ]
     if is_partial:
         status += " (partial: means over the queries given only, not comparable with full results)"
-    notes = [str(n) for n in getattr(results, "notes", []) or []]
+    notes = [note_in_space_words(str(n)) for n in getattr(results, "notes", []) or []]
     message = "; ".join([f"{status} in {seconds:.1f} s", *notes])
     return Scored(True, message, ["metric", *directions, "unit"], rows, curves, json.dumps(means, indent=2), means)
 

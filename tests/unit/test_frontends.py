@@ -14,6 +14,9 @@ from eccv_metric import Embeddings
 from eccv_metric import evaluate
 from eccv_metric.cli.main import main
 from eccv_metric.hub import space
+from eccv_metric.hub.space_words import hide_paths
+from eccv_metric.hub.space_words import note_in_space_words
+from eccv_metric.hub.space_words import plot_points
 from tests.unit.world import make_world
 
 
@@ -380,7 +383,7 @@ def test_space_hides_server_folders_but_not_urls():
     import tempfile
 
     root = tempfile.gettempdir()
-    said = space.hide_paths(f"{root}/gradio/ab12/my file.json: bad; see https://example.org/a/b.csv")
+    said = hide_paths(f"{root}/gradio/ab12/my file.json: bad; see https://example.org/a/b.csv")
     assert said == "my file.json: bad; see https://example.org/a/b.csv"
 
 
@@ -401,3 +404,47 @@ def test_module_keywords_outside_compute_are_named_with_the_accepted_ones():
         "Bad inputs for evaluation module: ['k', 'normalise']; compute() takes predictions, references, directions, "
         "scores, Ks"
     )
+
+
+# 11. the Space's R@K plot: the Ks given only; its chance note in the Space's words -----------------------------
+
+
+def test_space_plot_has_the_given_ks_only_in_numeric_order(world, world_space, tmp_path):
+    img, cap = unequal_norms(world)
+    np.save(tmp_path / "s.npy", img @ cap.T)
+    got = world_space.score(upload=str(tmp_path / "s.npy"), metrics=["coco_5k_recalls"], ks_text="10 1 5 2")
+    assert got.ok, got.message
+    points, order = plot_points(got.curves)
+    assert order == ["1", "2", "5", "10"]  # numeric, not "1", "10", "2", "5"
+    assert {p["K"] for p in points} == set(order) and all(isinstance(p["K"], str) for p in points)
+    assert sorted((int(p["K"]), p["series"]) for p in points) == sorted(
+        (k, f"coco_5k {d}") for k in (1, 2, 5, 10) for d in ("i2t", "t2i")
+    )
+
+
+@pytest.mark.parametrize(
+    "note",
+    [  # the note before issue 35, and as reworded there (api/chance.py)
+        "t2i: every R@K is at chance level (coco_5k_r1 = 0.0100 (random rankings: 0.0100)): likely a row order or id "
+        "mix-up: give image_ids / caption_ids (CLI: --image-ids / --caption-ids)",
+        "t2i: numbers at chance level (coco_5k_r1 = 0.01 (random rankings: 0.01)); common causes: rows not in the "
+        "order of the benchmark's ids (give image_ids / caption_ids; CLI: --image-ids / --caption-ids), a model that "
+        "was not trained",
+    ],
+)
+def test_space_chance_note_names_the_boxes_not_the_cli(note):
+    said = note_in_space_words(note)
+    assert "CLI" not in said and "--" not in said and "image_ids" not in said
+    assert f"files in the '{space.LABELS['image_ids']}' and '{space.LABELS['caption_ids']}' boxes" in said
+    assert said.count("(") == said.count(")")
+
+
+def test_space_chance_note_of_shuffled_rows_names_the_boxes(world, world_space, tmp_path):
+    rng = np.random.default_rng(0)
+    img, cap = unequal_norms(world)
+    cap = cap + 3 * img[[world.image_ids.index(world.caption_image[c]) for c in world.caption_ids]]
+    np.save(tmp_path / "s.npy", (img @ cap.T)[:, rng.permutation(len(world.caption_ids))])  # columns shuffled
+    got = world_space.score(upload=str(tmp_path / "s.npy"), metrics=["coco_5k_recalls"])
+    assert got.ok and "chance level" in got.message, got.message
+    assert "CLI" not in got.message and "--image-ids" not in got.message
+    assert space.LABELS["caption_ids"] in got.message
