@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from eccv_metric.analysis import leaderboard
 from eccv_metric.analysis.compare import compare_files
@@ -13,6 +12,7 @@ from eccv_metric.analysis.report import scale_of
 from eccv_metric.analysis.report import shown
 from eccv_metric.analysis.stats import tau_matrix
 from eccv_metric.benchmarks.names import metric_info
+from eccv_metric.cli.common import non_negative_int
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import write_json_atomic
 from eccv_metric.core.jsonio import read_json
@@ -27,7 +27,7 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("b", help="per-query JSON of system B (the same metrics, the same queries)")
     p.add_argument("--n-resamples", type=int, default=10_000, help="bootstrap / randomization samples (default 10000)")
     p.add_argument("--confidence", type=float, default=0.95, help="confidence of the intervals (default 0.95)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the resampling (default 0)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="seed of the resampling (default 0)")
     p.add_argument(
         "--method",
         choices=["randomization", "bootstrap"],
@@ -67,19 +67,26 @@ def run_compare(args: argparse.Namespace) -> int:
                 cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))
             )
         )
-    units = sorted({scale_of(r["metric"]) for r in rows})
-    note = (
-        f"{args.confidence:.0%} percentile bootstrap CIs ({args.n_resamples} resamples, seed {args.seed}); "
-        f"p: two-sided paired {args.method} test; p Holm: Holm-Bonferroni adjusted over the {len(rows)} rows; "
-        + ("fractions in percent, " if "fraction" in units else "")
-        + ("ranks as they are; " if "rank" in units else "")
-    )
-    if any(r["stratified"] for r in rows):
-        note += "COCO 1K resampled within its folds."
-    print(note.rstrip("; "))
+    print(footnote(args, rows))
     for metric, why in skipped.items():
         print(f"skipped {metric}: {why}")
     return 0
+
+
+def footnote(args: argparse.Namespace, rows: list[dict]) -> str:
+    """What the table's columns mean, as whole sentences."""
+    units = sorted({scale_of(r["metric"]) for r in rows})
+    shown_as = [w for unit, w in (("fraction", "fractions in percent"), ("rank", "ranks as they are")) if unit in units]
+    parts = [
+        f"{args.confidence:.0%} percentile bootstrap CIs ({args.n_resamples} resamples, seed {args.seed})",
+        f"p: two-sided paired {args.method} test",
+        f"p Holm: Holm-Bonferroni adjusted over the {len(rows)} row(s)",
+    ]
+    if shown_as:
+        parts.append("values: " + " and ".join(shown_as))
+    if any(r["stratified"] for r in rows):
+        parts.append("COCO 1K resampled within its folds")
+    return "; ".join(parts) + "."
 
 
 def _paper_args(p: argparse.ArgumentParser) -> None:
@@ -119,21 +126,25 @@ def read_results(path: str) -> dict[str, dict[str, float]]:
     return out
 
 
-def _leaderboard(args: argparse.Namespace) -> dict[str, dict[str, float]]:
+def _leaderboard(args: argparse.Namespace) -> tuple[dict[str, dict[str, float]], list[str]]:
+    """The paper's table with the user's models (unique names, :func:`leaderboard.user_names`) and their names."""
     table = leaderboard.paper_table(leaderboard.paper_dir(args.paper_dir))
-    extra = {Path(p).stem: read_results(p) for p in args.extra}
+    names, notes = leaderboard.user_names(args.extra, list(table))
+    for note in notes:  # stderr when stdout carries JSON
+        print(note, file=sys.stderr if getattr(args, "format", "table") == "json" else sys.stdout)
+    extra = {name: read_results(str(path)) for name, path in names.items()}
     merged = leaderboard.merge(table, extra)
     for name in extra:
         if not merged[name]:
             raise EvaluationError(
                 f"{name}: no metric has both i2t and t2i values; the leaderboard ranks i2t/t2i averages"
             )
-    return merged
+    return merged, list(names)
 
 
 def run_correlate(args: argparse.Namespace) -> int:
     metrics = leaderboard.CORRELATE_METRICS
-    taus = tau_matrix(_leaderboard(args), metrics)
+    taus = tau_matrix(_leaderboard(args)[0], metrics)
     if args.format == "json":
         print(json.dumps(taus, indent=1))
     else:
@@ -157,14 +168,13 @@ def add_leaderboard(sub: argparse._SubParsersAction) -> None:
 
 def run_leaderboard(args: argparse.Namespace) -> int:
     metrics = leaderboard.CORRELATE_METRICS
-    table = _leaderboard(args)
+    table, yours = _leaderboard(args)
     order = sorted(table, key=lambda m: -table[m].get(args.sort, float("-inf")))
     print(f"{'model':<44}" + "".join(f" {leaderboard.LABELS[m]:>9}" for m in metrics))
     for model in order:
         cells = "".join(f" {table[model][m]:9.2f}" if m in table[model] else f" {'-':>9}" for m in metrics)
         print(f"{model[:43]:<44}{cells}")
-    for path in args.extra:
-        name = Path(path).stem
+    for name in yours:
         rank = leaderboard.ranks(table, name)
         shown_ranks = ", ".join(f"{m} #{rank[m]}" for m in metrics if m in rank)
         print(f"\n{name} ranks (of {len(table)}): {shown_ranks}")

@@ -49,6 +49,13 @@ def positive_int(text: str) -> int:
     return int(text)
 
 
+def non_negative_int(text: str) -> int:
+    """An argparse type: a whole number >= 0 in ASCII digits (a seed)."""
+    if not (text.isascii() and text.isdigit()):
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, not {text!r}")
+    return int(text)
+
+
 def add_quiet(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--quiet", "-q", action="store_true", help="no progress bars and no status lines (errors still print)"

@@ -16,8 +16,10 @@ from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.docs import sizes
 from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.benchmarks.subsets import subset
 from eccv_metric.cli.common import CLI_WORDS
 from eccv_metric.cli.common import add_quiet
+from eccv_metric.cli.common import non_negative_int
 from eccv_metric.cli.common import positive_int
 from eccv_metric.cli.common import say
 from eccv_metric.core import progress
@@ -26,8 +28,14 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import check_output_path
 from eccv_metric.core.files import load_npy
 from eccv_metric.core.files import write_json_atomic
+from eccv_metric.core.view import DIRECTION_KINDS
+from eccv_metric.core.view import View
 from eccv_metric.formats.ids import load_ids
+from eccv_metric.formats.mteb import PredictionRankings
+from eccv_metric.formats.mteb import is_json_object
 from eccv_metric.formats.mteb import is_mteb_predictions
+from eccv_metric.formats.mteb import is_rankings_json
+from eccv_metric.formats.mteb import not_rankings
 from eccv_metric.formats.mteb import read_predictions
 from eccv_metric.formats.rankings import load_rankings
 from eccv_metric.formats.trec import TIES
@@ -86,7 +94,7 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fg-source", help="MSCOCO-FG / Flickr30K-FG files or a built dataset (default: download)")
     p.add_argument("--source-dir", help="a folder searched for both the CxC CSVs and the FG files")
     p.add_argument("--n-resamples", type=int, default=1000, help="bootstrap samples of cxc_*_spearman (default 1000)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the cxc_*_spearman bootstrap")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="seed of the cxc_*_spearman bootstrap")
     p.add_argument("--partial", action="store_true", help="ranked lists: score only the queries given")
     p.add_argument(
         "--ties",
@@ -151,6 +159,8 @@ def input_of(args: argparse.Namespace, resources: Resources) -> Rankings | Score
         return ScoreMatrix(demo_scores(resources.gt))
     if args.ties and not args.run:
         raise EvaluationError("--ties orders the equal scores of a --run file; the other inputs have no such choice")
+    if args.rankings and is_mteb_predictions(args.rankings):
+        raise not_rankings(args.rankings, "give it as --run")
     run = read_run_file(args.run, args.ties) if args.run else None
     rankings = load_rankings(args.rankings) if args.rankings else None
     if run is not None:
@@ -170,9 +180,38 @@ def input_of(args: argparse.Namespace, resources: Resources) -> Rankings | Score
     return run if isinstance(run, Rankings) else source
 
 
+PARTIAL_NOTE = (
+    "note: --partial changes nothing here: a score matrix or embeddings (--scores, --image-embeddings / "
+    "--caption-embeddings, --caption-scores, --image-scores) rank every query against the whole gallery; --partial "
+    "is for ranked lists (--rankings / --run) that leave queries out"
+)
+
+
+def default_benchmarks(source: object, resources: Resources) -> list[str]:
+    """The benchmarks scored when neither --metrics nor --benchmarks is given, following the directions the input
+    gives: none (the official defaults) when it gives i2t or t2i over the whole gallery; else the benchmarks of
+    MTEB predictions' subsets (e.g. cxc_t2t, coco_1k folds), or every ranking benchmark of the intramodal
+    directions given (t2t: coco_t2t, cxc_t2t; i2i: cxc_i2i)."""
+    collection = resources.collection("coco_5k")
+    given = [d for d in DIRECTION_KINDS if source.cannot(View(d, collection)) is None]  # type: ignore[attr-defined]
+    if isinstance(source, PredictionRankings):
+        if set(source.raw) <= {"i2t", "t2i"} and set(given) == set(source.raw):  # whole-gallery image-caption
+            return []
+        names = [subset(name).benchmark for _, subset_names in source.restrictions.values() for name in subset_names]
+        return list(dict.fromkeys(names))
+    if not given or any(d in given for d in ("i2t", "t2i")):
+        return []
+    return [b.name for b in REGISTRY if set(b.directions) <= set(given) and "spearman" not in b.default]
+
+
 def read_run_file(path: str, ties: str | None) -> dict | Rankings:
-    """``--run``: MTEB predictions (Rankings that know the galleries searched) or a TREC run (lists)."""
-    if is_mteb_predictions(path):
+    """``--run``: MTEB predictions (Rankings that know the galleries searched) or a TREC run (lists).
+
+    A JSON object is never read as a TREC run: it is MTEB predictions (their errors name a missing key) or
+    rankings given to the wrong flag (named)."""
+    if is_rankings_json(path):
+        raise EvaluationError(f"{path}: a rankings JSON, not a run: give it as --rankings")
+    if is_json_object(path):
         if ties == "stable":
             raise EvaluationError(
                 f"{path}: MTEB predictions hold no ranks: their ties are ordered as MTEB scored them (--ties trec_eval)"
@@ -192,8 +231,12 @@ def run_evaluate(args: argparse.Namespace) -> int:
     check_output_path(args.per_query)
     resources = resources_of(args)
     source = input_of(args, resources)
+    if args.partial and not isinstance(source, Rankings):  # a standing decision: partial is about ranked lists
+        print(PARTIAL_NOTE, file=sys.stderr)
     benchmarks = [b for b in args.benchmarks or () if b != "eccv_caption"]
     metrics = list(args.metrics or ())
+    if not metrics and not benchmarks and "eccv_caption" not in (args.benchmarks or ()):
+        benchmarks = default_benchmarks(source, resources)
     if "eccv_caption" in (args.benchmarks or ()) or (not metrics and not benchmarks):
         metrics += list(DEFAULT_TARGETS)
     with warnings.catch_warnings():  # the notes are printed below, in the CLI's words

@@ -22,6 +22,8 @@ from eccv_metric.core.files import check_output_path
 from eccv_metric.core.files import load_npy
 from eccv_metric.formats import trec
 from eccv_metric.formats.ids import load_ids
+from eccv_metric.formats.mteb import is_mteb_predictions
+from eccv_metric.formats.mteb import not_rankings
 from eccv_metric.formats.rankings import load_rankings
 from eccv_metric.formats.rankings import write_rankings
 from eccv_metric.inputs.matrix import ScoreMatrix
@@ -104,7 +106,12 @@ def run_export(args: argparse.Namespace) -> int:
             grades = trec.cxc_grades(resources.ratings("sits"), direction) if args.qrels == "cxc_graded" else None
             parts[direction] = trec.qrels_lines(lists, direction, grades)
     elif args.rankings:
+        if is_mteb_predictions(args.rankings):
+            raise not_rankings(args.rankings, "`eccv-caption evaluate --run` scores them; export-trec takes rankings")
         rankings = load_rankings(args.rankings)
+        for direction in directions:  # checked as evaluate checks them: no TREC line of an id it would refuse
+            if direction in rankings:
+                trec.check_lists(rankings[direction], gt, direction, args.rankings)
         parts = {d: trec.run_lines(rankings[d], d, args.tag) for d in directions if d in rankings}
     else:
         expected = "a .npy float matrix, scores[i, j] = similarity(image i, caption j)"

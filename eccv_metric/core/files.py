@@ -119,8 +119,19 @@ def load_npy(path: str | Path, expected: str) -> np.ndarray:
     except (OSError, ValueError, EOFError) as exc:
         with open(path, "rb") as fin:
             head = fin.read(6)
-        kind = "a .npz archive" if head[:2] == b"PK" else "not a .npy file" if head != b"\x93NUMPY" else "a broken .npy"
-        raise EvaluationError(f"{path}: {kind} ({exc}); expected {expected}") from None
+        raise EvaluationError(f"{path}: {npy_problem(head, str(exc))}; expected {expected}") from None
+
+
+def npy_problem(head: bytes, numpy_says: str) -> str:
+    """What is wrong with a file np.load refused, in our words: numpy's own text may advise ``allow_pickle``
+    (unsafe: a pickle runs code), which is never passed on."""
+    if head[:2] == b"PK":
+        return "a .npz archive (save one array with np.save)"
+    if head != b"\x93NUMPY":
+        return "not a .npy file (no .npy header)"
+    if "pickle" in numpy_says.lower() or "python objects" in numpy_says.lower():
+        return "a .npy of Python objects (dtype object), which is never loaded (unsafe): save numbers instead"
+    return f"a broken .npy ({numpy_says})"
 
 
 def check_output_path(path: str | Path | None) -> None:

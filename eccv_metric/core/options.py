@@ -3,7 +3,9 @@
 A string such as ``"False"`` is truthy in Python and would silently select the
 other behaviour, so boolean options take ``True`` / ``False`` (or numpy
 booleans) only; integer options take Python or numpy integers, never bools,
-floats or strings.
+floats or strings. Front ends whose transport carries text (the Space's HTTP API)
+read booleans with :func:`bool_from_text`: ``True`` / ``False`` or exactly the
+words ``"true"`` / ``"false"`` (any case), nothing else.
 """
 
 from __future__ import annotations
@@ -17,6 +19,20 @@ def require_bool(value: object, name: str) -> bool:
     """``value`` as a bool; anything but ``True`` / ``False`` (or a numpy bool) is refused naming ``name``."""
     if not isinstance(value, (bool, np.bool_)):
         raise EvaluationError(f"{name} must be True or False, not {value!r:.40}")
+    return bool(value)
+
+
+BOOL_WORDS = {"true": True, "false": False}
+
+
+def bool_from_text(value: object, name: str) -> bool:
+    """``value`` as a bool for text transports: ``True`` / ``False`` (or numpy bools) or the strings ``"true"`` /
+    ``"false"`` in any case; ``"False"`` is False, never truthy. Anything else (``"yes"``, ``"0"``, ``1``, ``None``)
+    is refused naming ``name``."""
+    if isinstance(value, str) and value.strip().lower() in BOOL_WORDS:
+        return BOOL_WORDS[value.strip().lower()]
+    if not isinstance(value, (bool, np.bool_)):
+        raise EvaluationError(f"{name} must be true or false, not {value!r:.40}")
     return bool(value)
 
 

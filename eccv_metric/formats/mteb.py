@@ -27,6 +27,7 @@ from eccv_metric.benchmarks.subsets import subset
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.jsonio import read_json
 from eccv_metric.core.jsonio import require_object
+from eccv_metric.core.view import DIRECTION_KINDS
 from eccv_metric.core.view import View
 from eccv_metric.formats.trec import parse_trec_id
 from eccv_metric.inputs.given import Rankings
@@ -35,14 +36,37 @@ EXPECTED = 'MTEB predictions {"mteb_model_meta": ..., "<subset>": {"test": {"<qu
 META = "mteb_model_meta"
 
 
-def is_mteb_predictions(path: str | Path) -> bool:
-    """Whether a file looks like MTEB predictions (a JSON object whose first key is ``mteb_model_meta``)."""
+def _head(path: str | Path) -> bytes:
     try:
         with open(path, "rb") as fin:
-            head = fin.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")
+            return fin.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")
     except OSError:
-        return False
+        return b""
+
+
+def is_mteb_predictions(path: str | Path) -> bool:
+    """Whether a file looks like MTEB predictions (a JSON object whose first key is ``mteb_model_meta``)."""
+    head = _head(path)
     return head.startswith(b"{") and head[1:].lstrip().startswith(b'"' + META.encode())
+
+
+def is_json_object(path: str | Path) -> bool:
+    """Whether a file starts like a JSON object (``{``): never a TREC run, whose lines start with a query id."""
+    return _head(path).startswith(b"{")
+
+
+def is_rankings_json(path: str | Path) -> bool:
+    """Whether a file starts like a rankings JSON: a JSON object whose first key is a direction (``"i2t"``...)."""
+    head = _head(path)
+    return head.startswith(b"{") and any(head[1:].lstrip().startswith(f'"{d}"'.encode()) for d in DIRECTION_KINDS)
+
+
+def not_rankings(path: str | Path, instead: str) -> EvaluationError:
+    """The error for MTEB predictions given where a rankings JSON is expected; ``instead``: what takes them."""
+    return EvaluationError(
+        f"{path}: MTEB predictions (first key {META!r}; {{query: {{doc: score}}}} per subset), not a rankings JSON "
+        f"{{direction: {{query id: [ranked ids]}}}}: {instead}"
+    )
 
 
 class PredictionRankings(Rankings):
@@ -68,8 +92,16 @@ class PredictionRankings(Rankings):
 def read_predictions(path: str | Path, split: str = "test") -> PredictionRankings:
     """MTEB predictions -> rankings per direction (see the module docstring)."""
     raw = require_object(read_json(path, EXPECTED), path, EXPECTED)
+    if META not in raw and raw and set(raw) <= set(DIRECTION_KINDS):
+        raise EvaluationError(
+            f"{path}: a rankings JSON (keys {', '.join(raw)}), not MTEB predictions: read it with load_rankings"
+        )
     if META not in raw:
-        raise EvaluationError(f"{path}: no {META!r} key; expected {EXPECTED}")
+        raise EvaluationError(
+            f'{path}: no {META!r} key, which MTEB predictions hold first ({{"model_name": ..., "revision": ...}}, '
+            "written by mteb.evaluate(..., prediction_folder=...)): put it back, or save the predictions again; "
+            f"expected {EXPECTED}"
+        )
     lists: dict[str, dict[int, list[int]]] = {}
     restrictions: dict[str, tuple[str | None, list[str]]] = {}
     for name, splits in raw.items():

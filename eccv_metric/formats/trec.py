@@ -57,6 +57,7 @@ from eccv_metric.core.view import DIRECTION_KINDS
 from eccv_metric.core.view import View
 from eccv_metric.groundtruth.cxc import Ratings
 from eccv_metric.groundtruth.split import GroundTruth
+from eccv_metric.inputs.given import Rankings
 from eccv_metric.inputs.matrix import ScoreMatrix
 
 KINDS = ("image", "caption")
@@ -141,6 +142,16 @@ def run_lines(rankings: Mapping[int, Sequence[int]], direction: str, tag: str = 
         depth = len(ranked)
         for r, doc in enumerate(ranked, 1):
             yield f"{q}-{query} Q0 {g}-{doc} {r} {depth - r + 1} {tag}"
+
+
+def check_lists(rankings: Mapping[int, Sequence[int]], gt: GroundTruth, direction: str, where: str) -> None:
+    """Refuse lists that ``evaluate`` refuses, by its own code path (:meth:`Rankings.lists` on the test split):
+    ids are integers (no float, None, bool or nested list) of test-split queries and gallery items, each query
+    once and each item at most once per list. ``where`` (the file) starts the error line."""
+    try:
+        Rankings(**{direction: rankings}).lists(View(direction, gt))
+    except EvaluationError as exc:
+        raise EvaluationError(f"{where}: {exc}") from None
 
 
 def check_tag(tag: str) -> None:

@@ -96,7 +96,7 @@ def read_csv(path: str | Path, kind: str) -> Ratings:
         reader = csv.reader(fin)
         header = next(reader, None)
         if header is None or len(header) < 3 or header[2] != "agg_score":
-            raise EvaluationError(f"{path}: not a CxC ratings CSV (header {header!r:.80})")
+            raise EvaluationError(f"{path}: not a CxC ratings CSV (header {header!r:.80}); {MISSING_HINT}")
         for line, row in enumerate(reader, start=2):
             keys = [parse_key(k) for k in row[:2]] if len(row) >= 3 else [None]
             try:
@@ -155,9 +155,17 @@ def load_ratings(kind: str, source: str | Path | None = None, cache_dir: str | P
                 f"{source}: neither a built dataset (data/cxc_ratings) nor a folder holding {name}; {MISSING_HINT}"
             )
         return read_csv(found[0], kind)
-    built = _from_dataset(source, kind)
+    try:
+        built = _from_dataset(source, kind)
+    except EvaluationError as exc:  # neither a local file or folder nor a readable Hub dataset repo
+        if path.exists():
+            raise
+        why = str(exc).removeprefix(f"{source}: ")
+        raise EvaluationError(f"{source}: no such file or folder, and {why}; {MISSING_HINT}") from None
     if built is None:
-        raise EvaluationError(f"{source}: the built dataset has no cxc_ratings config (build it with the CxC CSVs)")
+        raise EvaluationError(
+            f"{source}: the built dataset has no cxc_ratings config (build it with the CxC CSVs); or {MISSING_HINT}"
+        )
     return built
 
 

@@ -9,6 +9,9 @@ Scores and embeddings never go through Arrow: they are keyword arguments.
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
+from collections.abc import Iterable
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -42,6 +45,15 @@ MODULE_WORDS = {
     "caption_ids": "caption_ids=",
     "normalize": "normalize=",
 }
+
+
+def check_keywords(given: Iterable[str], compute: Callable) -> None:
+    """Keywords ``compute`` does not take are one line in evaluate's words, naming them and the accepted ones (not
+    a ``TypeError`` from deep inside evaluate)."""
+    accepted = [name for name in inspect.signature(compute).parameters if name != "self"]
+    unknown = sorted(set(given) - set(accepted))
+    if unknown:
+        raise EvaluationError(f"Bad inputs for evaluation module: {unknown}; compute() takes {', '.join(accepted)}")
 
 
 def batch_table(predictions: object, references: object, directions: object, schema: pa.Schema) -> pa.Table:

@@ -42,17 +42,25 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import in_words
 from eccv_metric.core.files import load_npy
 from eccv_metric.core.jsonio import parse_json
+from eccv_metric.core.options import bool_from_text
 from eccv_metric.formats.ids import load_ids
+from eccv_metric.formats.mteb import is_mteb_predictions
+from eccv_metric.formats.mteb import not_rankings
 from eccv_metric.formats.rankings import RANKINGS_FORMAT
 from eccv_metric.formats.rankings import load_rankings
 from eccv_metric.formats.rankings import rankings_from_json
 from eccv_metric.formats.trec import read_run
+from eccv_metric.hub.space_words import LABELS
+from eccv_metric.hub.space_words import SOURCE_ENV
+from eccv_metric.hub.space_words import SPACE_WORDS
+from eccv_metric.hub.space_words import hide_paths
+from eccv_metric.hub.space_words import in_box
+from eccv_metric.hub.space_words import note_in_space_words
 from eccv_metric.inputs.choose import input_from_parts
 from eccv_metric.inputs.given import Rankings
 from eccv_metric.measures.kinds import SCALE_NOTE
 from eccv_metric.measures.results import Results
 
-SOURCE_ENV = "ECCV_CAPTION_SOURCE_DIR"
 MAX_FILE_BYTES = 600 * 2**20  # a float32 5K x 25K matrix is 500 MB; an official top-100 rankings JSON ~25 MB
 MAX_PASTE_CHARS = 20 * 2**20
 MAX_KS = 10
@@ -62,44 +70,6 @@ MAX_SOURCES = 10
 RANKINGS_SUFFIXES = (".json",)
 RUN_SUFFIXES = (".trec", ".run", ".txt", ".tsv")
 
-# the boxes of the Space, as users read them (app.py labels its components with these)
-LABELS = {
-    "upload": "rankings .json, TREC run (.trec / .txt) or score matrix .npy",
-    "pasted": "or paste rankings JSON",
-    "image_embeddings": "image embeddings .npy",
-    "caption_embeddings": "caption embeddings .npy",
-    "normalize": "cosine similarity (normalize the embeddings)",
-    "image_ids": "image ids of the rows (.npy, .json or text)",
-    "caption_ids": "caption ids of the rows / columns (.npy, .json or text)",
-    "instances": "COCO instances JSON (PMRP)",
-    "sources": "benchmark source files (CxC CSVs, FG annotation + file-name lists)",
-    "benchmarks": "benchmarks",
-    "metrics": "metrics (empty: the benchmarks' defaults)",
-    "ks": "Ks for *_recalls",
-    "partial": "score only the queries given (partial rankings)",
-}
-# the library's keywords in the Space's words (core.errors.in_words; inputs.choose.input_from_parts)
-SPACE_WORDS = {
-    "rankings": f"rankings (the '{LABELS['upload']}' box or the pasted text)",
-    "scores": f"a score matrix .npy (the '{LABELS['upload']}' box)",
-    "caption_scores": "a captions x captions matrix (not taken here: use the CLI's --caption-scores)",
-    "image_scores": "an images x images matrix (not taken here: use the CLI's --image-scores)",
-    "image_embeddings": f"the '{LABELS['image_embeddings']}' box",
-    "caption_embeddings": f"the '{LABELS['caption_embeddings']}' box",
-    "image_ids": f"the '{LABELS['image_ids']}' box",
-    "caption_ids": f"the '{LABELS['caption_ids']}' box",
-    "normalize": f"the '{LABELS['normalize']}' tick",
-    "instances_json": f"a file in the '{LABELS['instances']}' box",
-    "cxc_source": f"the files in the '{LABELS['sources']}' box",
-    "fg_source": f"the files in the '{LABELS['sources']}' box",
-    "target_metrics": "the 'metrics' box",
-    "metrics": "the 'metrics' box",
-    "benchmark": "the 'benchmarks' box",
-    "benchmarks": "the 'benchmarks' box",
-    "Ks": "the 'Ks' box",
-    "ks": "the 'Ks' box",
-    "partial": f"the '{LABELS['partial']}' tick",
-}
 # A small real example (partial): two ECCV Caption image queries and two caption queries of the test split,
 # each list holding the query's ECCV positives with one negative at rank 2.
 EXAMPLE = json.dumps(
@@ -244,18 +214,22 @@ def read_input(
             f"both an upload ('{LABELS['upload']}') and pasted rankings were given: clear one of them "
             "(the Space never picks one silently)"
         )
-    parts: dict[str, object] = {"normalize": bool(normalize)}
+    parts: dict[str, object] = {"normalize": bool_from_text(normalize, SPACE_WORDS["normalize"])}
     what = ""
     if text is not None:
         if len(text) > MAX_PASTE_CHARS:
             raise EvaluationError(f"the pasted text is over {MAX_PASTE_CHARS // 2**20} MB: upload it as a file")
         parts["rankings"] = rankings_from_json(parse_json(text, "the pasted text", RANKINGS_FORMAT), "the pasted text")
     elif main is not None and _suffix(main) in RANKINGS_SUFFIXES:
-        parts["rankings"] = load_rankings(main)
+        if is_mteb_predictions(main):
+            cli = f"the Space does not read them: use the CLI, eccv-caption evaluate --run {main.name}"
+            raise EvaluationError(f"the '{LABELS['upload']}' box: {not_rankings(main.name, cli)}")
+        parts["rankings"] = in_box("upload", load_rankings, main)
     elif main is not None and _suffix(main) in RUN_SUFFIXES:
-        parts["rankings"] = read_run(main)
+        parts["rankings"] = in_box("upload", read_run, main)
     elif main is not None and _suffix(main) == ".npy":
-        parts["scores"] = load_npy(main, "a .npy float matrix, scores[i, j] = similarity(image i, caption j)")
+        expected = "a .npy float matrix, scores[i, j] = similarity(image i, caption j)"
+        parts["scores"] = in_box("upload", load_npy, main, expected)
         what = "the " + " x ".join(f"{n:,}" for n in parts["scores"].shape) + " score matrix"  # type: ignore[attr-defined]
     elif main is not None:
         raise EvaluationError(
@@ -273,11 +247,12 @@ def read_input(
         if path is None:
             continue
         if kind.endswith("_ids"):
-            parts[kind] = load_ids(path, kind.replace("_", " "))
+            parts[kind] = in_box(kind, load_ids, path, kind.replace("_", " "))
         elif _suffix(path) != ".npy":
             raise EvaluationError(f"the '{LABELS[kind]}' box: {path.name} is not a .npy file")
         else:
-            parts[kind] = load_npy(path, f"a .npy float array ({kind.split('_')[0]}s x dimensions)")
+            expected = f"a .npy float array ({kind.split('_')[0]}s x dimensions)"
+            parts[kind] = in_box(kind, load_npy, path, expected)
     source = input_from_parts(parts, SPACE_WORDS)
     if "rankings" in parts:
         lists: dict = parts["rankings"]  # type: ignore[assignment]
@@ -306,6 +281,7 @@ def score(
     """Score what the boxes hold (see the module docstring); never raises."""
     try:
         started = time.perf_counter()
+        partial = bool_from_text(partial, SPACE_WORDS["partial"])  # "False" from an API client is False
         ks = parse_ks(ks_text)
         bench_names = _names(benchmarks, "benchmarks")
         for name in bench_names:
@@ -330,13 +306,12 @@ def score(
             results = run(False)
         return done(results, f"scored {what}", is_partial, time.perf_counter() - started)
     except (EvaluationError, ValueError, OSError, RecursionError) as exc:
-        return Scored(False, "error: " + in_words(exc, SPACE_WORDS))
+        return Scored(False, "error: " + hide_paths(in_words(exc, SPACE_WORDS)))
     except MemoryError:
         return Scored(False, "error: out of memory: give a smaller input, or use the CLI on a bigger machine")
     except Exception as exc:  # a bug: still one line, never a traceback on the page
-        return Scored(
-            False, f"error: internal error ({type(exc).__name__}: {in_words(exc, SPACE_WORDS)}); please report it"
-        )
+        said = hide_paths(in_words(exc, SPACE_WORDS))
+        return Scored(False, f"error: internal error ({type(exc).__name__}: {said}); please report it")
 
 
 def done(results: Results, status: str, is_partial: bool, seconds: float) -> Scored:
@@ -361,7 +336,7 @@ def done(results: Results, status: str, is_partial: bool, seconds: float) -> Sco
     ]
     if is_partial:
         status += " (partial: means over the queries given only, not comparable with full results)"
-    notes = [str(n) for n in getattr(results, "notes", []) or []]
+    notes = [note_in_space_words(str(n)) for n in getattr(results, "notes", []) or []]
     message = "; ".join([f"{status} in {seconds:.1f} s", *notes])
     return Scored(True, message, ["metric", *directions, "unit"], rows, curves, json.dumps(means, indent=2), means)
 

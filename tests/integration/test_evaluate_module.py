@@ -185,3 +185,16 @@ def test_importing_the_library_loads_no_arrow_datasets_or_evaluate():
     code = "import sys, eccv_metric; print(sorted(m for m in ('pyarrow', 'datasets', 'evaluate') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr[-1000:]
+
+
+def test_unknown_keywords_are_one_line_naming_them_and_the_accepted_ones(module):
+    """Issue 35: compute(foo=...) was a TypeError from evaluate's internals."""
+    for call in (lambda: module.compute(foo=1), lambda: module.compute(scores=None, Ks=(1,), foo=1, bar=2)):
+        with pytest.raises(EvaluationError) as info:
+            call()
+        message = str(info.value)
+        assert message.startswith("Bad inputs for evaluation module: ['")
+        assert "'foo'" in message and "compute() takes predictions, references, directions, scores" in message
+        assert "target_metrics" in message and "\n" not in message
+    with pytest.raises(EvaluationError, match=r"Bad inputs for evaluation module: \['bar', 'foo'\]"):
+        module.compute(foo=1, bar=2)

@@ -28,6 +28,7 @@ from eccv_metric.hub.space import MAX_FILE_BYTES  # noqa: E402
 from eccv_metric.hub.space import MAX_K  # noqa: E402
 from eccv_metric.hub.space import MAX_KS  # noqa: E402
 from eccv_metric.hub.space import MAX_PASTE_CHARS  # noqa: E402
+from eccv_metric.hub.space_words import plot_points  # noqa: E402
 
 EXAMPLE = space.EXAMPLE
 STATUS_CSS = """
@@ -67,11 +68,12 @@ def score(*boxes):
 
     answer = space.score(*boxes)
     table = pd.DataFrame(answer.rows, columns=answer.columns)
-    curves = pd.DataFrame(answer.curves, columns=["K", "R@K (%)", "series"])
+    points, order = plot_points(answer.curves)  # K as text: the x axis shows the Ks only, in numeric order
+    curves = pd.DataFrame(points, columns=["K", "R@K (%)", "series"])
     return (
         status_html(answer.ok, answer.message),
         table,
-        gr.LinePlot(value=curves, visible=bool(answer.curves)),
+        gr.LinePlot(value=curves, sort=order or None, visible=bool(answer.curves)),
         answer.raw,
     )
 

@@ -21,6 +21,7 @@ from eccv_metric.core.errors import EvaluationError  # From: eccv-caption-hf
 from eccv_metric.core.options import require_bool  # From: eccv-caption-hf
 from eccv_metric.hub.evaluate_glue import arrays_by_direction  # From: eccv-caption-hf
 from eccv_metric.hub.evaluate_glue import batch_table  # From: eccv-caption-hf
+from eccv_metric.hub.evaluate_glue import check_keywords  # From: eccv-caption-hf
 from eccv_metric.hub.evaluate_glue import compute  # From: eccv-caption-hf
 from eccv_metric.hub.evaluate_glue import resources_for  # From: eccv-caption-hf
 
@@ -196,6 +197,7 @@ class EccvMapAtR(evaluate.Metric):
 
     def compute(self, *, predictions=None, references=None, **kwargs):
         """Score ranked lists (predictions, references, directions) or a score matrix (scores=...)."""
+        check_keywords(kwargs, self._compute)  # an unknown keyword: one line naming it and the accepted ones
         if predictions is None and references is None and kwargs.get("directions") is None and self.writer is None:
             # the score-matrix path: evaluate needs a batch, an empty one will do
             predictions, references, kwargs["directions"] = [], [], []
