@@ -119,17 +119,21 @@ def _tokenizer():  # noqa: ANN202
     from tokenizers import Tokenizer
     from tokenizers import models
     from tokenizers import pre_tokenizers
+    from tokenizers import processors
     from transformers import PreTrainedTokenizerFast
 
     vocab = {w: i for i, w in enumerate(["<pad>", "<unk>", "<s>", "</s>", *[chr(c) for c in range(32, 127)]])}
     tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Split("", "isolated")
+    # every text ends in </s> (id 3): CLIP pools its text at that token (text_config eos_token_id=3)
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 2), ("</s>", 3)])
     return PreTrainedTokenizerFast(
         tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>", bos_token="<s>", eos_token="</s>",
         model_max_length=32,
     )  # fmt: skip
 
 
+TOKEN_IDS = {"pad_token_id": 0, "bos_token_id": 2, "eos_token_id": 3}
 SMALL = {"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2}
 
 
@@ -143,7 +147,7 @@ def tiny_clip(folder: Path, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     tokenizer = _tokenizer()
     config = CLIPConfig(
-        text_config={**SMALL, "vocab_size": len(tokenizer), "max_position_embeddings": 32},
+        text_config={**SMALL, "vocab_size": len(tokenizer), "max_position_embeddings": 32, **TOKEN_IDS},
         vision_config={**SMALL, "image_size": 8, "patch_size": 4},
         projection_dim=8,
     )
