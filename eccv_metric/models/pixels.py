@@ -58,13 +58,15 @@ class DataSource:
         if local.is_dir():
             self.root = local
         elif local.exists() or self.data.count("/") != 1:
-            raise EvaluationError(f"data={self.data}: neither a folder built by `eccv-caption build` nor a Hub repo id")
+            raise EvaluationError(
+                f"data= {self.data}: neither a folder built by `eccv-caption build` nor a Hub repo id"
+            )
         else:
             self.root = None  # fetched per config on use
         self.image_sources = [Path(p) for p in images or ()]
         for p in self.image_sources:
             if not (p.is_dir() or zipfile.is_zipfile(p)):
-                raise EvaluationError(f"images={p}: not a folder of images nor a zip file")
+                raise EvaluationError(f"images= {p}: not a folder of images nor a zip file")
         self._zip_names: dict[Path, dict[str, str]] = {}
 
     def config_files(self, config: str) -> list[Path]:
@@ -82,7 +84,7 @@ class DataSource:
             )  # fmt: skip
         except Exception as exc:  # network, authentication, a missing repo: one line
             raise EvaluationError(
-                f"data={self.data}: cannot read the Hub dataset repo ({type(exc).__name__})"
+                f"data= {self.data}: cannot read the Hub dataset repo ({type(exc).__name__})"
             ) from None
         return sorted((Path(folder) / "data" / config).glob("*.parquet"))
 
@@ -113,7 +115,9 @@ class DataSource:
         src = item_set.source
         files = self.config_files(src.config)
         if not files:
-            raise EvaluationError(f"data={self.data} has no {src.config} config (build it with `eccv-caption build`)")
+            raise EvaluationError(
+                f"the data= folder {self.data} has no {src.config} config (`eccv-caption build` writes it)"
+            )
         import pyarrow.parquet as pq
 
         h = hashlib.sha256(f"{item_set.label}|{self.revision or ''}".encode())
@@ -130,7 +134,7 @@ class DataSource:
             if src.pixel_column and src.pixel_column not in names:
                 absent.append(src.pixel_column)
             if absent:
-                raise EvaluationError(f"data={self.data}: {src.config} has no column {', '.join(absent)}")
+                raise EvaluationError(f"data= {self.data}: {src.config} has no column {', '.join(absent)}")
             if src.pixel_column:
                 wanted.append(f"{src.pixel_column}.path")
             for rg in range(pf.num_row_groups):

@@ -79,6 +79,13 @@ def _requests(metrics: object, ks: object, benchmarks: object) -> tuple[list[Met
     return parse_targets(metrics, ks, benchmarks), False  # type: ignore[arg-type]
 
 
+def _no_config(bench: Benchmark, item_set: ItemSet, source: DataSource) -> str:
+    return (
+        f"{bench.name}: the data= folder {source.data} has no {item_set.source.config} config "
+        "(`eccv-caption build` writes it)"
+    )
+
+
 def _unavailable(
     bench: Benchmark, sets: list[ItemSet], encoder: Encoder, source: DataSource, res: Resources
 ) -> str | None:
@@ -90,7 +97,7 @@ def _unavailable(
         )
     for s in sets:
         if not source.has(s.source.config):
-            return f"{bench.name}: data={source.data} has no {s.source.config} config (`eccv-caption build` writes it)"
+            return _no_config(bench, s, source)
     if "CxC ratings" in bench.needs and res.cxc_source is None:
         return f"{bench.name}: needs the CxC ratings: a data= build with cxc_ratings, or cxc_source="
     return None
@@ -132,6 +139,11 @@ def evaluate_model(
         raise EvaluationError(f"workers= must be an integer >= 0, not {workers!r:.20}")
     source = DataSource(data, list(images or ()), token)
     requests, defaulted = _requests(metrics, ks, benchmarks)
+    if not defaulted:  # a config the data lacks is known before the model loads
+        for bench in [REGISTRY.get(n) for n in dict.fromkeys(r.benchmark.name for r in requests)]:
+            absent = next((s for s in item_sets(bench) if not source.has(s.source.config)), None)
+            if absent is not None:
+                raise EvaluationError(_no_config(bench, absent, source))
     encoder = load_model(model, device, precision)
     res = resources if resources is not None else default_resources(source)
     wanted: dict[str, list[ItemSet]] = {}
