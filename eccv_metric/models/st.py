@@ -28,7 +28,10 @@ def load(name: str, spec: str, device: str | None, precision: str) -> Encoder:
     except (OSError, ValueError) as exc:
         raise EvaluationError(f"{spec}: cannot load the model ({str(exc).splitlines()[0][:160]})") from None
     model.eval()
+    # sentence-transformers 5+ names its modalities; before, a CLIP model is its CLIPModel module
     modalities = [str(m) for m in getattr(model, "modalities", ["text"])]
+    if type(model[0]).__name__ == "CLIPModel":
+        modalities.append("image")
     kinds = ("image", "caption") if "image" in modalities else ("caption",)
 
     def encode(items: list) -> Any:

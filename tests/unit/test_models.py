@@ -277,3 +277,77 @@ def test_missing_and_corrupt_pixels(world, tmp_path, clip):
     with pytest.raises(EvaluationError, match=rf"^image {world.image_ids[1]} \(.*\): empty image \(and 1 more in this"):
         _run(f"hf:{clip}", missing, world, tmp_path, benchmarks=["coco_5k"], images=[folder])
     assert not list((tmp_path / "cache").glob("*/embeddings.npy"))
+
+
+def test_open_clip_adapter_shares_the_path(world, data, tmp_path, monkeypatch):
+    """open_clip cannot be imported beside the CPU torch here: a stand-in module with its API (a torch model with
+    encode_image / encode_text, a transform, a tokenizer) runs the adapter through the shared encoding path."""
+    import types
+
+    import torch
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(0)
+            self.image = torch.nn.Linear(3 * 8 * 8, 6)
+            self.text = torch.nn.EmbeddingBag(128, 6)
+
+        def encode_image(self, pixels):  # noqa: ANN001, ANN202
+            return self.image(pixels.flatten(1))
+
+        def encode_text(self, tokens):  # noqa: ANN001, ANN202
+            return self.text(tokens)
+
+    def transform(image):  # noqa: ANN001, ANN202
+        return torch.tensor(np.asarray(image, dtype=np.float32) / 255).permute(2, 0, 1)
+
+    def tokenizer(texts):  # noqa: ANN001, ANN202
+        return torch.tensor([[ord(c) % 128 for c in (t + " " * 40)[:40]] for t in texts])
+
+    calls = []
+    stub = types.SimpleNamespace(
+        __version__="stub",
+        create_model_and_transforms=lambda arch, pretrained=None, device=None: (
+            calls.append((arch, pretrained)) or Model(),
+            None,
+            transform,
+        ),
+        get_tokenizer=lambda arch: tokenizer,
+    )
+    monkeypatch.setitem(sys.modules, "open_clip", stub)
+    out = _run("open_clip:ViT-T/laion", data, world, tmp_path, benchmarks=["coco_5k"], save_embeddings=tmp_path / "e")
+    assert calls == [("ViT-T", "laion")]
+    model = Model().eval()
+    import io
+
+    from PIL import Image
+
+    from tests.unit.model_world import png as make_png
+
+    with torch.inference_mode():
+        pixels = torch.stack([transform(Image.open(io.BytesIO(make_png(i))).convert("RGB")) for i in world.image_ids])
+        images = model.encode_image(pixels).numpy()
+        texts = model.encode_text(tokenizer([caption_text(c) for c in world.caption_ids])).numpy()
+    np.testing.assert_allclose(np.load(tmp_path / "e" / "coco_5k" / "image_embeddings.npy"), _unit(images), atol=2e-6)
+    np.testing.assert_allclose(np.load(tmp_path / "e" / "coco_5k" / "caption_embeddings.npy"), _unit(texts), atol=2e-6)
+    assert out.provenance["identity"]["library"] == "open_clip stub"
+
+
+def test_cli_words(world, data, tmp_path, capsys):
+    from eccv_metric.cli.main import main
+
+    base = ["evaluate", "--model", "hf:nowhere", "--data", str(data)]
+    spec = "open_clip:<arch>/<pretrained>, open_clip:hf-hub:<repo>, hf:<repo or folder> or st:<name or folder>"
+    nowhere = tmp_path / "no"
+    built = "a folder built by `eccv-caption build`"
+    cases = [
+        (["evaluate", "--model", "hf:x"], f"--model needs --data: {built} or its Hub dataset repo"),
+        (["evaluate", "--data", str(data)], "--data is where --model's items come from: give --model SPEC too"),
+        ([*base, "--scores", "s.npy"], "--model is an input of its own: drop --scores"),
+        ([*base[:2], "clip:x", *base[3:], "--benchmarks", "coco_5k"], f"unknown model spec 'clip:x': use {spec}"),
+        ([*base[:4], str(nowhere)], f"--data {nowhere}: neither {built} nor a Hub repo id"),
+    ]  # fmt: skip
+    for argv, expected in cases:
+        assert main(argv) == 2
+        assert capsys.readouterr().err.strip().splitlines()[-1] == f"error: {expected}"
