@@ -46,9 +46,6 @@ def load(name: str, spec: str, device: str | None, precision: str) -> Encoder:
     padding: Any = "max_length" if "siglip" in model_type else True
     image_processor = getattr(processor, "image_processor", None)
 
-    def prepare_image(image: Any) -> Any:
-        return image_processor(images=image, return_tensors="pt")["pixel_values"][0]
-
     def encode_prepared(pixels: Any) -> Any:
         with autocast(device, precision):
             return features(model.get_image_features(pixel_values=pixels.to(device)))
@@ -68,7 +65,7 @@ def load(name: str, spec: str, device: str | None, precision: str) -> Encoder:
         kinds=kinds,
         encode_texts=encode_texts if "caption" in kinds else None,
         encode_prepared=encode_prepared if "image" in kinds else None,
-        prepare_image=prepare_image if "image" in kinds else None,
+        prepare_image=Prepare(image_processor) if "image" in kinds else None,
         identity={
             "spec": spec,
             "library": f"transformers {transformers.__version__}",
@@ -80,6 +77,16 @@ def load(name: str, spec: str, device: str | None, precision: str) -> Encoder:
         device=device,
         precision=precision,
     )
+
+
+class Prepare:
+    """The model's image processor on one PIL image (picklable: DataLoader workers may be spawned)."""
+
+    def __init__(self, image_processor: Any):
+        self.image_processor = image_processor
+
+    def __call__(self, image: Any) -> Any:
+        return self.image_processor(images=image, return_tensors="pt")["pixel_values"][0]
 
 
 def features(output: Any) -> Any:

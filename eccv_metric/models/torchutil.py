@@ -22,7 +22,7 @@ def pick_device(device: str | None) -> str:
         try:
             torch.empty(0, device=device)
         except (RuntimeError, AssertionError) as exc:
-            raise EvaluationError(f"device {device!r} is not usable here ({str(exc)[:100]}); try cpu") from None
+            raise EvaluationError(f"device= {device} is not usable here ({str(exc)[:100]}); try cpu") from None
         return device
     if torch.cuda.is_available():
         return "cuda"
@@ -34,9 +34,9 @@ def pick_device(device: str | None) -> str:
 
 def check_precision(precision: str, device: str) -> str:
     if precision not in PRECISIONS:
-        raise EvaluationError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+        raise EvaluationError(f"precision= must be one of {', '.join(PRECISIONS)}, not {precision!r}")
     if precision != "fp32" and device.split(":")[0] == "cpu":
-        raise EvaluationError(f"precision {precision} (autocast) is for a GPU; on cpu use fp32")
+        raise EvaluationError(f"precision= {precision} (autocast) is for a GPU; on cpu use fp32")
     return precision
 
 
