@@ -50,7 +50,8 @@ def test_evaluate_model_cli_on_a_built_folder(image_build, tmp_path, capsys, mon
     args = ["evaluate", "--model", f"hf:{clip}", "--data", str(image_build), "--batch-size", "256", "--workers", "1"]
     # the official defaults and PMRP (the full default run, every benchmark, is the README's example: ~1-2 min)
     run = [*args, "--benchmarks", "eccv_caption", "pm", "cxc_sits", "--n-resamples", "20", "--quiet"]
-    assert main([*run, "-o", str(res), "--save-embeddings", str(emb)]) == 0
+    pq = tmp_path / "per_query.json"
+    assert main([*run, "-o", str(res), "--per-query", str(pq), "--save-embeddings", str(emb)]) == 0
     written = json.loads(res.read_text())
     provenance = written.pop("provenance")
     assert provenance["model"] == f"hf:{clip}" and provenance["identity"]["weights"]
@@ -66,6 +67,9 @@ def test_evaluate_model_cli_on_a_built_folder(image_build, tmp_path, capsys, mon
     capsys.readouterr()
     assert main(["leaderboard", "--with", str(res)]) == 0
     assert "res ranks (of 26)" in capsys.readouterr().out
+    # compare reads the per-query file
+    assert main(["compare", str(pq), str(pq), "--n-resamples", "50"]) == 0
+    assert "eccv_map_at_r" in capsys.readouterr().out
     # a second run encodes nothing
     assert main([*args, "--benchmarks", "coco_5k", "--json"]) == 0
     second = json.loads(capsys.readouterr().out)
