@@ -107,6 +107,8 @@ def read_results(path: str) -> dict[str, dict[str, float]]:
     raw = require_object(read_json(path, RESULTS_FORMAT), path, RESULTS_FORMAT)
     out: dict[str, dict[str, float]] = {}
     for metric, by_dir in raw.items():
+        if metric == "provenance":  # evaluate --model -o: where the numbers come from, not a metric
+            continue
         by_dir = require_object(by_dir, path, f"{metric} to map directions to values")
         if any(isinstance(v, dict) for v in by_dir.values()):
             raise EvaluationError(f"{path} is a per-query file (evaluate --per-query): give the results file (-o)")

@@ -22,6 +22,8 @@ from eccv_metric.cli.common import add_quiet
 from eccv_metric.cli.common import non_negative_int
 from eccv_metric.cli.common import positive_int
 from eccv_metric.cli.common import say
+from eccv_metric.cli.model import add_model_args
+from eccv_metric.cli.model import run_model
 from eccv_metric.core import progress
 from eccv_metric.core.errors import ChanceLevelWarning
 from eccv_metric.core.errors import EvaluationError
@@ -107,6 +109,7 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--json", action="store_true", help="print the results as JSON on stdout (what -o writes) instead of the table"
     )
+    add_model_args(p)
     add_quiet(p)
     p.set_defaults(func=run_evaluate)
 
@@ -227,6 +230,8 @@ def _given(args: argparse.Namespace, name: str) -> bool:
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
+    if args.model or args.data:
+        return run_model(args)
     check_output_path(args.output)
     check_output_path(args.per_query)
     resources = resources_of(args)

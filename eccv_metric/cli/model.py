@@ -1,0 +1,147 @@
+"""``eccv-caption evaluate --model SPEC --data FOLDER_OR_REPO``: the flags of the model path and its run.
+
+The rest of ``evaluate``'s flags keep their meaning (``--metrics``, ``--benchmarks``, ``--ks``,
+``--output``, ``--per-query``, ``--json``, the ground-truth sources); the input flags (``--scores``,
+``--image-embeddings``, ...) are another input and cannot be combined with ``--model``. The results JSON
+(``--output``) carries ``provenance``: model spec and weights digest, data and its revision, package
+version, device, precision, batch size, time; ``leaderboard`` and ``compare`` skip that key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+
+from eccv_metric.analysis.report import format_table
+from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
+from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.cli.common import CLI_WORDS
+from eccv_metric.cli.common import positive_int
+from eccv_metric.cli.common import say
+from eccv_metric.core.errors import ChanceLevelWarning
+from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.errors import in_words
+from eccv_metric.core.files import check_output_path
+from eccv_metric.core.files import write_json_atomic
+from eccv_metric.groundtruth.plausible import PMOptions
+from eccv_metric.groundtruth.split import GroundTruth
+
+MODEL_WORDS = {
+    **CLI_WORDS,
+    "model": "--model",
+    "data": "--data",
+    "images": "--images",
+    "device": "--device",
+    "precision": "--precision",
+    "batch_size": "--batch-size",
+    "workers": "--workers",
+    "save_embeddings": "--save-embeddings",
+}
+INPUT_FLAGS = ("rankings", "run", "scores", "demo", "image_embeddings", "caption_embeddings", "caption_scores",
+               "image_scores", "image_ids", "caption_ids")  # fmt: skip
+
+
+def add_model_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group('from a model (pip install "eccv-caption-hf[models]")')
+    g.add_argument(
+        "--model",
+        help="open_clip:<arch>/<pretrained>, open_clip:hf-hub:<repo>, hf:<repo or folder> (transformers) or "
+        "st:<name or folder> (sentence-transformers): encode the benchmarks' images and captions with it",
+    )
+    g.add_argument("--data", help="--model: a folder built by `eccv-caption build` or its Hub dataset repo")
+    g.add_argument(
+        "--images",
+        nargs="+",
+        help="--model: folders or zips with the pixels the build lacks (COCO val2014, unlabeled2017, Flickr30K)",
+    )
+    g.add_argument("--device", help="--model: cuda, mps or cpu (default: CUDA, then MPS, then CPU)")
+    g.add_argument("--precision", choices=["fp32", "fp16", "bf16"], default="fp32", help="autocast on a GPU")
+    g.add_argument("--batch-size", type=positive_int, default=64, help="--model: items per forward pass (64)")
+    g.add_argument("--workers", type=int, help="--model: image decoding processes (default: CPUs - 1, at most 8)")
+    g.add_argument("--save-embeddings", help="--model: keep the embeddings here (re-score with --image-embeddings)")
+    g.add_argument("--no-cache", action="store_true", help="--model: neither read nor write the embedding cache")
+    g.add_argument("--cache-dir", help="--model: the embedding cache (default: <HF_HOME>/eccv_caption/embeddings)")
+
+
+def run_model(args: argparse.Namespace) -> int:
+    """``evaluate --model``: encode, score, print the table, write the results with their provenance."""
+    if not args.model:
+        raise EvaluationError("--data is where --model's items come from: give --model SPEC too")
+    given = [f"--{name.replace('_', '-')}" for name in INPUT_FLAGS if getattr(args, name, None)]
+    if given:
+        raise EvaluationError(f"--model is an input of its own: drop {', '.join(given)}")
+    if not args.data:
+        raise EvaluationError("--model needs --data: a folder built by `eccv-caption build` or its Hub dataset repo")
+    check_output_path(args.output)
+    check_output_path(args.per_query)
+    check_output_path(args.save_embeddings)
+    from eccv_metric.models.pixels import DataSource
+    from eccv_metric.models.run import evaluate_model
+
+    benchmarks = [b for b in args.benchmarks or () if b != "eccv_caption"]
+    metrics = list(args.metrics or ())
+    if "eccv_caption" in (args.benchmarks or ()):
+        metrics += list(DEFAULT_TARGETS)
+    try:
+        resources = _resources(args, DataSource(args.data, args.images))
+        with warnings.catch_warnings():  # the notes are printed below, in the CLI's words
+            warnings.simplefilter("ignore", ChanceLevelWarning)
+            out = evaluate_model(
+                args.model,
+                args.data,
+                metrics or None,
+                args.ks,
+                benchmarks=benchmarks or None,
+                images=args.images,
+                resources=resources,
+                device=args.device,
+                precision=args.precision,
+                batch_size=args.batch_size,
+                workers=args.workers,
+                cache=not args.no_cache,
+                cache_dir=args.cache_dir,
+                save_embeddings=args.save_embeddings,
+                n_resamples=args.n_resamples,
+                seed=args.seed,
+            )
+    except EvaluationError as exc:
+        raise EvaluationError(in_words(exc, MODEL_WORDS)) from None
+    means = out.results.means()
+    if args.json:
+        print(json.dumps({**means, "provenance": out.provenance}, indent=1))
+    elif not args.quiet:
+        print(format_table(means))
+    for name, why in out.skipped.items():
+        print(f"skipped {name}: {in_words(why, MODEL_WORDS).removeprefix(name + ': ')}", file=sys.stderr)
+    for note in out.results.notes:
+        print(f"warning: {note}", file=sys.stderr)
+    if args.output:
+        write_json_atomic(args.output, {**means, "provenance": out.provenance})
+        say(args, f"wrote {args.output}")
+    if args.per_query:
+        write_json_atomic(args.per_query, out.results.per_query_json())
+        say(args, f"wrote {args.per_query}")
+    if args.save_embeddings:
+        say(args, f"wrote {args.save_embeddings}")
+    return 0
+
+
+def _resources(args: argparse.Namespace, source: object) -> Resources | None:
+    """The ground-truth flags when given, else the data's own (None: evaluate_model's default)."""
+    flags = (args.ground_truth, args.instances_json, args.cxc_source, args.fg_source, args.source_dir)
+    if not any(flags) and (args.pm_zeta, args.pm_r_cap, args.cxc_directed) == (2, 50, False):
+        return None
+    from eccv_metric.models.run import default_resources
+
+    base = default_resources(source, args.cxc_source or args.source_dir, args.fg_source or args.source_dir)  # type: ignore[arg-type]
+    gt = GroundTruth.from_dataset(args.ground_truth) if args.ground_truth else base.gt
+    return Resources(
+        gt,
+        instances_json=args.instances_json,
+        pm=PMOptions(args.pm_zeta, False, args.pm_r_cap),
+        cxc_source=base.cxc_source,
+        cxc_directed=args.cxc_directed,
+        fg_source=base.fg_source,
+    )

@@ -1,0 +1,264 @@
+"""From a model and a data source to every number: :func:`evaluate_model`.
+
+    from eccv_metric.models import evaluate_model
+
+    out = evaluate_model("hf:openai/clip-vit-base-patch32", data="eccv_caption")   # a built folder or Hub repo
+    out.results.means()     # every default metric of every benchmark whose items are available
+    out.provenance          # model spec, weights digest, data revision, package version, device, ...
+    out.skipped             # {benchmark: why}
+
+Each item set (:mod:`eccv_metric.models.items`) is encoded once, however many benchmarks share it, and
+scored through :func:`eccv_metric.evaluate` on :class:`~eccv_metric.inputs.embeddings.Embeddings`
+(cosine similarity: embeddings are L2-normalised, as CLIP, SigLIP and sentence-transformers compare
+them). Before anything is encoded, every requested benchmark's items are checked: a missing config,
+pixels or texts, or a model without the tower a benchmark needs is one error (or, with no benchmark
+asked, a skip with its reason).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+
+import numpy as np
+
+import eccv_metric
+from eccv_metric.api.evaluate import evaluate
+from eccv_metric.benchmarks.definitions import REGISTRY
+from eccv_metric.benchmarks.names import MetricRequest
+from eccv_metric.benchmarks.names import parse_targets
+from eccv_metric.benchmarks.registry import Benchmark
+from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.files import replace_folder
+from eccv_metric.core.files import temporary_folder
+from eccv_metric.groundtruth.split import GroundTruth
+from eccv_metric.inputs.embeddings import Embeddings
+from eccv_metric.measures.results import Results
+from eccv_metric.models.cache import EmbeddingCache
+from eccv_metric.models.encode import default_workers
+from eccv_metric.models.encode import encode_items
+from eccv_metric.models.items import ItemSet
+from eccv_metric.models.items import item_sets
+from eccv_metric.models.pixels import DataSource
+from eccv_metric.models.pixels import Items
+from eccv_metric.models.pixels import missing_message
+from eccv_metric.models.spec import Encoder
+from eccv_metric.models.spec import load_model
+
+KIND_WORDS = {"image": "images", "caption": "texts"}
+
+
+@dataclass
+class ModelResults:
+    """What :func:`evaluate_model` returns: the numbers, where they come from, what was skipped and why."""
+
+    results: Results
+    provenance: dict
+    skipped: dict[str, str] = field(default_factory=dict)
+    embeddings: dict[str, Embeddings] = field(default_factory=dict)
+
+
+def default_resources(source: DataSource, cxc_source: object = None, fg_source: object = None) -> Resources:
+    """The data's own ground truth (positives, categories), CxC ratings and FG files where it has them."""
+    gt = GroundTruth.from_dataset(source.data, source.token) if source.has("positives") else None
+    if cxc_source is None and source.has("cxc_ratings"):
+        cxc_source = source.data
+    if fg_source is None and any(source.has(f"{b}_captions") for b in ("mscoco_fg", "flickr30k_fg")):
+        fg_source = source.data
+    return Resources(gt, cxc_source=cxc_source, fg_source=fg_source)  # type: ignore[arg-type]
+
+
+def _requests(metrics: object, ks: object, benchmarks: object) -> tuple[list[MetricRequest], bool]:
+    """(the metrics asked for, whether they are the default: every benchmark's defaults, skipped if unavailable)."""
+    if metrics is None and benchmarks is None:
+        return parse_targets(None, ks, REGISTRY.names()), True
+    return parse_targets(metrics, ks, benchmarks), False  # type: ignore[arg-type]
+
+
+def _no_config(bench: Benchmark, item_set: ItemSet, source: DataSource) -> str:
+    return (
+        f"{bench.name}: the data= folder {source.data} has no {item_set.source.config} config "
+        "(`eccv-caption build` writes it)"
+    )
+
+
+def _unavailable(
+    bench: Benchmark, sets: list[ItemSet], encoder: Encoder, source: DataSource, res: Resources
+) -> str | None:
+    lacking = [s.kind for s in sets if s.kind not in encoder.kinds]
+    if lacking:
+        return (
+            f"{bench.name}: {encoder.spec} encodes no {' or '.join(KIND_WORDS[k] for k in lacking)} "
+            f"(it has {' and '.join(KIND_WORDS[k] for k in encoder.kinds)} only)"
+        )
+    for s in sets:
+        if not source.has(s.source.config):
+            return _no_config(bench, s, source)
+    if "CxC ratings" in bench.needs and res.cxc_source is None:
+        return f"{bench.name}: needs the CxC ratings: a data= build with cxc_ratings, or cxc_source="
+    return None
+
+
+def evaluate_model(
+    model: object,
+    data: str | Path,
+    metrics: Iterable[str] | str | None = None,
+    ks: Iterable[int] | int = (1, 5, 10),
+    *,
+    benchmarks: Iterable[str] | str | None = None,
+    images: Iterable[str | Path] | None = None,
+    resources: Resources | None = None,
+    device: str | None = None,
+    precision: str = "fp32",
+    batch_size: int = 64,
+    workers: int | None = None,
+    cache: bool = True,
+    cache_dir: str | Path | None = None,
+    save_embeddings: str | Path | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    token: str | None = None,
+) -> ModelResults:
+    """Encode what the benchmarks need with ``model`` (a spec or an object) and score it (module docstring).
+
+    ``data``: a folder built by ``eccv-caption build`` or its Hub repo; ``images``: folders / zips with the
+    pixels a build does not embed (COCO val2014, unlabeled2017, Flickr30K). ``metrics`` / ``benchmarks`` as
+    in :func:`eccv_metric.evaluate`; neither: every benchmark whose items are available. ``cache``: reuse
+    and keep embeddings under ``cache_dir`` (default: the Hugging Face cache). ``save_embeddings``: a folder
+    receiving ``<set>/{image,caption}_embeddings.npy`` and ids (re-score them with ``Embeddings``).
+    """
+    started = time.perf_counter()
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise EvaluationError(f"batch_size= must be a positive integer, not {batch_size!r:.20}")
+    workers = default_workers() if workers is None else workers
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 0:
+        raise EvaluationError(f"workers= must be an integer >= 0, not {workers!r:.20}")
+    source = DataSource(data, list(images or ()), token)
+    requests, defaulted = _requests(metrics, ks, benchmarks)
+    if not defaulted:  # a config the data lacks is known before the model loads
+        for bench in [REGISTRY.get(n) for n in dict.fromkeys(r.benchmark.name for r in requests)]:
+            absent = next((s for s in item_sets(bench) if not source.has(s.source.config)), None)
+            if absent is not None:
+                raise EvaluationError(_no_config(bench, absent, source))
+    encoder = load_model(model, device, precision)
+    res = resources if resources is not None else default_resources(source)
+    wanted: dict[str, list[ItemSet]] = {}
+    skipped: dict[str, str] = {}
+    for bench in [REGISTRY.get(n) for n in dict.fromkeys(r.benchmark.name for r in requests)]:
+        sets = item_sets(bench)
+        why = _unavailable(bench, sets, encoder, source, res)
+        if why is not None and not defaulted:
+            raise EvaluationError(why)
+        if why is not None:
+            skipped[bench.name] = why
+        else:
+            wanted[bench.name] = sets
+    distinct = list(dict.fromkeys(s for sets in wanted.values() for s in sets))
+    read = {s: source.read(s) for s in distinct}
+    for name, sets in list(wanted.items()):  # pixels and texts present, before any encoding
+        why = next((m for m in (missing_message(name, read[s]) for s in sets) if m), None)
+        if why is not None and not defaulted:
+            raise EvaluationError(why)
+        if why is not None:
+            skipped[name] = why
+            del wanted[name]
+    if not wanted:
+        raise EvaluationError("no benchmark can be scored: " + "; ".join(skipped.values()))
+    needed = list(dict.fromkeys(s for sets in wanted.values() for s in sets))
+    encoded: dict[ItemSet, np.ndarray] = {}
+    report: dict[str, dict] = {}
+    for s in needed:
+        store = EmbeddingCache(_key(encoder, read[s], precision), cache_dir) if cache and encoder.identity else None
+        encoded[s], meta = encode_items(encoder, read[s], batch_size, workers, store)
+        report[s.label] = {**meta, "digest": read[s].digest, "cache": str(store.dir) if store else None}
+    groups = _groups(wanted, read, encoded)
+    per_query: dict = {}
+    notes: list[str] = []
+    by_bench = {name: [r.name for r in requests if r.benchmark.name == name] for name in wanted}
+    for emb, names, _ in groups.values():
+        for name in names:
+            try:
+                out = evaluate(emb, by_bench[name], ks, resources=res, n_resamples=n_resamples, seed=seed)
+            except EvaluationError as exc:
+                if not defaulted:
+                    raise
+                skipped[name] = f"{name}: {exc}"
+                continue
+            per_query.update({m: dict(out[m]) for m in out})
+            notes += out.notes
+    if not per_query:
+        raise EvaluationError("no benchmark could be scored: " + "; ".join(skipped.values()))
+    if save_embeddings is not None:
+        write_embeddings(save_embeddings, groups)
+    provenance = {
+        "model": encoder.spec,
+        "identity": encoder.identity,
+        "data": source.data,
+        "data_revision": source.revision,
+        "items": report,
+        "package": f"eccv-caption-hf {eccv_metric.__version__}",
+        "device": encoder.device,
+        "precision": encoder.precision,
+        "batch_size": batch_size,
+        "workers": workers,
+        "similarity": "cosine",
+        "seconds": round(time.perf_counter() - started, 3),
+        "skipped": skipped,
+    }
+    return ModelResults(Results(per_query, notes), provenance, skipped, {g: e for g, (e, _, _) in groups.items()})
+
+
+def _key(encoder: Encoder, items: Items, precision: str) -> dict:
+    return {
+        "model": encoder.identity,
+        "items": items.item_set.label,
+        "digest": items.digest,
+        "device": encoder.device.split(":")[0],
+        "precision": precision,
+        "package": eccv_metric.__version__,
+    }
+
+
+def _groups(
+    wanted: dict[str, list[ItemSet]], read: dict[ItemSet, Items], encoded: dict[ItemSet, np.ndarray]
+) -> dict[str, tuple[Embeddings, list[str], dict[str, np.ndarray]]]:
+    """One Embeddings per collection and caption text (benchmarks sharing items share its similarity matrix)."""
+    members: dict[str, dict] = {}
+    for name, sets in wanted.items():
+        captions = next((s for s in sets if s.kind == "caption"), None)
+        column = captions.source.text_column if captions else "caption"
+        group = sets[0].collection + ("" if column == "caption" else f"_{column}")
+        entry = members.setdefault(group, {"names": [], "sets": {}})
+        entry["names"].append(name)
+        for s in sets:
+            entry["sets"][s.kind] = s
+    out = {}
+    for group, entry in members.items():
+        parts: dict[str, object] = {}
+        for kind, s in entry["sets"].items():
+            parts[f"{kind}s"] = encoded[s]
+            parts[f"{kind}_ids"] = read[s].ids
+        emb = Embeddings(
+            parts.get("images"), parts.get("captions"), parts.get("image_ids"), parts.get("caption_ids"), normalize=True
+        )
+        ids = {kind: read[s].ids for kind, s in entry["sets"].items()}
+        out[group] = (emb, entry["names"], ids)
+    return out
+
+
+def write_embeddings(
+    folder: str | Path, groups: dict[str, tuple[Embeddings, list[str], dict[str, np.ndarray]]]
+) -> None:
+    """``<folder>/<group>/{image,caption}_embeddings.npy`` (L2-normalised) and ``{image,caption}_ids.npy``."""
+    dest = Path(folder)
+    tmp = temporary_folder(dest)
+    for group, (emb, _, ids) in groups.items():
+        (tmp / group).mkdir()
+        for kind, values in emb.vectors.items():
+            np.save(tmp / group / f"{kind}_embeddings.npy", values)
+            np.save(tmp / group / f"{kind}_ids.npy", ids[kind])
+    replace_folder(tmp, dest)

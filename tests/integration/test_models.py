@@ -1,0 +1,82 @@
+"""``eccv-caption evaluate --model hf:<tiny local CLIP> --data <build>`` on a real build whose 5,000 images have
+pixels (synthetic 8x8 PNGs, distinct per image, as the MTEB tests make them; captions, positives, COCO
+categories and CxC ratings are the real ones): every default metric of every available benchmark, the
+FG benchmarks skipped with their reason (their 26,244 unlabeled2017 distractors have no pixels here),
+the results JSON with its provenance read by ``leaderboard``, and the numbers equal to scoring the saved
+embeddings through the existing ``--image-embeddings`` path.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from eccv_caption_dataset.hub_folder import build
+from eccv_metric import Embeddings
+from eccv_metric import GroundTruth
+from eccv_metric import Resources
+from eccv_metric import evaluate
+from eccv_metric.cli.main import main
+from tests.fixtures import SHARED
+from tests.unit.model_world import png
+from tests.unit.model_world import tiny_clip
+
+
+@pytest.fixture(scope="module")
+def image_build(tmp_path_factory, gt):
+    src = tmp_path_factory.mktemp("model_sources")
+    (src / "val2014").mkdir()
+    (src / "cxc").mkdir()
+    for name in ("captions_karpathy_test.json", "instances_karpathy_test.json"):
+        (src / name).symlink_to(SHARED / "coco" / name)
+    for name in ("sits_test.csv", "sts_test.csv", "sis_test.csv"):
+        (src / "cxc" / name).symlink_to(SHARED / "cxc" / name)
+    for image_id in gt.image_ids.tolist():
+        (src / "val2014" / f"COCO_val2014_{image_id:012d}.jpg").write_bytes(png(image_id))
+    (src / "fg").symlink_to(SHARED / "mscoco_fg")
+    out = tmp_path_factory.mktemp("model_build") / "eccv_caption"
+    report = build(out, source_dir=src, configs=["images", "captions", "positives", "cxc_ratings"], log=lambda _: None)
+    assert not report.get("images_missing")
+    return out
+
+
+@pytest.mark.slow
+def test_evaluate_model_cli_on_a_built_folder(image_build, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("ECCV_CAPTION_CACHE", str(tmp_path / "cache"))
+    clip = tiny_clip(tmp_path / "clip")
+    res, emb = tmp_path / "res.json", tmp_path / "emb"
+    args = ["evaluate", "--model", f"hf:{clip}", "--data", str(image_build), "--batch-size", "256", "--workers", "1"]
+    # the official defaults and PMRP (the full default run, every benchmark, is the README's example: ~1-2 min)
+    run = [*args, "--benchmarks", "eccv_caption", "pm", "cxc_sits", "--n-resamples", "20", "--quiet"]
+    pq = tmp_path / "per_query.json"
+    assert main([*run, "-o", str(res), "--per-query", str(pq), "--save-embeddings", str(emb)]) == 0
+    written = json.loads(res.read_text())
+    provenance = written.pop("provenance")
+    assert provenance["model"] == f"hf:{clip}" and provenance["identity"]["weights"]
+    assert {"data", "data_revision", "package", "device", "precision", "batch_size", "seconds"} <= set(provenance)
+    assert set(written) == {"coco_1k_r1", "coco_5k_r1", "cxc_r1", "eccv_r1", "eccv_map_at_r", "pmrp",
+                            "cxc_sits_spearman", "cxc_sits_spearman_std"}  # fmt: skip
+    # the saved embeddings through the existing path give the same numbers
+    resources = Resources(GroundTruth.from_dataset(image_build), cxc_source=image_build)
+    saved = [np.load(emb / "coco_5k" / f"{n}.npy") for n in ("image_embeddings", "caption_embeddings")]
+    again = evaluate(Embeddings(*saved), list(written), resources=resources, n_resamples=20).means()
+    assert again == written
+    # leaderboard reads the results file, provenance and all
+    capsys.readouterr()
+    assert main(["leaderboard", "--with", str(res)]) == 0
+    assert "res ranks (of 26)" in capsys.readouterr().out
+    # compare reads the per-query file
+    assert main(["compare", str(pq), str(pq), "--n-resamples", "50"]) == 0
+    assert "eccv_map_at_r" in capsys.readouterr().out
+    # a second run encodes nothing
+    assert main([*args, "--benchmarks", "coco_5k", "--json"]) == 0
+    second = json.loads(capsys.readouterr().out)
+    assert all(item["cached"] for item in second["provenance"]["items"].values())
+    assert second["coco_5k_r1"] == written["coco_5k_r1"]
+    # a benchmark whose items the build lacks: one line naming it, the config and the flag
+    assert main([*args, "--benchmarks", "mscoco_fg"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    why = f"the --data folder {image_build} has no mscoco_fg_gallery config (`eccv-caption build` writes it)"
+    assert err == f"error: mscoco_fg: {why}"

@@ -1,0 +1,195 @@
+"""The model path's synthetic world: a built-like folder over :mod:`tests.unit.world` and tiny random models.
+
+``write_data``: ``data/<config>/test-0.parquet`` for images, captions and the FG gallery / captions of the
+world, with 8x8 PNG pixels (seeded noise, distinct per image) for the world's images; FG distractors
+(unlabeled2017) and Flickr30K photos have no pixels, as in a real build; ``pixel_folder`` writes them as
+files for ``images=``. Models: transformers ``CLIPModel`` / ``SiglipModel`` from small configs and a
+sentence-transformers text model, random-init with a fixed seed, saved to local folders with locally
+built processors (a character-level tokenizer): no download.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from eccv_metric.groundtruth.fg import load_fg
+from tests.unit.world import World
+
+IMAGE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+WORDS = ["dog", "cat", "man", "red", "bus", "on", "a", "the", "street", "table", "two", "blue", "sits", "runs"]
+
+
+def png(seed: int, size: int = 8) -> bytes:
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    out = io.BytesIO()
+    Image.fromarray(rng.integers(0, 256, (size, size, 3), dtype=np.uint8)).save(out, "PNG")
+    return out.getvalue()
+
+
+def caption_text(caption_id: int) -> str:
+    rng = np.random.default_rng(caption_id)
+    return " ".join(rng.choice(WORDS, int(rng.integers(3, 8))).tolist())
+
+
+def _write(folder: Path, config: str, columns: dict, row_group_size: int = 7) -> None:
+    (folder / "data" / config).mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table(columns), folder / "data" / config / "test-0.parquet", row_group_size=row_group_size)
+
+
+def write_data(world: World, folder: Path, skip_pixels: tuple[int, ...] = ()) -> Path:
+    """A built-like folder for the world (see the module docstring); ``skip_pixels``: image ids left without."""
+    names = [f"COCO_val2014_{i:012d}.jpg" for i in world.image_ids]
+    _write(
+        folder,
+        "images",
+        {
+            "image_id": pa.array(world.image_ids, pa.int64()),
+            "file_name": names,
+            "image": pa.array(
+                [
+                    None if i in skip_pixels else {"bytes": png(i), "path": n}
+                    for i, n in zip(world.image_ids, names, strict=True)
+                ],
+                IMAGE,
+            ),
+        },
+    )
+    _write(
+        folder,
+        "captions",
+        {
+            "caption_id": pa.array(world.caption_ids, pa.int64()),
+            "image_id": pa.array([world.caption_image[c] for c in world.caption_ids], pa.int64()),
+            "caption": [caption_text(c) for c in world.caption_ids],
+        },
+    )
+    for bench in ("mscoco_fg", "flickr30k_fg"):
+        fg = load_fg(bench, world.fg_dir, world.gt if bench == "mscoco_fg" else None)
+        files = fg.image_files.tolist()
+        origin = ["val2014" if f.startswith("COCO_val2014_") else ("unlabeled2017" if len(f) == 16 else "flickr30k")
+                  for f in files]  # fmt: skip
+        _write(
+            folder,
+            f"{bench}_gallery",
+            {
+                "image_id": pa.array(fg.images.ids, pa.int64()),
+                "file_name": files,
+                "source": origin,
+                "image": pa.array(
+                    [
+                        {"bytes": png(int(i)), "path": f} if o == "val2014" else None
+                        for i, f, o in zip(fg.images.ids.tolist(), files, origin, strict=True)
+                    ],
+                    IMAGE,
+                ),  # fmt: skip
+            },
+        )
+        _write(
+            folder,
+            f"{bench}_captions",
+            {
+                "caption_id": pa.array(fg.captions.ids, pa.int64()),
+                "image_id": pa.array(fg.images.ids[fg.caption_image], pa.int64()),
+                "caption": list(fg.texts),
+                "original_caption": [caption_text(int(c)) for c in fg.captions.ids],
+            },
+        )
+    return folder
+
+
+def pixel_folder(world: World, folder: Path) -> Path:
+    """The FG images a build does not embed (unlabeled2017 distractors, Flickr30K photos), as files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for bench in ("mscoco_fg", "flickr30k_fg"):
+        fg = load_fg(bench, world.fg_dir, world.gt if bench == "mscoco_fg" else None)
+        for i, f in zip(fg.images.ids.tolist(), fg.image_files.tolist(), strict=True):
+            if not f.startswith("COCO_val2014_"):
+                (folder / f).write_bytes(png(int(i)))
+    return folder
+
+
+def _tokenizer():  # noqa: ANN202
+    from tokenizers import Tokenizer
+    from tokenizers import models
+    from tokenizers import pre_tokenizers
+    from tokenizers import processors
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {w: i for i, w in enumerate(["<pad>", "<unk>", "<s>", "</s>", *[chr(c) for c in range(32, 127)]])}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Split("", "isolated")
+    # every text ends in </s> (id 3): CLIP pools its text at that token (text_config eos_token_id=3)
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", special_tokens=[("<s>", 2), ("</s>", 3)])
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>", bos_token="<s>", eos_token="</s>",
+        model_max_length=32,
+    )  # fmt: skip
+
+
+TOKEN_IDS = {"pad_token_id": 0, "bos_token_id": 2, "eos_token_id": 3}
+SMALL = {"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2}
+
+
+def tiny_clip(folder: Path, seed: int = 0) -> Path:
+    import torch
+    from transformers import CLIPConfig
+    from transformers import CLIPImageProcessor
+    from transformers import CLIPModel
+    from transformers import CLIPProcessor
+
+    torch.manual_seed(seed)
+    tokenizer = _tokenizer()
+    config = CLIPConfig(
+        text_config={**SMALL, "vocab_size": len(tokenizer), "max_position_embeddings": 32, **TOKEN_IDS},
+        vision_config={**SMALL, "image_size": 8, "patch_size": 4},
+        projection_dim=8,
+    )
+    CLIPModel(config).save_pretrained(folder)
+    image_processor = CLIPImageProcessor(size={"shortest_edge": 8}, crop_size={"height": 8, "width": 8})
+    CLIPProcessor(image_processor=image_processor, tokenizer=tokenizer).save_pretrained(folder)
+    return folder
+
+
+def tiny_siglip(folder: Path, seed: int = 0) -> Path:
+    import torch
+    from transformers import SiglipConfig
+    from transformers import SiglipImageProcessor
+    from transformers import SiglipModel
+    from transformers import SiglipProcessor
+
+    torch.manual_seed(seed)
+    tokenizer = _tokenizer()
+    config = SiglipConfig(
+        text_config={**SMALL, "vocab_size": len(tokenizer), "max_position_embeddings": 32},
+        vision_config={**SMALL, "image_size": 8, "patch_size": 4},
+    )
+    SiglipModel(config).save_pretrained(folder)
+    SiglipProcessor(
+        image_processor=SiglipImageProcessor(size={"height": 8, "width": 8}), tokenizer=tokenizer
+    ).save_pretrained(folder)
+    return folder
+
+
+def tiny_st(folder: Path, seed: int = 0) -> Path:
+    """A sentence-transformers text model (a 1-layer BERT with mean pooling), saved locally."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers import models
+    from transformers import BertConfig
+    from transformers import BertModel
+
+    torch.manual_seed(seed)
+    tokenizer = _tokenizer()
+    bert = folder.with_name(folder.name + "_bert")
+    BertModel(BertConfig(vocab_size=len(tokenizer), max_position_embeddings=32, **SMALL)).save_pretrained(bert)
+    tokenizer.save_pretrained(bert)
+    word = models.Transformer(str(bert), max_seq_length=32)
+    SentenceTransformer(modules=[word, models.Pooling(16, "mean")]).save(str(folder))
+    return folder
