@@ -15,7 +15,7 @@ from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.groundtruth.cxc import KINDS as RATING_KINDS
+from eccv_metric.groundtruth.cxc import RATING_ITEMS
 from eccv_metric.groundtruth.cxc import Ratings
 from eccv_metric.groundtruth.plausible import PMOptions
 from eccv_metric.groundtruth.split import GroundTruth
@@ -223,9 +223,9 @@ class Metrics:
         for SIS, captions then images for SITS); no dense matrix is needed.
         """
         kind = str(kind).lower()
-        if kind not in RATING_KINDS:
-            raise EvaluationError(f"kind must be one of {', '.join(RATING_KINDS)} (CxC ratings), not {kind!r:.20}")
-        first, second = (self.gt.index(m) for m in RATING_KINDS[kind])
+        if kind not in RATING_ITEMS:
+            raise EvaluationError(f"kind must be one of {', '.join(RATING_ITEMS)} (CxC ratings), not {kind!r:.20}")
+        first, second = (self.gt.index(m) for m in RATING_ITEMS[kind])
         rated = self.cxc_ratings(kind).within(first, second)
         return bootstrap_spearman(rated, np.asarray(pair_scores(rated.id_1, rated.id_2)), n_resamples, seed)
 

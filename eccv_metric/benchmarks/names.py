@@ -20,7 +20,7 @@ from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.registry import Benchmark
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.measures.kinds import KINDS
+from eccv_metric.measures.kinds import METRIC_KINDS
 from eccv_metric.measures.kinds import MetricKind
 
 _RK = re.compile(r"(.+)_r([1-9][0-9]*)")
@@ -37,7 +37,7 @@ class MetricRequest:
 
     @property
     def spec(self) -> MetricKind:
-        return KINDS[self.kind]
+        return METRIC_KINDS[self.kind]
 
 
 def _fixed_names() -> dict[str, tuple[Benchmark, str]]:
@@ -136,8 +136,8 @@ def metric_info(name: str) -> tuple[Benchmark, MetricKind]:
     """(benchmark, kind) of an output name such as ``eccv_map_at_r``, ``coco_1k_r5`` or ``cxc_sts_spearman_std``."""
     if name in FIXED:
         bench, kind = FIXED[name]
-        return bench, KINDS[kind]
+        return bench, METRIC_KINDS[kind]
     match = _RK.fullmatch(name)
     if match and match.group(1) in REGISTRY and "recall" in REGISTRY.get(match.group(1)).kinds:
-        return REGISTRY.get(match.group(1)), KINDS["recall"]
+        return REGISTRY.get(match.group(1)), METRIC_KINDS["recall"]
     raise EvaluationError(f"unknown metric {name!r}")

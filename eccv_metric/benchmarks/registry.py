@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from dataclasses import field
 
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.measures.kinds import KINDS
+from eccv_metric.measures.kinds import METRIC_KINDS
 
 RETRIEVAL = ("recall", "map_at_r", "rprecision", "medr", "meanr")
 
@@ -100,7 +100,7 @@ class Registry:
         for bench in benchmarks:
             if bench.name in self._by_name:
                 raise ValueError(f"benchmark {bench.name!r} is defined twice")
-            unknown = [k for k in bench.kinds if k not in KINDS]
+            unknown = [k for k in bench.kinds if k not in METRIC_KINDS]
             if unknown:
                 raise ValueError(f"{bench.name}: unknown metric kinds {unknown}")
             self._by_name[bench.name] = bench
