@@ -133,14 +133,13 @@ def embeddings_stage(metrics: Metrics, report: Callable[..., None], repeat: int)
     fg_peak = 0.0
     fg_dir = INSTANCES.parents[1] / "mscoco_fg"
     if fg_dir.is_dir():
-        from eccv_metric import FineGrainedMetrics
-
-        fg = FineGrainedMetrics("mscoco_fg", fg_dir, gt)
-        gallery = rng.standard_normal((len(fg.fg.images), DIM), dtype=np.float32)
-        refined = gallery[fg.fg.caption_image] + rng.standard_normal((len(fg.fg.captions), DIM), dtype=np.float32)
+        fg_metrics = Metrics(ground_truth=gt, fg_source=fg_dir)
+        fg = fg_metrics.resources.collection("mscoco_fg")
+        gallery = rng.standard_normal((len(fg.index("image")), DIM), dtype=np.float32)
+        refined = gallery[fg.caption_image] + rng.standard_normal((len(fg.index("caption")), DIM), dtype=np.float32)
         targets_fg = ["mscoco_fg_recalls", "mscoco_fg_medr"]
         _, t_fg, fg_peak = measure(
-            lambda: fg.compute_all_metrics_from_embeddings(gallery, refined, target_metrics=targets_fg)
+            lambda: fg_metrics.compute_all_metrics_from_embeddings(gallery, refined, target_metrics=targets_fg)
         )
         report("ours: MSCOCO-FG R@1/5/10 + MedR from embeddings", t_fg, fg_peak, "(31,244 x 25,000 never built)")
     return {"ratio": t_emb / (t_matmul + t_path), "t2t_peak": m_t2t, "fg_peak": fg_peak}

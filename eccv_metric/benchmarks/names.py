@@ -40,18 +40,6 @@ class MetricRequest:
         return METRIC_KINDS[self.kind]
 
 
-def _fixed_names() -> dict[str, tuple[Benchmark, str]]:
-    out = {}
-    for bench in REGISTRY:
-        for kind in bench.kinds:
-            if kind != "recall":
-                out[bench.metric_name(kind)] = (bench, kind)
-    return out
-
-
-FIXED = _fixed_names()
-
-
 def parse_ks(ks: object) -> tuple[int, ...]:
     """Ks: an int (Python or numpy) or an iterable of them, each >= 1 (bools, floats and strings refused)."""
     if hasattr(ks, "__index__") and not isinstance(ks, (bool, np.bool_)) and getattr(ks, "ndim", 0) == 0:
@@ -70,8 +58,9 @@ def resolve_name(name: str, ks: tuple[int, ...]) -> list[MetricRequest]:
     """The metrics one name asks for (``*_recalls`` expands to every K)."""
     if not isinstance(name, str):
         raise EvaluationError(f"target metric names must be strings, not {name!r:.40}")
-    if name in FIXED:
-        bench, kind = FIXED[name]
+    fixed = REGISTRY.fixed_names()
+    if name in fixed:
+        bench, kind = fixed[name]
         if kind == "spearman_std":
             bench, kind = bench, "spearman"  # a correlation always comes with its std
         return [MetricRequest(bench.metric_name(kind), bench, kind)]
@@ -134,8 +123,9 @@ def _order(request: MetricRequest) -> tuple:
 
 def metric_info(name: str) -> tuple[Benchmark, MetricKind]:
     """(benchmark, kind) of an output name such as ``eccv_map_at_r``, ``coco_1k_r5`` or ``cxc_sts_spearman_std``."""
-    if name in FIXED:
-        bench, kind = FIXED[name]
+    fixed = REGISTRY.fixed_names()
+    if name in fixed:
+        bench, kind = fixed[name]
         return bench, METRIC_KINDS[kind]
     match = _RK.fullmatch(name)
     if match and match.group(1) in REGISTRY and "recall" in REGISTRY.get(match.group(1)).kinds:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.names import MetricRequest
-from eccv_metric.benchmarks.resources import RESTRICTION_LABELS
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.view import DIRECTION_KINDS
@@ -51,7 +51,7 @@ class Job:
     @property
     def restriction_label(self) -> str:
         restriction = None if self.view is None else self.view.restriction
-        return "" if restriction is None else RESTRICTION_LABELS.get(restriction, restriction)
+        return REGISTRY.restriction_label(restriction)
 
 
 def plan(requests: list[MetricRequest], resources: Resources, directions: Iterable[str] | None = None) -> list[Job]:
