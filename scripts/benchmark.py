@@ -59,13 +59,10 @@ README = ("eccv_r1", "eccv_map_at_r", "eccv_rprecision", "coco_1k_recalls", "coc
 TOP50 = ("eccv_r1", "eccv_map_at_r", "eccv_rprecision", "coco_5k_recalls", "cxc_recalls")
 
 
-def floor_stage(
-    metrics: Metrics, scores: np.ndarray, targets: tuple, report: Callable[..., None], repeat: int
-) -> tuple[dict[str, float], dict[str, float], float]:
-    """Best seconds of the floors and ours, interleaved, on the continuous and the tie-heavy matrix; the
-    tie-heavy run's peak."""
+def side_by_side(metrics: Metrics, scores: np.ndarray, targets: tuple, repeat: int) -> dict[str, float]:
+    """Best seconds of the two floors and ours on one matrix, calls interleaved."""
     transposed = np.ascontiguousarray(scores.T)
-    best = interleaved(
+    return interleaved(
         {
             "floor": lambda: partition_floor(scores, transposed),
             "stream": lambda: streaming_floor(scores),
@@ -73,19 +70,19 @@ def floor_stage(
         },
         repeat,
     )
+
+
+def floor_stage(
+    metrics: Metrics, scores: np.ndarray, targets: tuple, report: Callable[..., None], repeat: int
+) -> tuple[dict[str, float], dict[str, float], float]:
+    """Best seconds of the floors and ours, interleaved, on the continuous and the tie-heavy matrix; the
+    tie-heavy run's peak."""
+    best = side_by_side(metrics, scores, targets, repeat)
     report("floor: np.partition k=50, rows and transpose", best["floor"], 0, "(one thread, interleaved with ours)")
     report("floor: one streaming pass, rows and columns", best["stream"], 0, "(two threads, interleaved with ours)")
     report("ours: the same metrics, interleaved with the floor", best["ours"], 0)
     ties = make_scores(metrics.gt, "ties")  # scores rounded to multiples of 0.5: thousands tie at the 50th value
-    ties_t = np.ascontiguousarray(ties.T)
-    best_ties = interleaved(
-        {
-            "floor": lambda: partition_floor(ties, ties_t),
-            "stream": lambda: streaming_floor(ties),
-            "ours": lambda: metrics.compute_all_metrics_from_scores(ties, target_metrics=targets),
-        },
-        repeat,
-    )
+    best_ties = side_by_side(metrics, ties, targets, repeat)
     _, _, m_ties = measure(lambda: metrics.compute_all_metrics_from_scores(ties, target_metrics=targets))
     report("floor on the tie-heavy matrix", best_ties["floor"], 0)
     report("streaming floor on the tie-heavy matrix", best_ties["stream"], 0)
