@@ -5,6 +5,7 @@ shim over ``evaluate``: every method maps its arguments onto an input and one pr
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
@@ -60,6 +61,8 @@ def _means_of(per_query: Callable[..., PerQuery], doc: str) -> Callable[..., Res
 
     compute.__name__ = compute.__qualname__ = per_query.__name__.replace("per_query", "compute_all_metrics")
     compute.__doc__ = doc
+    compute.__annotations__ = {**per_query.__annotations__, "return": "ResultsDict"}
+    compute.__signature__ = inspect.signature(per_query).replace(return_annotation="ResultsDict")  # type: ignore[attr-defined]
     return compute
 
 

@@ -69,5 +69,6 @@ def test_each_compute_method_is_the_means_of_its_per_query_twin():
         compute, per_query = getattr(Metrics, "compute_all_metrics" + name), getattr(Metrics, "per_query" + name)
         assert compute.__name__ == "compute_all_metrics" + name and compute.__doc__
         assert inspect.signature(compute).parameters == inspect.signature(per_query).parameters
+        assert inspect.signature(compute).return_annotation == "ResultsDict"
     official = list(inspect.signature(Metrics.compute_all_metrics).parameters)
     assert official[:6] == ["self", "i2t_retrieved_items", "t2i_retrieved_items", "target_metrics", "Ks", "verbose"]
