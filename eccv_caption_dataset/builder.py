@@ -9,6 +9,7 @@ import datasets
 from eccv_caption_dataset import fg_tables
 from eccv_caption_dataset import tables
 from eccv_caption_dataset.fg_tables import FG_CONFIGS
+from eccv_caption_dataset.fg_tables import FG_ENTRIES
 from eccv_caption_dataset.sources import Sources
 from eccv_caption_dataset.sources import resolve
 
@@ -63,24 +64,10 @@ FEATURES = {
     ),
 }
 
-for _bench in ("mscoco_fg", "flickr30k_fg"):
-    FEATURES[f"{_bench}_captions"] = datasets.Features(
-        {
-            "caption_id": datasets.Value("int64"),
-            "image_id": datasets.Value("int64"),
-            "caption": datasets.Value("string"),
-            "original_caption": datasets.Value("string"),
-        }
-    )
-    FEATURES[f"{_bench}_gallery"] = datasets.Features(
-        {
-            "image_id": datasets.Value("int64"),
-            "file_name": datasets.Value("string"),
-            "source": datasets.Value("string"),
-            "coco_url": datasets.Value("string"),
-            "image": datasets.Image(),
-        }
-    )
+FEATURE_TYPES = {"int64": datasets.Value("int64"), "string": datasets.Value("string"), "image": datasets.Image()}
+for _entry in FG_ENTRIES.values():  # the FG configs and their columns, from the collections' registry entries
+    for _config, _columns in _entry.features.items():
+        FEATURES[_config] = datasets.Features({col: FEATURE_TYPES[kind] for col, kind in _columns.items()})
 
 DESCRIPTIONS = {
     "images": "The 5,000 COCO Karpathy test images: ids, files, COCO 1K fold, ECCV query flag, COCO categories.",
@@ -88,11 +75,7 @@ DESCRIPTIONS = {
     "positives": "One row per query and direction (i2t: image -> caption ids, t2i: caption -> image ids) "
     "with its COCO, CxC, ECCV Caption and Plausible Match positives; CxC intramodal t2t / i2i rows.",
     "cxc_ratings": "Raw graded CxC similarity ratings (SITS, STS, SIS) between test-split items.",
-    "mscoco_fg_captions": "MSCOCO-FG (Chen et al. 2023): the 25,000 refined test captions (COCO caption ids).",
-    "mscoco_fg_gallery": "MSCOCO-FG: the 31,244-image gallery (5,000 test images + 26,244 unlabeled2017).",
-    "flickr30k_fg_captions": "Flickr30K-FG: the 5,000 refined captions of the 1,000 Flickr30K test images.",
-    "flickr30k_fg_gallery": "Flickr30K-FG: the 6,867-image gallery (1,000 Flickr30K + 5,867 COCO unlabeled2017).",
-}
+} | {config: text for entry in FG_ENTRIES.values() for config, text in entry.configs.items()}
 
 
 @dataclass

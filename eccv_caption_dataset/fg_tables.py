@@ -12,21 +12,29 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from eccv_caption_dataset.sources import Sources
+from eccv_metric.benchmarks.definitions import REGISTRY
+from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.core.files import find_below
-from eccv_metric.groundtruth.fg import FILES
-from eccv_metric.groundtruth.fg import load_fg
+from eccv_metric.groundtruth.fg import FineGrained
 from eccv_metric.groundtruth.split import GroundTruth
 
-FG_CONFIGS = tuple(f"{bench}_{part}" for bench in FILES for part in ("captions", "gallery"))
+# the collections read from FG files (their entries name the fg_source option) and their configs
+FG_ENTRIES = {entry.name: entry for entry in REGISTRY.collections() if entry.source_option == "fg_source"}
+FG_CONFIGS = tuple(config for entry in FG_ENTRIES.values() for config in entry.configs)
 COCO_URL = "http://images.cocodataset.org/"
 
 
 def fg_missing(sources: Sources, bench: str) -> str | None:
-    """None when the benchmark's two files are under ``sources.fg_dir``, else why the config is skipped."""
-    names = [rel.rsplit("/", 1)[1] for rel in FILES[bench]]
+    """None when the collection's source files are under ``sources.fg_dir``, else why the config is skipped."""
+    entry = FG_ENTRIES[bench]
+    names = [file.name for file in entry.files]
     if sources.fg_dir is not None and all(find_below(sources.fg_dir, n) for n in names):
         return None
-    return f"no {' / '.join(names)} (github.com/cwj1412/MSCOCO-Flikcr30K_FG); use --download"
+    return f"no {' / '.join(names)} ({entry.home}); use --download"
+
+
+def _load(sources: Sources, gt: GroundTruth, bench: str) -> FineGrained:
+    return Resources(gt, fg_source=sources.fg_dir).collection(bench)  # type: ignore[return-value]
 
 
 def image_source(file_name: str) -> str:
@@ -37,7 +45,7 @@ def image_source(file_name: str) -> str:
 
 
 def caption_rows(sources: Sources, gt: GroundTruth, bench: str, texts: dict[int, str] | None) -> Iterator[dict]:
-    fg = load_fg(bench, sources.fg_dir, gt)
+    fg = _load(sources, gt, bench)
     for k, caption_id in enumerate(fg.captions.ids.tolist()):
         yield {
             "caption_id": caption_id,
@@ -48,7 +56,7 @@ def caption_rows(sources: Sources, gt: GroundTruth, bench: str, texts: dict[int,
 
 
 def gallery_rows(sources: Sources, gt: GroundTruth, bench: str) -> Iterator[dict]:
-    fg = load_fg(bench, sources.fg_dir, gt)
+    fg = _load(sources, gt, bench)
     for image_id, file_name in zip(fg.images.ids.tolist(), fg.image_files.tolist(), strict=True):
         source = image_source(file_name)
         data = sources.image_bytes(file_name) if source == "val2014" else None

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 
+from eccv_metric.benchmarks.collections import FG_HOME
+from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.core.download import SourceError
 from eccv_metric.core.download import default_cache_dir
 from eccv_metric.core.download import download
@@ -25,9 +27,6 @@ from eccv_metric.core.jsonio import require_object
 from eccv_metric.groundtruth.cxc import CXC_FILES
 from eccv_metric.groundtruth.cxc import CXC_RAW
 from eccv_metric.groundtruth.cxc import CXC_SHA256
-from eccv_metric.groundtruth.fg import FG_RAW
-from eccv_metric.groundtruth.fg import FILES as FG_FILES
-from eccv_metric.groundtruth.fg import SHA256 as FG_SHA256
 from eccv_metric.groundtruth.split import WHEEL_FILES
 from eccv_metric.groundtruth.split import wheel_data_dir
 
@@ -50,7 +49,7 @@ class Urls:
     cxc_raw: str = CXC_RAW
     coco_annotations_zip: str = COCO_ANNOTATIONS_ZIP
     coco_images: str = COCO_IMAGES
-    fg_raw: str = FG_RAW
+    fg_raw: str = FG_HOME
 
 
 @dataclass
@@ -153,9 +152,8 @@ def resolve(
     if fg_found:
         sources.fg_dir = root
     elif download_missing:
-        for rel in (r for pair in FG_FILES.values() for r in pair):
-            name = rel.rsplit("/", 1)[1]
-            download(urls.fg_raw + rel, cache / "fg" / name, sha256=FG_SHA256[name])
+        for file in (f for entry in REGISTRY.collections() if entry.home == FG_HOME for f in entry.files):
+            download(urls.fg_raw + file.path, cache / "fg" / file.name, sha256=file.sha256)
         sources.fg_dir = cache / "fg"
 
     val_dir = _find(root, ("val2014",))

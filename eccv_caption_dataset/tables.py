@@ -18,7 +18,7 @@ from eccv_metric.core import progress
 from eccv_metric.core.positives import Positives
 from eccv_metric.groundtruth.categories import load_instance_categories
 from eccv_metric.groundtruth.cxc import CXC_FILES
-from eccv_metric.groundtruth.cxc import KINDS
+from eccv_metric.groundtruth.cxc import RATING_ITEMS
 from eccv_metric.groundtruth.cxc import read_csv
 from eccv_metric.groundtruth.cxc import sits_positives
 from eccv_metric.groundtruth.plausible import PlausibleMatch
@@ -130,7 +130,7 @@ def cxc_ratings(cxc_dir: Path, gt: GroundTruth, kinds: tuple[str, ...] = ("sits"
         kind = name.split("_")[0]
         if kind not in kinds:
             continue
-        type_1, type_2 = KINDS[kind]
+        type_1, type_2 = RATING_ITEMS[kind]
         ratings = read_csv(Path(cxc_dir) / name, kind)
         keep = (gt.index(type_1).positions(ratings.id_1) >= 0) & (gt.index(type_2).positions(ratings.id_2) >= 0)
         methods = np.asarray(ratings.method, dtype=object)

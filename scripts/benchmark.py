@@ -24,16 +24,10 @@ from __future__ import annotations
 
 import argparse
 import functools
-import gc
 import os
-import platform
-import subprocess
 import sys
-import tempfile
-import time
 import warnings
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 os.environ.setdefault("TQDM_DISABLE", "1")  # read when tqdm is imported: the official's progress bars off
@@ -49,6 +43,14 @@ from eccv_metric import Metrics  # noqa: E402
 from eccv_metric import means  # noqa: E402
 from eccv_metric.hub.evaluate_glue import nest  # noqa: E402
 from eccv_metric.kernels.topk import stable_topk  # noqa: E402
+from scripts.benchmark_timing import interleaved  # noqa: E402
+from scripts.benchmark_timing import machine  # noqa: E402
+from scripts.benchmark_timing import max_diff  # noqa: E402
+from scripts.benchmark_timing import measure  # noqa: E402
+from scripts.benchmark_timing import partition_floor  # noqa: E402
+from scripts.benchmark_timing import startup  # noqa: E402
+from scripts.benchmark_timing import streaming_floor  # noqa: E402
+from scripts.benchmark_timing import write_noop_module  # noqa: E402
 from tests.fixtures import INSTANCES  # noqa: E402
 from tests.fixtures import make_scores  # noqa: E402
 
@@ -57,66 +59,10 @@ README = ("eccv_r1", "eccv_map_at_r", "eccv_rprecision", "coco_1k_recalls", "coc
 TOP50 = ("eccv_r1", "eccv_map_at_r", "eccv_rprecision", "coco_5k_recalls", "cxc_recalls")
 
 
-def _status(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) * 1024
-    return 0
-
-
-def measure(fn: Callable[[], object], repeat: int = 1) -> tuple[object, float, float]:
-    """(result, best wall seconds, peak extra resident bytes) of ``fn``."""
-    best, peak, result = float("inf"), 0.0, None
-    for _ in range(repeat):
-        gc.collect()
-        before = _status("VmRSS")
-        try:
-            Path("/proc/self/clear_refs").write_text("5")  # reset the high-water mark
-        except OSError:
-            pass
-        start = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - start)
-        peak = max(peak, _status("VmHWM") - before)
-    return result, best, peak
-
-
-def interleaved(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
-    """Best wall seconds of each function, calls interleaved (a, b, a, b, ...): this machine's speed drifts by
-    up to 1.7x between minutes, so a ratio is only meaningful between runs made side by side."""
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            gc.collect()
-            start = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - start)
-    return best
-
-
-def partition_floor(scores: np.ndarray, transposed: np.ndarray) -> None:
-    """The physical floor of top-50 retrieval: np.partition (k = 50) of every row of the matrix and of its
-    contiguous transpose, 512 rows at a time, one thread."""
-    for arr in (scores, transposed):
-        for start in range(0, len(arr), 512):
-            np.partition(arr[start : start + 512], arr.shape[1] - 50, axis=1)
-
-
-def streaming_floor(scores: np.ndarray) -> None:
-    """One streaming pass over the matrix in each direction, side by side: ``max(axis=1)`` and ``max(axis=0)``
-    in two threads (numpy releases the GIL): what reading every score once costs on this machine."""
-    with ThreadPoolExecutor(2) as pool:
-        for future in [pool.submit(scores.max, axis=1), pool.submit(scores.max, axis=0)]:
-            future.result()
-
-
-def floor_stage(
-    metrics: Metrics, scores: np.ndarray, targets: tuple, report: Callable[..., None], repeat: int
-) -> tuple[dict[str, float], dict[str, float], float]:
-    """Best seconds of the floors and ours, interleaved, on the continuous and the tie-heavy matrix; the
-    tie-heavy run's peak."""
+def side_by_side(metrics: Metrics, scores: np.ndarray, targets: tuple, repeat: int) -> dict[str, float]:
+    """Best seconds of the two floors and ours on one matrix, calls interleaved."""
     transposed = np.ascontiguousarray(scores.T)
-    best = interleaved(
+    return interleaved(
         {
             "floor": lambda: partition_floor(scores, transposed),
             "stream": lambda: streaming_floor(scores),
@@ -124,58 +70,24 @@ def floor_stage(
         },
         repeat,
     )
+
+
+def floor_stage(
+    metrics: Metrics, scores: np.ndarray, targets: tuple, report: Callable[..., None], repeat: int
+) -> tuple[dict[str, float], dict[str, float], float]:
+    """Best seconds of the floors and ours, interleaved, on the continuous and the tie-heavy matrix; the
+    tie-heavy run's peak."""
+    best = side_by_side(metrics, scores, targets, repeat)
     report("floor: np.partition k=50, rows and transpose", best["floor"], 0, "(one thread, interleaved with ours)")
     report("floor: one streaming pass, rows and columns", best["stream"], 0, "(two threads, interleaved with ours)")
     report("ours: the same metrics, interleaved with the floor", best["ours"], 0)
     ties = make_scores(metrics.gt, "ties")  # scores rounded to multiples of 0.5: thousands tie at the 50th value
-    ties_t = np.ascontiguousarray(ties.T)
-    best_ties = interleaved(
-        {
-            "floor": lambda: partition_floor(ties, ties_t),
-            "stream": lambda: streaming_floor(ties),
-            "ours": lambda: metrics.compute_all_metrics_from_scores(ties, target_metrics=targets),
-        },
-        repeat,
-    )
+    best_ties = side_by_side(metrics, ties, targets, repeat)
     _, _, m_ties = measure(lambda: metrics.compute_all_metrics_from_scores(ties, target_metrics=targets))
     report("floor on the tie-heavy matrix", best_ties["floor"], 0)
     report("streaming floor on the tie-heavy matrix", best_ties["stream"], 0)
     report("ours: the same on a tie-heavy matrix", best_ties["ours"], m_ties + ties.nbytes)
     return best, best_ties, m_ties
-
-
-def startup() -> tuple[float, float, bool]:
-    """(seconds to parse the wheel's ground truth, seconds of a cached ``Metrics()``, whether
-    ``import eccv_metric`` loaded pyarrow / datasets / evaluate), each in a fresh interpreter."""
-    code = (
-        "import sys, time; t = time.perf_counter(); import eccv_metric; "
-        "heavy = any(m in sys.modules for m in ('pyarrow', 'datasets', 'evaluate')); "
-        "from eccv_metric.groundtruth.split import GroundTruth, wheel_data_dir; eccv_metric.Metrics(); "
-        "t = time.perf_counter(); GroundTruth._parse_wheel(wheel_data_dir()); parse = time.perf_counter() - t; "
-        "t = time.perf_counter(); eccv_metric.Metrics(); print(parse, time.perf_counter() - t, heavy)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
-    parse, cached, heavy = out.stdout.split()
-    return float(parse), float(cached), heavy == "True"
-
-
-def write_noop_module() -> Path:
-    """A do-nothing evaluate module: its compute time is evaluate's own fixed cost."""
-    folder = Path(tempfile.mkdtemp()) / "noop"
-    folder.mkdir()
-    (folder / "noop.py").write_text(
-        "import datasets\nimport evaluate\n\n\nclass Noop(evaluate.Metric):\n"
-        "    def _info(self):\n"
-        "        return evaluate.MetricInfo(description='', citation='', inputs_description='', features="
-        "datasets.Features({'predictions': datasets.Value('int64'), 'references': datasets.Value('int64')}))\n\n"
-        "    def _compute(self, predictions, references):\n        return {}\n"
-    )
-    return folder
-
-
-def max_diff(official: dict, ours: dict) -> float:
-    diffs = [abs(float(v) - ours[k][d]) for k, by in official.items() if isinstance(by, dict) for d, v in by.items()]
-    return max(diffs)
 
 
 DIM = 512
@@ -218,35 +130,16 @@ def embeddings_stage(metrics: Metrics, report: Callable[..., None], repeat: int)
     fg_peak = 0.0
     fg_dir = INSTANCES.parents[1] / "mscoco_fg"
     if fg_dir.is_dir():
-        from eccv_metric import FineGrainedMetrics
-
-        fg = FineGrainedMetrics("mscoco_fg", fg_dir, gt)
-        gallery = rng.standard_normal((len(fg.fg.images), DIM), dtype=np.float32)
-        refined = gallery[fg.fg.caption_image] + rng.standard_normal((len(fg.fg.captions), DIM), dtype=np.float32)
+        fg_metrics = Metrics(ground_truth=gt, fg_source=fg_dir)
+        fg = fg_metrics.resources.collection("mscoco_fg")
+        gallery = rng.standard_normal((len(fg.index("image")), DIM), dtype=np.float32)
+        refined = gallery[fg.caption_image] + rng.standard_normal((len(fg.index("caption")), DIM), dtype=np.float32)
         targets_fg = ["mscoco_fg_recalls", "mscoco_fg_medr"]
         _, t_fg, fg_peak = measure(
-            lambda: fg.compute_all_metrics_from_embeddings(gallery, refined, target_metrics=targets_fg)
+            lambda: fg_metrics.compute_all_metrics_from_embeddings(gallery, refined, target_metrics=targets_fg)
         )
         report("ours: MSCOCO-FG R@1/5/10 + MedR from embeddings", t_fg, fg_peak, "(31,244 x 25,000 never built)")
     return {"ratio": t_emb / (t_matmul + t_path), "t2t_peak": m_t2t, "fg_peak": fg_peak}
-
-
-def machine() -> str:
-    """The machine the numbers were measured on: CPU model, cores, memory, Python and numpy."""
-    model = "unknown CPU"
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        names = [
-            line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines() if line.startswith("model name")
-        ]
-        model = names[0] if names else model
-    memory = (
-        os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30 if hasattr(os, "sysconf") else float("nan")
-    )
-    return (
-        f"machine: {model}, {os.cpu_count()} cores, {memory:.0f} GiB; {platform.python_implementation()} "
-        f"{platform.python_version()}, numpy {np.__version__}"
-    )
 
 
 def main() -> int:

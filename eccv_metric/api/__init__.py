@@ -1,1 +1,2 @@
-"""Layer 5: evaluate(input, metrics, ks) -> Results; Metrics and FineGrainedMetrics (thin shims)."""
+"""Layer 5: evaluate(input, metrics, ks) -> Results; Metrics, the one compatibility shim (FineGrainedMetrics:
+its deprecated alias)."""

@@ -1,6 +1,6 @@
 """The one entry point: ``evaluate(input, metrics, ks)`` -> :class:`~eccv_metric.measures.results.Results`.
 
-Every front end (the official-style ``Metrics`` and ``FineGrainedMetrics``,
+Every front end (the official-style ``Metrics``, the one compatibility shim,
 the CLI, the evaluate module, the Space) turns its own transport into an
 input and calls this function::
 

@@ -1,7 +1,11 @@
-"""``Metrics``: a drop-in, exact and fast replacement of ``eccv_caption.Metrics`` (a thin shim over ``evaluate``)."""
+"""``Metrics``: a drop-in, exact and fast replacement of ``eccv_caption.Metrics``, the package's one compatibility
+shim over ``evaluate``: every method maps its arguments onto an input and one private path
+(:meth:`Metrics._evaluate`); each ``compute_all_metrics*`` is the means of its ``per_query*`` twin."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
@@ -15,16 +19,17 @@ from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.groundtruth.cxc import KINDS as RATING_KINDS
+from eccv_metric.groundtruth.cxc import RATING_ITEMS
 from eccv_metric.groundtruth.cxc import Ratings
 from eccv_metric.groundtruth.plausible import PMOptions
 from eccv_metric.groundtruth.split import GroundTruth
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.inputs.given import Rankings
 from eccv_metric.inputs.matrix import ScoreMatrix
+from eccv_metric.inputs.pairs import PairScores
+from eccv_metric.inputs.scored import ScoredInput
 from eccv_metric.measures.correlation import Correlation
-from eccv_metric.measures.correlation import bootstrap_spearman
-from eccv_metric.measures.results import QueryScores
+from eccv_metric.measures.results import PerQuery
 from eccv_metric.measures.results import means
 
 RankingsDict = Mapping[int, Sequence[int]]
@@ -45,7 +50,20 @@ def _names(target_metrics: Iterable[str] | str) -> Iterable[str] | str:
 
 
 ResultsDict = dict[str, dict[str, float]]
-PerQuery = dict[str, dict[str, QueryScores]]
+
+
+def _means_of(per_query: Callable[..., PerQuery], doc: str) -> Callable[..., ResultsDict]:
+    """A ``compute_all_metrics*`` method: the means of its ``per_query*`` twin (same arguments, same signature)."""
+
+    @functools.wraps(per_query)
+    def compute(self: Metrics, *args: object, **kwargs: object) -> ResultsDict:
+        return means(per_query(self, *args, **kwargs))
+
+    compute.__name__ = compute.__qualname__ = per_query.__name__.replace("per_query", "compute_all_metrics")
+    compute.__doc__ = doc
+    compute.__annotations__ = {**per_query.__annotations__, "return": "ResultsDict"}
+    compute.__signature__ = inspect.signature(per_query).replace(return_annotation="ResultsDict")  # type: ignore[attr-defined]
+    return compute
 
 
 class Metrics:
@@ -54,7 +72,9 @@ class Metrics:
     Same constructor and ``compute_all_metrics`` as the official package, plus
     ``compute_all_metrics_from_scores`` / ``_from_embeddings`` (exact metrics
     from a score matrix or embeddings) and per-query variants. Every method is
-    a thin layer over :func:`eccv_metric.evaluate`.
+    a thin layer over :func:`eccv_metric.evaluate`; every registered benchmark is
+    reached by its metric names, the fine-grained ones too (``Metrics(fg_source=...)``
+    and ``target_metrics=["mscoco_fg_recalls"]``).
 
     Parameters
     ----------
@@ -72,6 +92,8 @@ class Metrics:
         folder or Hub repo, a folder holding the CSVs, or None: the ground truth's dataset
         folder if it has them, else the canonical CxC files (downloaded once, sha256-checked).
     cxc_directed: read CxC intramodal pairs as directed (first column = query).
+    fg_source: where MSCOCO-FG / Flickr30K-FG files come from (a folder holding them, a built dataset or its
+        Hub repo; None: the canonical files, downloaded once and sha256-checked).
     """
 
     def __init__(
@@ -108,6 +130,36 @@ class Metrics:
     def cxc_source(self) -> str | Path | None:
         return self.resources.cxc_source
 
+    # -- the one path -----------------------------------------------------------------------------------------
+
+    def _targets(self, target_metrics: Iterable[str] | str | None, ks: Iterable[int]) -> Iterable[str] | str:
+        """The metric names asked for; the official API takes names only (None is refused, not "the defaults")."""
+        return _names(target_metrics)
+
+    def _evaluate(
+        self,
+        source: Rankings | ScoredInput,
+        target_metrics: Iterable[str] | str | None,
+        ks: Iterable[int],
+        directions: Iterable[str] | str | None = None,
+        partial: bool = False,
+        n_resamples: int = 1000,
+        seed: int = 0,
+    ) -> PerQuery:
+        names = self._targets(target_metrics, ks)
+        return dict(
+            evaluate(
+                source,
+                names,
+                ks,
+                resources=self.resources,
+                directions=directions,
+                partial=partial,
+                n_resamples=n_resamples,
+                seed=seed,
+            )
+        )
+
     # -- official-style API ---------------------------------------------------
 
     def set_i2t_retrieved_items(self, i2t_retrieved_items: RankingsDict) -> None:
@@ -116,7 +168,7 @@ class Metrics:
     def set_t2i_retrieved_items(self, t2i_retrieved_items: RankingsDict) -> None:
         self._t2i = t2i_retrieved_items
 
-    def compute_all_metrics(
+    def per_query(
         self,
         i2t_retrieved_items: RankingsDict | None = None,
         t2i_retrieved_items: RankingsDict | None = None,
@@ -125,128 +177,27 @@ class Metrics:
         verbose: bool | None = None,
         *,
         partial: bool = False,
-    ) -> ResultsDict:
+    ) -> PerQuery:
+        """Per-query values (``QueryScores``) whose means :meth:`compute_all_metrics` reports."""
+        if i2t_retrieved_items is None and t2i_retrieved_items is None:
+            i2t_retrieved_items, t2i_retrieved_items = self._i2t, self._t2i
+            if i2t_retrieved_items is None and t2i_retrieved_items is None:
+                raise EvaluationError("no ranked lists: pass i2t_retrieved_items and/or t2i_retrieved_items")
+        source = Rankings(i2t=i2t_retrieved_items, t2i=t2i_retrieved_items)
+        return self._evaluate(source, target_metrics, Ks, partial=partial)
+
+    compute_all_metrics = _means_of(
+        per_query,
         """Metrics from ranked lists ``{query id: [gallery ids, best first]}``.
 
         Returns ``{metric: {'i2t': value, 't2i': value}}`` with the official keys.
         A direction passed as ``None`` is left out (both ``None``: the lists set
         with ``set_*_retrieved_items``). ``partial=True`` scores only the
         queries given (means over them, not comparable with full results);
-        by default every query of a metric must have a list.
-        """
-        return means(self.per_query(i2t_retrieved_items, t2i_retrieved_items, target_metrics, Ks, partial=partial))
-
-    def compute_all_metrics_from_scores(
-        self,
-        scores: object = None,
-        image_ids: Iterable[int] | None = None,
-        caption_ids: Iterable[int] | None = None,
-        target_metrics: Iterable[str] = DEFAULT_TARGETS,
-        Ks: Iterable[int] = (1, 5, 10),  # noqa: N803
-        directions: Iterable[str] = ("i2t", "t2i"),
-        *,
-        caption_scores: object = None,
-        image_scores: object = None,
-        n_resamples: int = 1000,
-        seed: int = 0,
-    ) -> ResultsDict:
-        """Exact metrics from ``scores[i, j]`` = similarity of ``image_ids[i]`` and ``caption_ids[j]``.
-
-        Ranking = stable descending sort of each row/column (ties: the item given
-        first wins). The ids default to the test split in Karpathy order; extra
-        ids are allowed and ranked as negatives (COCO 1K ranks within the fold only).
-        ``caption_scores`` / ``image_scores``: square matrices over ``caption_ids`` /
-        ``image_ids`` for the intramodal benchmarks and the STS / SIS correlations;
-        ``n_resamples`` and ``seed`` for the correlations.
-        """
-        return means(
-            self.per_query_from_scores(
-                scores,
-                image_ids,
-                caption_ids,
-                target_metrics,
-                Ks,
-                directions,
-                caption_scores=caption_scores,
-                image_scores=image_scores,
-                n_resamples=n_resamples,
-                seed=seed,
-            )
-        )
-
-    def compute_all_metrics_from_embeddings(
-        self,
-        image_embeddings: object = None,
-        caption_embeddings: object = None,
-        image_ids: Iterable[int] | None = None,
-        caption_ids: Iterable[int] | None = None,
-        target_metrics: Iterable[str] = DEFAULT_TARGETS,
-        Ks: Iterable[int] = (1, 5, 10),  # noqa: N803
-        directions: Iterable[str] = ("i2t", "t2i"),
-        normalize: bool = False,
-        n_resamples: int = 1000,
-        seed: int = 0,
-    ) -> ResultsDict:
-        """Exact metrics from embeddings: similarity = dot product (cosine with ``normalize=True``).
-
-        Rows default to the test split in Karpathy order. The image-caption
-        similarities are one matrix product when they fit 1 GB, else one block
-        of queries at a time; intramodal benchmarks (``cxc_t2t``, ``coco_t2t``,
-        ``cxc_i2i``) likewise; correlations: dot products of the rated pairs only.
-        """
-        return means(
-            self.per_query_from_embeddings(
-                image_embeddings,
-                caption_embeddings,
-                image_ids,
-                caption_ids,
-                target_metrics,
-                Ks,
-                directions,
-                normalize,
-                n_resamples,
-                seed,
-            )
-        )
-
-    def cxc_ratings(self, kind: str) -> Ratings:
-        """The CxC ``sts``, ``sis`` or ``sits`` test ratings (from ``cxc_source``; loaded once)."""
-        return self.resources.ratings(kind)
-
-    def cxc_correlation(
-        self, kind: str, pair_scores: Callable[[np.ndarray, np.ndarray], object], n_resamples: int = 1000, seed: int = 0
-    ) -> Correlation:
-        """CxC bootstrap Spearman correlation for ``sts``, ``sis`` or ``sits`` from a caller's pair scorer.
-
-        ``pair_scores(ids_1, ids_2)`` returns the model's similarity of each rated
-        pair (ids of the CSV's first and second column: captions for STS, images
-        for SIS, captions then images for SITS); no dense matrix is needed.
-        """
-        kind = str(kind).lower()
-        if kind not in RATING_KINDS:
-            raise EvaluationError(f"kind must be one of {', '.join(RATING_KINDS)} (CxC ratings), not {kind!r:.20}")
-        first, second = (self.gt.index(m) for m in RATING_KINDS[kind])
-        rated = self.cxc_ratings(kind).within(first, second)
-        return bootstrap_spearman(rated, np.asarray(pair_scores(rated.id_1, rated.id_2)), n_resamples, seed)
-
-    # -- per-query API ----------------------------------------------------------
-
-    def per_query(
-        self,
-        i2t_retrieved_items: RankingsDict | None = None,
-        t2i_retrieved_items: RankingsDict | None = None,
-        target_metrics: Iterable[str] = DEFAULT_TARGETS,
-        Ks: Iterable[int] = (1, 5, 10),  # noqa: N803
-        *,
-        partial: bool = False,
-    ) -> PerQuery:
-        """Per-query values (``QueryScores``) whose means ``compute_all_metrics`` reports."""
-        if i2t_retrieved_items is None and t2i_retrieved_items is None:
-            i2t_retrieved_items, t2i_retrieved_items = self._i2t, self._t2i
-            if i2t_retrieved_items is None and t2i_retrieved_items is None:
-                raise EvaluationError("no ranked lists: pass i2t_retrieved_items and/or t2i_retrieved_items")
-        source = Rankings(i2t=i2t_retrieved_items, t2i=t2i_retrieved_items)
-        return dict(evaluate(source, _names(target_metrics), Ks, resources=self.resources, partial=partial))
+        by default every query of a metric must have a list. ``verbose``: accepted
+        for compatibility (long steps show progress bars).
+        """,
+    )
 
     def per_query_from_arrays(
         self,
@@ -265,8 +216,7 @@ class Metrics:
         """
         if i2t is None and t2i is None:
             raise EvaluationError("no ranked lists: pass i2t and/or t2i")
-        source = Rankings(i2t=i2t, t2i=t2i)
-        return dict(evaluate(source, _names(target_metrics), Ks, resources=self.resources, partial=partial))
+        return self._evaluate(Rankings(i2t=i2t, t2i=t2i), target_metrics, Ks, partial=partial)
 
     def per_query_from_scores(
         self,
@@ -284,17 +234,21 @@ class Metrics:
     ) -> PerQuery:
         """Per-query values whose means :meth:`compute_all_metrics_from_scores` reports."""
         source = ScoreMatrix(scores, image_ids, caption_ids, caption_scores=caption_scores, image_scores=image_scores)
-        return dict(
-            evaluate(
-                source,
-                _names(target_metrics),
-                Ks,
-                resources=self.resources,
-                directions=_directions(directions),
-                n_resamples=n_resamples,
-                seed=seed,
-            )
-        )
+        return self._evaluate(source, target_metrics, Ks, _directions(directions), n_resamples=n_resamples, seed=seed)
+
+    compute_all_metrics_from_scores = _means_of(
+        per_query_from_scores,
+        """Exact metrics from ``scores[i, j]`` = similarity of ``image_ids[i]`` and ``caption_ids[j]``.
+
+        Ranking = stable descending sort of each row/column (ties: the item given
+        first wins). The ids default to the benchmark's items in canonical order (the
+        test split in Karpathy order); extra ids are allowed and ranked as negatives
+        (COCO 1K ranks within the fold only). ``caption_scores`` / ``image_scores``:
+        square matrices over ``caption_ids`` / ``image_ids`` for the intramodal
+        benchmarks and the STS / SIS correlations; ``n_resamples`` and ``seed`` for
+        the correlations.
+        """,
+    )
 
     def per_query_from_embeddings(
         self,
@@ -311,17 +265,42 @@ class Metrics:
     ) -> PerQuery:
         """Per-query values whose means :meth:`compute_all_metrics_from_embeddings` reports."""
         source = Embeddings(image_embeddings, caption_embeddings, image_ids, caption_ids, normalize)
-        return dict(
-            evaluate(
-                source,
-                _names(target_metrics),
-                Ks,
-                resources=self.resources,
-                directions=_directions(directions),
-                n_resamples=n_resamples,
-                seed=seed,
-            )
-        )
+        return self._evaluate(source, target_metrics, Ks, _directions(directions), n_resamples=n_resamples, seed=seed)
+
+    compute_all_metrics_from_embeddings = _means_of(
+        per_query_from_embeddings,
+        """Exact metrics from embeddings: similarity = dot product (cosine with ``normalize=True``).
+
+        Rows default to the benchmark's items in canonical order (the test split in
+        Karpathy order). The image-caption similarities are one matrix product when
+        they fit 1 GB, else one block of queries at a time; intramodal benchmarks
+        (``cxc_t2t``, ``coco_t2t``, ``cxc_i2i``) likewise; correlations: dot products
+        of the rated pairs only.
+        """,
+    )
+
+    # -- CxC ratings ----------------------------------------------------------
+
+    def cxc_ratings(self, kind: str) -> Ratings:
+        """The CxC ``sts``, ``sis`` or ``sits`` test ratings (from ``cxc_source``; loaded once)."""
+        return self.resources.ratings(kind)
+
+    def cxc_correlation(
+        self, kind: str, pair_scores: Callable[[np.ndarray, np.ndarray], object], n_resamples: int = 1000, seed: int = 0
+    ) -> Correlation:
+        """CxC bootstrap Spearman correlation for ``sts``, ``sis`` or ``sits`` from a caller's pair scorer.
+
+        ``pair_scores(ids_1, ids_2)`` returns the model's similarity of each rated
+        pair (ids of the CSV's first and second column: captions for STS, images
+        for SIS, captions then images for SITS); no dense matrix is needed. The
+        engine scores it like every correlation (the ``cxc_<kind>_spearman`` benchmark).
+        """
+        kind = str(kind).lower()
+        if kind not in RATING_ITEMS:
+            raise EvaluationError(f"kind must be one of {', '.join(RATING_ITEMS)} (CxC ratings), not {kind!r:.20}")
+        name = f"cxc_{kind}_spearman"
+        by_direction = self._evaluate(PairScores(pair_scores), name, (), n_resamples=n_resamples, seed=seed)[name]
+        return Correlation(kind, next(iter(by_direction.values())).values)
 
     def relevance(self, relation: str, direction: str) -> object:
         """Positives of ``coco``, ``cxc``, ``eccv``, ``pm`` (PM needs categories) in ``i2t`` or ``t2i``."""

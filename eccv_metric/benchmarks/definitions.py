@@ -2,16 +2,20 @@
 
 Collections: ``coco_5k`` (the COCO Karpathy 5K test split: 5,000 images,
 25,000 captions, 5 folds), ``mscoco_fg`` and ``flickr30k_fg`` (refined
-captions and enlarged galleries). Relations are named here and resolved by
-:class:`~eccv_metric.benchmarks.resources.Resources`.
+captions and enlarged galleries), registered in :mod:`eccv_metric.benchmarks.collections`.
+Relations and restrictions are named here and registered in :mod:`eccv_metric.benchmarks.relations`;
+the registry checks every name when it is built.
 """
 
 from __future__ import annotations
 
+from eccv_metric.benchmarks.collections import COLLECTIONS
 from eccv_metric.benchmarks.registry import RETRIEVAL
 from eccv_metric.benchmarks.registry import Benchmark
 from eccv_metric.benchmarks.registry import Registry
 from eccv_metric.benchmarks.registry import Task
+from eccv_metric.benchmarks.relations import RELATIONS
+from eccv_metric.benchmarks.relations import RESTRICTIONS
 
 COCO_LICENSE = "CC BY 4.0 (COCO annotations)"
 ECCV = "Chun, Kim, Park, Chang, Oh. ECCV Caption. ECCV 2022, arXiv:2204.03359"
@@ -256,7 +260,7 @@ BENCHMARKS.append(
     )
 )
 
-REGISTRY = Registry(BENCHMARKS)
+REGISTRY = Registry(BENCHMARKS, COLLECTIONS, RELATIONS, RESTRICTIONS)
 # the official package's default target_metrics
 DEFAULT_TARGETS = ("coco_1k_r1", "coco_5k_r1", "cxc_r1", "eccv_r1", "eccv_map_at_r")
 # the official names, the defaults first (what a form offers for the 5K split)

@@ -20,7 +20,7 @@ from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.registry import Benchmark
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.measures.kinds import KINDS
+from eccv_metric.measures.kinds import METRIC_KINDS
 from eccv_metric.measures.kinds import MetricKind
 
 _RK = re.compile(r"(.+)_r([1-9][0-9]*)")
@@ -37,19 +37,7 @@ class MetricRequest:
 
     @property
     def spec(self) -> MetricKind:
-        return KINDS[self.kind]
-
-
-def _fixed_names() -> dict[str, tuple[Benchmark, str]]:
-    out = {}
-    for bench in REGISTRY:
-        for kind in bench.kinds:
-            if kind != "recall":
-                out[bench.metric_name(kind)] = (bench, kind)
-    return out
-
-
-FIXED = _fixed_names()
+        return METRIC_KINDS[self.kind]
 
 
 def parse_ks(ks: object) -> tuple[int, ...]:
@@ -70,8 +58,9 @@ def resolve_name(name: str, ks: tuple[int, ...]) -> list[MetricRequest]:
     """The metrics one name asks for (``*_recalls`` expands to every K)."""
     if not isinstance(name, str):
         raise EvaluationError(f"target metric names must be strings, not {name!r:.40}")
-    if name in FIXED:
-        bench, kind = FIXED[name]
+    fixed = REGISTRY.fixed_names()
+    if name in fixed:
+        bench, kind = fixed[name]
         if kind == "spearman_std":
             bench, kind = bench, "spearman"  # a correlation always comes with its std
         return [MetricRequest(bench.metric_name(kind), bench, kind)]
@@ -134,10 +123,11 @@ def _order(request: MetricRequest) -> tuple:
 
 def metric_info(name: str) -> tuple[Benchmark, MetricKind]:
     """(benchmark, kind) of an output name such as ``eccv_map_at_r``, ``coco_1k_r5`` or ``cxc_sts_spearman_std``."""
-    if name in FIXED:
-        bench, kind = FIXED[name]
-        return bench, KINDS[kind]
+    fixed = REGISTRY.fixed_names()
+    if name in fixed:
+        bench, kind = fixed[name]
+        return bench, METRIC_KINDS[kind]
     match = _RK.fullmatch(name)
     if match and match.group(1) in REGISTRY and "recall" in REGISTRY.get(match.group(1)).kinds:
-        return REGISTRY.get(match.group(1)), KINDS["recall"]
+        return REGISTRY.get(match.group(1)), METRIC_KINDS["recall"]
     raise EvaluationError(f"unknown metric {name!r}")

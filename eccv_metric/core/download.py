@@ -9,6 +9,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from eccv_metric.core import progress as progress_bars
@@ -17,6 +18,18 @@ from eccv_metric.core.errors import EvaluationError
 
 class SourceError(EvaluationError):
     """A source file that cannot be found, downloaded or verified (the message says what to pass instead)."""
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One canonical source file: its path below its home (a URL prefix) and its sha256."""
+
+    path: str  # e.g. "Annotations/MSCOCO_FG_ann.json"
+    sha256: str
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
 
 
 def default_cache_dir() -> Path:

@@ -17,7 +17,7 @@ import numpy as np
 
 from eccv_metric.core.ids import IdIndex
 
-KINDS = ("image", "caption")
+ITEM_KINDS = ("image", "caption")
 DIRECTION_KINDS = {
     "i2t": ("image", "caption"),
     "t2i": ("caption", "image"),

@@ -14,14 +14,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.names import MetricRequest
-from eccv_metric.benchmarks.resources import RESTRICTION_LABELS
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.view import DIRECTION_KINDS
 from eccv_metric.core.view import Collection
 from eccv_metric.core.view import View
-from eccv_metric.groundtruth.cxc import KINDS as RATING_KINDS
+from eccv_metric.groundtruth.cxc import RATING_ITEMS
 from eccv_metric.groundtruth.cxc import Ratings
 from eccv_metric.inputs.base import Relevance
 
@@ -51,7 +51,7 @@ class Job:
     @property
     def restriction_label(self) -> str:
         restriction = None if self.view is None else self.view.restriction
-        return "" if restriction is None else RESTRICTION_LABELS.get(restriction, restriction)
+        return REGISTRY.restriction_label(restriction)
 
 
 def plan(requests: list[MetricRequest], resources: Resources, directions: Iterable[str] | None = None) -> list[Job]:
@@ -70,7 +70,7 @@ def plan(requests: list[MetricRequest], resources: Resources, directions: Iterab
             if request.kind in ("spearman", "spearman_std"):
                 kind = str(task.relation)
                 collection = resources.collection(bench.collection)
-                first, second = (collection.index(m) for m in RATING_KINDS[kind])
+                first, second = (collection.index(m) for m in RATING_ITEMS[kind])
                 rated = resources.ratings(kind).within(first, second)
                 pairs = (first.positions(rated.id_1).astype(np.int64), second.positions(rated.id_2).astype(np.int64))
                 jobs.append(
@@ -80,7 +80,7 @@ def plan(requests: list[MetricRequest], resources: Resources, directions: Iterab
                         request.kind,
                         None,
                         ratings=rated,
-                        rating_kinds=RATING_KINDS[kind],
+                        rating_kinds=RATING_ITEMS[kind],
                         collection=collection,
                         pairs=pairs,
                     )

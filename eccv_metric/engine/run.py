@@ -26,13 +26,13 @@ from eccv_metric.inputs.base import Relevance
 from eccv_metric.inputs.lists import RankedLists
 from eccv_metric.measures import formulas
 from eccv_metric.measures.correlation import bootstrap_spearman
-from eccv_metric.measures.kinds import KINDS
+from eccv_metric.measures.kinds import METRIC_KINDS
+from eccv_metric.measures.results import PerQuery
 from eccv_metric.measures.results import QueryScores
 
 # R@K with a deeper K is read off exact ranks (one pass over the scores per relevance), not a K-deep top-K:
 # measured faster from about K = 1,000 on (slower at K = 100-400, where the top-K is cheap)
 DEEP_K = 1000
-PerQuery = dict[str, dict[str, QueryScores]]
 
 
 def run(jobs: list[Job], source: Input, partial: bool = False, n_resamples: int = 1000, seed: int = 0) -> PerQuery:
@@ -81,6 +81,20 @@ def _run_direction(jobs: list[Job], source: Input, partial: bool, out: dict) -> 
 
 
 def _run_view(view: View, jobs: list[Job], source: Input, partial: bool, out: dict) -> None:
+    """Score every job of one view (one ranking: direction, collection, restriction) into ``out[(metric, dir)]``.
+
+    The jobs split in two groups. *Rank jobs* (MedR, MeanR; R@K too when the input has exact ranks and
+    K > ``DEEP_K``, or another rank job already reads the same relevance, or the input prefers ranks) read
+    the exact rank of each query's first positive: one ``source.first_ranks`` per relevance. *Depth jobs*
+    (R@K, R-Precision, mAP@R, PMRP) read the first ``depth`` items of each query's list: ``source.top`` is
+    asked once, for the deepest depth any job needs and for the queries any relevance has; each relevance's
+    hit matrix (:class:`_Hits`) is built once at the depth its deepest job reads and shared by its jobs.
+    A job over several relevances (PCME's PMRP over zeta) is the per-query mean of its parts.
+
+    With ``partial`` and an input that gives only some queries (ranked lists), every relevance is first
+    restricted to the given queries (once per relevance), so means are over those queries only.
+    Errors (lists too short to decide a value) name the metric, direction and queries.
+    """
     restricted: dict[int, Relevance] = {}
 
     def rel_of(rel: Relevance) -> Relevance:
@@ -90,7 +104,7 @@ def _run_view(view: View, jobs: list[Job], source: Input, partial: bool, out: di
             restricted[id(rel)] = rel.restrict(source.given_queries(view))  # type: ignore[arg-type]
         return restricted[id(rel)]
 
-    by_rank = [j for j in jobs if KINDS[j.kind].needs == "rank"]
+    by_rank = [j for j in jobs if METRIC_KINDS[j.kind].needs == "rank"]
     if source.exact_ranks:  # R@K = 1[rank <= K]: from exact ranks when they cost no more than a top-K
         ranked = {id(j.relevance) for j in by_rank}
         cheap = source.prefers_ranks(view)  # e.g. blocks computed by a matrix product: one pass, not two
@@ -129,7 +143,7 @@ def _run_view(view: View, jobs: list[Job], source: Input, partial: bool, out: di
             out[(job.metric, job.direction)] = QueryScores(job.metric, job.direction, ids, values)
         else:
             out[(job.metric, job.direction)] = QueryScores(
-                job.metric, job.direction, ids, ranks[id(rel)], KINDS[job.kind].aggregate
+                job.metric, job.direction, ids, ranks[id(rel)], METRIC_KINDS[job.kind].aggregate
             )
 
 

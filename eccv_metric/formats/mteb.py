@@ -22,7 +22,6 @@ import math
 from pathlib import Path
 
 from eccv_metric.benchmarks.definitions import REGISTRY
-from eccv_metric.benchmarks.resources import RESTRICTION_LABELS
 from eccv_metric.benchmarks.subsets import subset
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.jsonio import read_json
@@ -83,7 +82,7 @@ class PredictionRankings(Rankings):
         if reason is None and restriction is not None and view.restriction != restriction:
             return (
                 f"{self.path}: the {view.direction} lists of MTEB subsets {', '.join(names)} ranked each query "
-                f"within its {RESTRICTION_LABELS.get(restriction, restriction)} only: they score metrics of that "
+                f"within its {REGISTRY.restriction_label(restriction)} only: they score metrics of that "
                 "restriction (coco_1k_*), not this one; use the predictions of an unrestricted subset"
             )
         return reason

@@ -60,7 +60,7 @@ from eccv_metric.groundtruth.split import GroundTruth
 from eccv_metric.inputs.given import Rankings
 from eccv_metric.inputs.matrix import ScoreMatrix
 
-KINDS = ("image", "caption")
+ITEM_KIND_CODES = ("image", "caption")
 TIES = ("stable", "trec_eval")
 DIRECTION_OF = {kinds: direction for direction, kinds in DIRECTION_KINDS.items()}
 _TREC_ID = re.compile(r"(image|caption)-(0|[1-9][0-9]{0,18})")
@@ -219,7 +219,7 @@ def read_run_arrays(path: str | Path, ties: str = "stable") -> dict[str, tuple[n
                     raise EvaluationError(f"{where}: score must be finite, not {parts[4]}")
                 dkind, did = parse_trec_id(parts[2], where)
                 columns["query"].append(queries.setdefault(parts[0], len(queries)))
-                columns["kind"].append(KINDS.index(dkind))
+                columns["kind"].append(ITEM_KIND_CODES.index(dkind))
                 columns["doc"].append(did)
                 columns["rank"].append(int(parts[3]))
                 columns["score"].append(score)
@@ -249,7 +249,7 @@ def read_run_arrays(path: str | Path, ties: str = "stable") -> dict[str, tuple[n
     out: dict[str, list[tuple[int, int, int]]] = {}
     for g in appear.tolist():
         kind, qid = parse_trec_id(tokens[int(groups[g]) // 2], f"{path}: query")
-        direction = DIRECTION_OF[(kind, KINDS[int(groups[g]) % 2])]
+        direction = DIRECTION_OF[(kind, ITEM_KIND_CODES[int(groups[g]) % 2])]
         out.setdefault(direction, []).append((qid, int(first[g]), int(lengths[g])))
     docs = col["doc"][order]
     arrays = {}

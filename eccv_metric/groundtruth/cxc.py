@@ -45,7 +45,7 @@ CXC_SHA256 = {
     "sis_test.csv": "01f2ceb349414aff84065c0548837d1630408283601a5c97d86c2f6681cc1571",
 }
 CXC_FILES = tuple(CXC_SHA256)
-KINDS = {"sits": ("caption", "image"), "sts": ("caption", "caption"), "sis": ("image", "image")}
+RATING_ITEMS = {"sits": ("caption", "image"), "sts": ("caption", "caption"), "sis": ("image", "image")}
 THRESHOLDS = {"sits": 3.0, "sts": 3.0, "sis": 2.5}
 _CAPTION_KEY = re.compile(r"[^:]*:sentid:([0-9]+)")
 _IMAGE_KEY = re.compile(r"COCO_[A-Za-z0-9]+_([0-9]+)\.jpg")
@@ -91,7 +91,7 @@ def parse_key(key: str) -> tuple[str, int] | None:
 def read_csv(path: str | Path, kind: str) -> Ratings:
     """Read ``<kind>_test.csv``; a malformed line raises an error naming the file and line."""
     first, second, scores, methods = [], [], [], []
-    want = KINDS[kind]
+    want = RATING_ITEMS[kind]
     with open(path, newline="", encoding="utf-8-sig") as fin:
         reader = csv.reader(fin)
         header = next(reader, None)
@@ -138,8 +138,8 @@ def _from_dataset(source: str | Path, kind: str) -> Ratings | None:
 
 def load_ratings(kind: str, source: str | Path | None = None, cache_dir: str | Path | None = None) -> Ratings:
     """The ``kind`` (sits / sts / sis) test ratings from ``source`` (see the module docstring)."""
-    if kind not in KINDS:
-        raise EvaluationError(f"unknown CxC rating kind {kind!r}; known: {', '.join(KINDS)}")
+    if kind not in RATING_ITEMS:
+        raise EvaluationError(f"unknown CxC rating kind {kind!r}; known: {', '.join(RATING_ITEMS)}")
     name = f"{kind}_test.csv"
     if source is None:
         cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()

@@ -3,7 +3,8 @@ Image-text Retrieval", doi:10.1145/3539618.3591758, arXiv:2304.10824): refined c
 galleries.
 
 Sources (github.com/cwj1412/MSCOCO-Flikcr30K_FG, no license file): ``Annotations/<X>_FG_ann.json``
-(``{image key: [5 refined captions]}``) and ``Images/<X>_FG_img_filenames.npy`` (the gallery).
+(``{image key: [5 refined captions]}``) and ``Images/<X>_FG_img_filenames.npy`` (the gallery); their
+paths, sha256 and home are registry data (:mod:`eccv_metric.benchmarks.collections`), passed in here.
 
 Canonical order (what rows of embeddings / scores mean when no ids are given): gallery = the
 ``*_img_filenames.npy`` order; captions = the annotation file's keys in file order, each key's captions
@@ -14,9 +15,10 @@ Ids (integers, as everywhere in the package):
   ``unlabeled2017`` distractors ``<12 digits>.jpg``, Flickr photo ids for ``<digits>.jpg`` of
   Flickr30K; a gallery whose ids collide is refused (none do: Flickr30K-FG's Flickr ids are
   1,989,609 and up, COCO ids at most 581,929).
-- captions: MSCOCO-FG caption k of an image refines that image's k-th COCO caption in ascending
-  caption id order, so it keeps that COCO caption id; Flickr30K has no caption ids, so caption k of
-  Flickr photo f is ``10 * f + k``.
+- captions (the collection entry chooses the rule): MSCOCO-FG caption k of an image refines that
+  image's k-th COCO caption in ascending caption id order, so it keeps that COCO caption id
+  (:func:`coco_caption_ids`); Flickr30K has no caption ids, so caption k of Flickr photo f is
+  ``10 * f + k`` (:func:`photo_caption_ids`).
 
 Relation: a caption's positive is its image (t2i: every refined caption against the whole gallery);
 an annotated image's positives are its 5 captions (i2t: against all refined captions). The annotated
@@ -26,12 +28,14 @@ images are the benchmark's "original pool" (the 5,000 / 1,000 test images), the 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
+from eccv_metric.core.download import SourceFile
 from eccv_metric.core.download import default_cache_dir
 from eccv_metric.core.download import download
 from eccv_metric.core.errors import EvaluationError
@@ -45,18 +49,6 @@ from eccv_metric.core.jsonio import require_object
 from eccv_metric.core.positives import Positives
 from eccv_metric.groundtruth.split import GroundTruth
 
-FG_RAW = "https://raw.githubusercontent.com/cwj1412/MSCOCO-Flikcr30K_FG/master/"
-FILES = {
-    "mscoco_fg": ("Annotations/MSCOCO_FG_ann.json", "Images/MSCOCO_FG_img_filenames.npy"),
-    "flickr30k_fg": ("Annotations/Flickr30K_FG_ann.json", "Images/Flickr30K_FG_img_filenames.npy"),
-}
-SHA256 = {
-    "MSCOCO_FG_ann.json": "2836a1d721aa16288bf14ae4dc76af6603af900d43946e7b9c89401b72905452",
-    "MSCOCO_FG_img_filenames.npy": "7bdf7bf2086ff23ca937ebf3e0d51528bc4ff51b20543852591881faf9b4efd0",
-    "Flickr30K_FG_ann.json": "7e77be240f3c94bf16ae2db0b59183ad86a73f7a05354e5317d05ce54d12996f",
-    "Flickr30K_FG_img_filenames.npy": "eabbf6f90053578af2303bac03c167c937ab8ea16fe0e6bd5b60c577d64feb70",
-}
-BENCHMARKS = tuple(FILES)
 CAPTIONS_PER_IMAGE = 5
 
 
@@ -104,43 +96,65 @@ def image_id(file_name: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _find(name: str, source: str | Path | None, cache_dir: str | Path | None) -> list[Path]:
+CaptionIds = Callable[[np.ndarray], np.ndarray]  # annotated image ids -> their captions' ids (images x 5)
+
+
+def photo_caption_ids(image_ids: np.ndarray) -> np.ndarray:
+    """Caption k of photo f: ``10 * f + k`` (Flickr30K has no caption ids)."""
+    return np.asarray(image_ids, np.int64)[:, None] * 10 + np.arange(CAPTIONS_PER_IMAGE)
+
+
+def coco_caption_ids(gt: GroundTruth | None) -> CaptionIds:
+    """The rule "caption k of an image keeps the image's k-th COCO caption id, ascending" on the split ``gt``
+    (default: the ``eccv_caption`` wheel's)."""
+    return lambda image_ids: _coco_caption_ids(image_ids, gt if gt is not None else GroundTruth.from_wheel())
+
+
+def _find(
+    name: str, files: tuple[SourceFile, ...], home: str, source: str | Path | None, cache_dir: str | Path | None
+) -> list[Path]:
     paths = []
-    for rel in FILES[name]:
-        file = rel.rsplit("/", 1)[1]
+    names = ", ".join(f.name for f in files)
+    for file in files:
         if source is None:
             cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-            hint = f"give fg_source= (a folder holding {file} and the other {name} file, or a built dataset)"
-            paths.append(download(FG_RAW + rel, cache / "fg" / file, sha256=SHA256[file], hint=hint))
+            hint = f"give fg_source= (a folder holding {file.name} and the other {name} file, or a built dataset)"
+            paths.append(download(home + file.path, cache / "fg" / file.name, sha256=file.sha256, hint=hint))
             continue
-        found = find_below(source, file) if Path(source).is_dir() else []
+        found = find_below(source, file.name) if Path(source).is_dir() else []
         if not found:
             raise EvaluationError(
-                f"{source}: no {file} below it; give fg_source= (a folder holding the {name} sources "
-                f"{', '.join(f.rsplit('/', 1)[1] for f in FILES[name])}, or a built dataset)"
+                f"{source}: no {file.name} below it; give fg_source= (a folder holding the {name} sources "
+                f"{names}, or a built dataset)"
             )
         paths.append(found[0])
     return paths
 
 
 def load_fg(
-    name: str, source: str | Path | None = None, gt: GroundTruth | None = None, cache_dir: str | Path | None = None
+    name: str,
+    files: tuple[SourceFile, SourceFile],
+    home: str,
+    caption_ids: CaptionIds,
+    source: str | Path | None = None,
+    cache_dir: str | Path | None = None,
 ) -> FineGrained:
-    """Read a benchmark from a built dataset folder, a folder holding its two files, or the canonical files.
+    """Read an FG collection from a built dataset folder, a folder holding its two files, or the canonical files.
 
-    ``gt``: the COCO test split (for MSCOCO-FG's caption ids; default: the ``eccv_caption`` wheel's).
+    ``files``: the annotation JSON and the gallery's file-name .npy (paths below ``home``, sha256);
+    ``caption_ids``: the collection's caption id rule (:func:`coco_caption_ids`, :func:`photo_caption_ids`).
     """
-    if name not in FILES:
-        raise EvaluationError(f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}")
     if is_built_folder(source, f"{name}_gallery") or (source is not None and _hub_id(source)):
         return _from_dataset(name, source)  # type: ignore[arg-type]
-    ann_path, files_path = _find(name, source, cache_dir)
-    files = np.load(files_path, allow_pickle=False)
-    if files.ndim != 1 or files.dtype.kind != "U":
-        raise EvaluationError(f"{files_path}: expected a 1-D array of file names, got {files.dtype} {files.shape}")
-    ids = [image_id(f) for f in files.tolist()]
+    ann_path, files_path = _find(name, files, home, source, cache_dir)
+    files_array = np.load(files_path, allow_pickle=False)
+    if files_array.ndim != 1 or files_array.dtype.kind != "U":
+        raise EvaluationError(
+            f"{files_path}: expected a 1-D array of file names, got {files_array.dtype} {files_array.shape}"
+        )
+    ids = [image_id(f) for f in files_array.tolist()]
     if None in ids:
-        bad = [f for f, i in zip(files.tolist(), ids, strict=True) if i is None]
+        bad = [f for f, i in zip(files_array.tolist(), ids, strict=True) if i is None]
         raise EvaluationError(f"{files_path}: file names without an id: {preview(bad)}")
     images = IdIndex(np.asarray(ids, np.int64), f"{name} image")  # refuses colliding ids
     expected = "a JSON object {image key: [5 captions]}"
@@ -157,13 +171,14 @@ def load_fg(
             raise EvaluationError(f"{ann_path}: {key}: expected {CAPTIONS_PER_IMAGE} caption strings")
         texts.extend(caps)
     caption_image = np.repeat(dense, CAPTIONS_PER_IMAGE).astype(np.int64)
-    k = np.tile(np.arange(CAPTIONS_PER_IMAGE), len(keys))
-    if name == "flickr30k_fg":
-        caption_ids = np.repeat(query_ids, CAPTIONS_PER_IMAGE) * 10 + k
-    else:
-        caption_ids = _coco_caption_ids(query_ids, gt if gt is not None else GroundTruth.from_wheel()).ravel()
     return FineGrained(
-        name, images, files, IdIndex(caption_ids, f"{name} caption"), caption_image, tuple(texts), str(ann_path)
+        name,
+        images,
+        files_array,
+        IdIndex(np.asarray(caption_ids(query_ids), np.int64).ravel(), f"{name} caption"),
+        caption_image,
+        tuple(texts),
+        str(ann_path),
     )
 
 

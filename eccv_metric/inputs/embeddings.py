@@ -6,7 +6,7 @@ import numpy as np
 
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.options import require_bool
-from eccv_metric.core.view import KINDS
+from eccv_metric.core.view import ITEM_KINDS
 from eccv_metric.core.view import View
 from eccv_metric.inputs.scored import ScoredInput
 from eccv_metric.kernels.scorers import BlockScorer
@@ -84,7 +84,7 @@ class Embeddings(ScoredInput):
     def _scorer(self, kinds: tuple[str, str]) -> BlockScorer:
         if kinds not in self._scorers:
             q, g = kinds
-            a, b = sorted(kinds, key=KINDS.index)  # one matrix serves both directions: images x captions
+            a, b = sorted(kinds, key=ITEM_KINDS.index)  # one matrix serves both directions: images x captions
             rows_a, copies_a = distinct_rows(self.vectors[a])
             rows_b, copies_b = distinct_rows(self.vectors[b]) if b != a else (rows_a, copies_a)
             dtype = np.result_type(rows_a.dtype, rows_b.dtype)

@@ -30,7 +30,7 @@ class MetricKind:
     formula: str
 
 
-KINDS: dict[str, MetricKind] = {
+METRIC_KINDS: dict[str, MetricKind] = {
     k.key: k
     for k in (
         MetricKind(

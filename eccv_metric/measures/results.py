@@ -86,6 +86,9 @@ class Results(Mapping[str, Mapping[str, QueryScores]]):
         }
 
 
+PerQuery = dict[str, dict[str, QueryScores]]  # per-query values ``out[metric][direction]``
+
+
 def means(per_query: Mapping[str, Mapping[str, QueryScores]]) -> dict[str, dict[str, float]]:
     """Per-query values -> the reported numbers ``{metric: {direction: value}}``."""
     return {name: {d: scores.value for d, scores in by_dir.items()} for name, by_dir in per_query.items()}

@@ -9,15 +9,16 @@ import os
 import re
 import stat
 import threading
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from eccv_metric import Embeddings
 from eccv_metric import EvaluationError
+from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.cli.main import main
 from eccv_metric.groundtruth import cxc as cxc_module
-from eccv_metric.groundtruth import fg as fg_module
 
 
 def test_evaluate_scores_npy_with_id_files(tmp_path, metrics, gt, scores_gauss, capsys):
@@ -73,10 +74,13 @@ def failing_server(monkeypatch, tmp_path):
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{server.server_address[1]}/"
-    monkeypatch.setattr(fg_module, "FG_RAW", base + "fg/")
     monkeypatch.setattr(cxc_module, "CXC_RAW", base + "cxc/")
     monkeypatch.setenv("ECCV_CAPTION_CACHE", str(tmp_path / "cache"))
-    yield base
+    with REGISTRY.scoped():
+        for entry in REGISTRY.collections():
+            if entry.home:
+                REGISTRY.add_collection(replace(entry, home=base + "fg/"), replace=True)
+        yield base
     server.shutdown()
     server.server_close()
 

@@ -178,13 +178,13 @@ def test_intramodal_rows_and_ratings_equal_the_csvs(built, gt):
 
 
 def test_fg_configs_equal_the_files_and_score_the_same(built, gt):
-    """The FG configs hold the benchmark as its files define it; FineGrainedMetrics reads them back."""
-    from eccv_metric import FineGrainedMetrics
-    from eccv_metric.groundtruth.fg import load_fg
+    """The FG configs hold the benchmark as its files define it; Metrics(fg_source=...) reads them back."""
+    from eccv_metric import Metrics
+    from eccv_metric import Resources
 
     folder, _ = built
     for bench, sources in (("mscoco_fg", {"val2014": 5000, "unlabeled2017": 26244}), ("flickr30k_fg", None)):
-        files = load_fg(bench, SHARED / "mscoco_fg", gt)
+        files = Resources(gt, fg_source=SHARED / "mscoco_fg").collection(bench)
         gallery = read(folder, f"{bench}_gallery", ["image_id", "file_name", "source", "coco_url", "image"])
         captions = read(folder, f"{bench}_captions")
         assert gallery["image_id"] == files.images.ids.tolist() and gallery["file_name"] == files.image_files.tolist()
@@ -200,10 +200,12 @@ def test_fg_configs_equal_the_files_and_score_the_same(built, gt):
         rng = np.random.default_rng(0)
         images = rng.standard_normal((len(files.images), 4)).astype(np.float32)
         caps = rng.standard_normal((len(files.captions), 4)).astype(np.float32)
-        from_folder = FineGrainedMetrics(bench, folder).compute_all_metrics_from_embeddings(images, caps)
-        assert from_folder == FineGrainedMetrics(bench, SHARED / "mscoco_fg", gt).compute_all_metrics_from_embeddings(
-            images, caps
+        targets = [f"{bench}_recalls"]
+        from_folder = Metrics(fg_source=folder).compute_all_metrics_from_embeddings(
+            images, caps, target_metrics=targets
         )
+        from_files = Metrics(ground_truth=gt, fg_source=SHARED / "mscoco_fg")
+        assert from_folder == from_files.compute_all_metrics_from_embeddings(images, caps, target_metrics=targets)
     texts = read(folder, "mscoco_fg_captions", ["caption_id", "original_caption"])
     assert texts["original_caption"][texts["caption_id"].index(659308)] == (
         "A group of people posing with half a dozen large cupcakes"

@@ -81,7 +81,7 @@ def test_one_name_and_one_version_everywhere():
     assert importlib.metadata.version(DISTRIBUTION) == eccv_metric.__version__  # the installed metadata
     changelog = (ROOT / "CHANGELOG.md").read_text()
     assert re.search(r"^## (\S+)", changelog, re.M).group(1) == eccv_metric.__version__
-    from eccv_caption_dataset.hub_folder import CARD_BODY
+    from eccv_caption_dataset.card import CARD_BODY
     from eccv_caption_dataset.mteb_layout import MTEB_SECTION
 
     for card in (

@@ -16,7 +16,7 @@ from eccv_caption_dataset.sources import SourceError
 from eccv_caption_dataset.sources import Urls
 from eccv_caption_dataset.sources import download
 from eccv_caption_dataset.sources import resolve
-from eccv_metric.groundtruth.fg import FILES as FG_FILES
+from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.groundtruth.split import WHEEL_FILES
 from eccv_metric.groundtruth.split import wheel_data_dir
 from tests.fixtures import SHARED
@@ -99,7 +99,7 @@ def test_build_from_downloaded_sources_equals_the_local_build(server, tmp_path):
     (Files.root / "cxc").mkdir()
     for csv in ("sits_test.csv", "sts_test.csv", "sis_test.csv"):
         (Files.root / "cxc" / csv).write_bytes((SHARED / "cxc" / csv).read_bytes())
-    for rel in (r for pair in FG_FILES.values() for r in pair):
+    for rel in (f.path for entry in REGISTRY.collections() for f in entry.files):
         (Files.root / "fg" / rel).parent.mkdir(parents=True, exist_ok=True)
         (Files.root / "fg" / rel).write_bytes((SHARED / "mscoco_fg" / rel.rsplit("/", 1)[1]).read_bytes())
     (Files.root / "val2014").mkdir()

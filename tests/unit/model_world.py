@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from eccv_metric.groundtruth.fg import load_fg
+from eccv_metric import Resources
 from tests.unit.world import World
 
 IMAGE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
@@ -71,7 +71,7 @@ def write_data(world: World, folder: Path, skip_pixels: tuple[int, ...] = ()) ->
         },
     )
     for bench in ("mscoco_fg", "flickr30k_fg"):
-        fg = load_fg(bench, world.fg_dir, world.gt if bench == "mscoco_fg" else None)
+        fg = Resources(world.gt, fg_source=world.fg_dir).collection(bench)
         files = fg.image_files.tolist()
         origin = ["val2014" if f.startswith("COCO_val2014_") else ("unlabeled2017" if len(f) == 16 else "flickr30k")
                   for f in files]  # fmt: skip
@@ -108,7 +108,7 @@ def pixel_folder(world: World, folder: Path) -> Path:
     """The FG images a build does not embed (unlabeled2017 distractors, Flickr30K photos), as files."""
     folder.mkdir(parents=True, exist_ok=True)
     for bench in ("mscoco_fg", "flickr30k_fg"):
-        fg = load_fg(bench, world.fg_dir, world.gt if bench == "mscoco_fg" else None)
+        fg = Resources(world.gt, fg_source=world.fg_dir).collection(bench)
         for i, f in zip(fg.images.ids.tolist(), fg.image_files.tolist(), strict=True):
             if not f.startswith("COCO_val2014_"):
                 (folder / f).write_bytes(png(int(i)))

@@ -1,7 +1,7 @@
 """Issue 24 (no silent number, round three) on the synthetic world: each input gives the right number or an error.
 
 Real-data counterparts (the 5K split, MSCOCO-FG, the CLI over real files, memory caps) are in
-``tests/integration/test_round_three.py``.
+``tests/integration/test_extreme_inputs.py``.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from eccv_metric.benchmarks.docs import fill_tables
 from eccv_metric.benchmarks.docs import protocol_table
 from eccv_metric.benchmarks.names import metric_info
 from eccv_metric.benchmarks.names import parse_targets
-from eccv_metric.measures.kinds import KINDS
+from eccv_metric.measures.kinds import METRIC_KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
 ALL_NAMES = [(bench, name) for bench in REGISTRY for name in bench.metric_names((1, 5, 10))]
@@ -27,7 +27,7 @@ def test_every_benchmark_is_complete():
     for bench in REGISTRY:
         assert bench.title and bench.description and bench.citation and bench.collection, bench.name
         assert bench.tasks and len(set(bench.directions)) == len(bench.directions), bench.name
-        assert all(k in KINDS for k in bench.kinds), bench.name
+        assert all(k in METRIC_KINDS for k in bench.kinds), bench.name
         defaults = parse_targets(None, (1, 5, 10), benchmarks=[bench.name])
         assert defaults and all(r.benchmark is bench for r in defaults), bench.name
 

@@ -1,6 +1,7 @@
-"""Issue 24 (no silent number, round three) on the real data: the API, the CLI and the evaluate module.
-
-Each test names the issue's item it covers. Memory bounds are checked in child processes (the peak resident
+"""Extreme and malformed inputs on the real data, through the API, the CLI and the evaluate module: huge K
+and depths, scaled rows, ids and ranks out of range, BOMs, skewed list lengths, options of the wrong type,
+targets of another collection, chance-level inputs; each is refused with a message naming it, or scored
+exactly in memory bounded by the input. Memory bounds are checked in child processes (the peak resident
 set of the child's own address space, ``VmHWM``: ``ru_maxrss`` would carry the parent's peak over the exec),
 never wall-clock times.
 """
