@@ -58,6 +58,8 @@ def preview(ids: Iterable[object], limit: int = 5) -> str:
 
 
 def _is_int(x: object) -> bool:
+    if isinstance(x, bool) or type(x).__name__ == "bool_":  # True is shown as True, not as id 1
+        return False
     try:
         return int(x) == x  # type: ignore[call-overload]
     except (TypeError, ValueError):
