@@ -24,9 +24,9 @@ from eccv_metric.benchmarks.names import metric_info
 from eccv_metric.core import progress
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import preview
-from eccv_metric.core.ids import ID_LIMIT
 from eccv_metric.core.ids import INT64_MAX
 from eccv_metric.core.ids import require_unique
+from eccv_metric.core.ids import too_large
 from eccv_metric.core.jsonio import int_list
 from eccv_metric.core.jsonio import read_json
 from eccv_metric.core.jsonio import require_object
@@ -178,5 +178,5 @@ def compare_files(a: str | Path, b: str | Path, *args: object, **kwargs: object)
                     else None
                 )
                 if big is not None:
-                    raise EvaluationError(f"{path}: {metric}/{direction} query_ids: id {big} is too large ({ID_LIMIT})")
+                    raise EvaluationError(f"{path}: {too_large(f'{metric}/{direction} query_ids', big)}")
     return compare(loaded[0], loaded[1], *args, **kwargs)  # type: ignore[arg-type]

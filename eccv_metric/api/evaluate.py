@@ -28,6 +28,7 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.options import require_bool
 from eccv_metric.engine.plan import CROSS_MODAL
 from eccv_metric.engine.plan import plan
+from eccv_metric.engine.plan import refuse_unservable
 from eccv_metric.engine.run import run
 from eccv_metric.inputs.given import Rankings
 from eccv_metric.inputs.scored import ScoredInput
@@ -90,6 +91,7 @@ def evaluate(
     if isinstance(source, Rankings):
         given = [d for d in CROSS_MODAL if d in source.raw]
         wanted = given if wanted is None else [d for d in wanted if d in given]
+    refuse_unservable(requests, source, wanted)  # before resources load (or download): the input's fault first
     jobs = plan(requests, resources if resources is not None else default_resources(), wanted)
     per_query = run(jobs, source, partial, n_resamples, seed)
     notes = chance_notes(jobs, per_query, source)

@@ -90,6 +90,11 @@ INT64_MAX = int(np.iinfo(np.int64).max)
 ID_LIMIT = f"ids are held as int64: at most 2**63 - 1 = {INT64_MAX}"
 
 
+def too_large(what: str, value: int) -> str:
+    """The message for an integer id numpy cannot hold: the id and the limit."""
+    return f"{what} must be integers within int64, got {value} ({ID_LIMIT})"
+
+
 def int_array(values: list | np.ndarray, what: str) -> np.ndarray:
     """``np.array`` of a (possibly nested) list, which must hold integers only: no bools (numpy would read
     ``True`` as 1 among ints), no float, no integer beyond int64 (named with the limit)."""
@@ -102,7 +107,7 @@ def int_array(values: list | np.ndarray, what: str) -> np.ndarray:
     if arr.dtype.kind not in "iu" and not isinstance(values, np.ndarray):
         big = _first_big_int(values)
         if big is not None:
-            raise EvaluationError(f"{what}: id {big} is too large ({ID_LIMIT})")
+            raise EvaluationError(too_large(what, big))
     if arr.dtype.kind not in "iu":
         raise EvaluationError(
             f"{what} must be integers, got {arr.dtype if arr.dtype != object else 'mixed/other values'}"
@@ -141,7 +146,7 @@ def _first_big_int(values: object) -> int | None:
 def require_int64_range(arr: np.ndarray, what: str) -> None:
     """An unsigned 64-bit id above the int64 range would wrap to a negative id: refused, naming the id."""
     if arr.dtype == np.uint64 and arr.size and int(arr.max()) > INT64_MAX:
-        raise EvaluationError(f"{what}: id {int(arr.max())} is too large ({ID_LIMIT})")
+        raise EvaluationError(too_large(what, int(arr.max())))
 
 
 def check_extra_ids(ids: np.ndarray, index: IdIndex, other: IdIndex | None) -> None:

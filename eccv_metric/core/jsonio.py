@@ -25,8 +25,8 @@ import numpy as np
 
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import preview
-from eccv_metric.core.ids import ID_LIMIT
 from eccv_metric.core.ids import INT64_MAX
+from eccv_metric.core.ids import too_large
 
 _CANONICAL_INT = re.compile(r"0|[1-9][0-9]*")
 
@@ -153,7 +153,7 @@ def int_list(values: object, path: str | Path, field: str) -> list[int]:
         )
     big = next((v for v in values if not -INT64_MAX - 1 <= v <= INT64_MAX), None)
     if big is not None:
-        raise EvaluationError(f"{path}: {field}: id {big} is too large ({ID_LIMIT})")
+        raise EvaluationError(f"{path}: {too_large(field, big)}")
     return values
 
 

@@ -10,9 +10,9 @@ import numpy as np
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import load_npy
 from eccv_metric.core.files import read_text
-from eccv_metric.core.ids import ID_LIMIT
 from eccv_metric.core.ids import INT64_MAX
 from eccv_metric.core.ids import require_int64_range
+from eccv_metric.core.ids import too_large
 from eccv_metric.core.jsonio import int_list
 from eccv_metric.core.jsonio import read_json
 
@@ -33,7 +33,7 @@ def load_ids(path: str | Path, what: str = "ids") -> np.ndarray:
             raise EvaluationError(f"{path}: {what} must be decimal integers, one per line, not {bad!r:.30}")
         values = [int(t) for t in tokens]
         if values and max(values) > INT64_MAX:
-            raise EvaluationError(f"{path}: {what}: id {max(values)} is too large ({ID_LIMIT})")
+            raise EvaluationError(f"{path}: {too_large(what, max(values))}")
         arr = np.asarray(values, dtype=np.int64)
     if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
         raise EvaluationError(f"{path}: {what} must be a flat list of integers, got {arr.dtype} shape {arr.shape}")

@@ -6,6 +6,7 @@ import numpy as np
 
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.options import require_bool
+from eccv_metric.core.view import DIRECTION_KINDS
 from eccv_metric.core.view import KINDS
 from eccv_metric.core.view import View
 from eccv_metric.inputs.scored import ScoredInput
@@ -61,8 +62,8 @@ class Embeddings(ScoredInput):
             "(were image and caption embeddings swapped?)"
         )
 
-    def cannot(self, view: View) -> str | None:
-        return self.cannot_pairs((view.query_kind, view.gallery_kind))
+    def cannot_direction(self, direction: str) -> str | None:
+        return self.cannot_pairs(DIRECTION_KINDS[direction])
 
     def cannot_pairs(self, kinds: tuple[str, str]) -> str | None:
         missing = [k for k in dict.fromkeys(kinds) if k not in self.vectors]
@@ -74,6 +75,15 @@ class Embeddings(ScoredInput):
                 f"{self.vectors['caption'].shape[1]}"
             )
         return None
+
+    def nonfinite(self, view: View) -> tuple[str, str]:
+        """The embeddings are finite (checked on input): a non-finite score is a dot product that overflows."""
+        dtype = np.result_type(*(self.vectors[k].dtype for k in (view.query_kind, view.gallery_kind)))
+        fix = "normalize=True (cosine similarity)" + (" or float64 embeddings" if dtype != np.float64 else "")
+        return "overflow (inf or NaN)", (
+            f"; the embeddings are finite, but their dot products exceed the largest {dtype} "
+            f"({float(np.finfo(dtype).max):.3g}): give {fix}"
+        )
 
     def scorer(self, view: View) -> BlockScorer:
         return self._scorer((view.query_kind, view.gallery_kind))
@@ -89,7 +99,8 @@ class Embeddings(ScoredInput):
             rows_b, copies_b = distinct_rows(self.vectors[b]) if b != a else (rows_a, copies_a)
             dtype = np.result_type(rows_a.dtype, rows_b.dtype)
             if len(rows_a) * len(rows_b) * dtype.itemsize <= MATRIX_BUDGET:
-                matrix = rows_a.astype(dtype, copy=False) @ rows_b.astype(dtype, copy=False).T
+                with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused, named, when ranked
+                    matrix = rows_a.astype(dtype, copy=False) @ rows_b.astype(dtype, copy=False).T
                 maps = {a: copies_a, b: copies_b}
                 self._scorers[(a, b)] = MatrixScorer(matrix, False, maps[a], maps[b])
                 self._scorers[(b, a)] = MatrixScorer(matrix, a != b, maps[b], maps[a])

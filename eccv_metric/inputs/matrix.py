@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.view import DIRECTION_KINDS
 from eccv_metric.core.view import View
 from eccv_metric.inputs.scored import ScoredInput
 from eccv_metric.kernels.scorers import MatrixScorer
@@ -52,8 +53,8 @@ class ScoreMatrix(ScoredInput):
             )
         return f"{kind}_scores has {n_rows} rows but {self._ids_named(kind, n_ids)}: one id per row"
 
-    def cannot(self, view: View) -> str | None:
-        q, g = view.query_kind, view.gallery_kind
+    def cannot_direction(self, direction: str) -> str | None:
+        q, g = DIRECTION_KINDS[direction]
         if q != g:
             return None if self.scores is not None else "image-caption metrics need the image x caption scores"
         if q not in self.square:

@@ -68,7 +68,15 @@ class ScoredInput:
         return f"no {kind}_ids were given, so the rows are read as the benchmark's {n_ids} {kind}s in canonical order"
 
     def cannot(self, view: View) -> str | None:
+        return self.cannot_direction(view.direction)
+
+    def cannot_direction(self, direction: str) -> str | None:
+        """Why this input cannot rank a direction's queries (no resources needed to tell; None: it can)."""
         raise NotImplementedError
+
+    def nonfinite(self, view: View) -> tuple[str, str]:
+        """(what non-finite scores of a view are, "; " + what to do or ""), in the input's words."""
+        return "contain NaN or inf", ""
 
     def cannot_pairs(self, kinds: tuple[str, str]) -> str | None:
         raise NotImplementedError
@@ -162,8 +170,8 @@ class ScoredInput:
         if bad.any():
             ids = view.queries.ids[queries[bad]]
             raise EvaluationError(
-                f"{view.direction}: the scores of {int(bad.sum())} query {view.query_kind}(s) contain NaN or inf: "
-                f"{preview(ids)}"
+                f"{view.direction}: the scores of {int(bad.sum())} query {view.query_kind}(s) "
+                f"{self.nonfinite(view)[0]}: {preview(ids)}{self.nonfinite(view)[1]}"
             )
         return top
 
@@ -252,8 +260,9 @@ class ScoredInput:
             ranks[members], bad[members] = first_ranks(scorer, qrow[rel.query[members]], mask, gallery_pos, own)
         if bad.any():
             raise EvaluationError(
-                f"{view.direction} {name}: the scores of {int(bad.sum())} query {view.query_kind}(s) contain NaN "
-                f"or inf, or have no positive in the gallery: {preview(view.queries.ids[rel.query][bad])}"
+                f"{view.direction} {name}: the scores of {int(bad.sum())} query {view.query_kind}(s) "
+                f"{self.nonfinite(view)[0]}, or have no positive in the gallery: "
+                f"{preview(view.queries.ids[rel.query][bad])}{self.nonfinite(view)[1]}"
             )
         return ranks
 

@@ -16,6 +16,8 @@ import pytest
 from eccv_metric import Embeddings
 from eccv_metric import EvaluationError
 from eccv_metric import Rankings
+from eccv_metric import Resources
+from eccv_metric import ScoreMatrix
 from eccv_metric import evaluate
 from eccv_metric.analysis.compare import compare_files
 from eccv_metric.formats.ids import load_ids
@@ -181,3 +183,55 @@ def test_a_uint64_npy_id_past_int64_is_named_not_wrapped(world, tmp_path):
         load_ids(path, "image ids")
     message = str(info.value)
     assert str(2**64 - 1) in message and str(INT64_MAX) in message and "non-negative" not in message
+
+
+# -- 4. overflowing dot products of finite embeddings ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("dtype", "scale", "metric", "advice"),
+    [
+        (np.float32, 1e20, "coco_5k_r1", "normalize=True (cosine similarity) or float64 embeddings"),
+        (np.float64, 1e160, "coco_5k_r1", "normalize=True (cosine similarity)"),
+        (np.float64, 1e160, "coco_5k_medr", "normalize=True (cosine similarity)"),
+    ],
+)
+def test_overflowing_products_are_named_with_the_fix(world, res, dtype, scale, metric, advice):
+    img, cap = vectors(world)
+    source = Embeddings(img.astype(dtype) * scale, cap.astype(dtype) * scale)
+    with pytest.raises(EvaluationError, match="overflow") as info:
+        quiet_evaluate(source, metric, resources=res)
+    assert "the embeddings are finite" in str(info.value)
+    assert str(info.value).endswith(advice)
+    scaled = Embeddings(img.astype(dtype) * scale, cap.astype(dtype) * scale, normalize=True)
+    got = quiet_evaluate(scaled, metric, resources=res).means()
+    assert got == quiet_evaluate(Embeddings(img, cap, normalize=True), metric, resources=res).means()
+
+
+# -- 7. what the input cannot serve is named before resources load ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("metric", "make", "expected"),
+    [
+        ("cxc_t2t_r1", lambda img, cap: ScoreMatrix(img @ cap.T), "give caption_scores"),
+        ("cxc_i2i_r1", lambda img, cap: ScoreMatrix(img @ cap.T), "give image_scores"),
+        ("cxc_sts_spearman", lambda img, cap: ScoreMatrix(img @ cap.T), "needs caption_scores"),
+        ("cxc_t2t_r1", lambda img, cap: Embeddings(img), "needs caption embeddings"),
+        ("mscoco_fg_map_at_r", lambda img, cap: Embeddings(None, cap), "needs image embeddings"),
+    ],
+)
+def test_the_input_is_checked_before_resources_load(world, tmp_path, metric, make, expected):
+    img, cap = vectors(world)
+    offline = Resources(world.gt, cxc_source=tmp_path / "no-cxc", fg_source=tmp_path / "no-fg")  # would fail to load
+    with pytest.raises(EvaluationError, match=expected) as info:
+        quiet_evaluate(make(img, cap), metric, resources=offline)
+    assert str(tmp_path) not in str(info.value)
+
+
+# -- 8. a direction with no query to score fails in evaluate() --------------------------------------------------------
+
+
+def test_empty_lists_with_partial_fail_in_evaluate_naming_the_direction(world, res):
+    with pytest.raises(EvaluationError, match="i2t coco_5k_r1: no query has a positive and a ranking: no query to score"):
+        evaluate(Rankings(i2t={}), "coco_5k_r1", resources=res, partial=True)
