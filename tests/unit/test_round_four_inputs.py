@@ -233,5 +233,7 @@ def test_the_input_is_checked_before_resources_load(world, tmp_path, metric, mak
 
 
 def test_empty_lists_with_partial_fail_in_evaluate_naming_the_direction(world, res):
-    with pytest.raises(EvaluationError, match="i2t coco_5k_r1: no query has a positive and a ranking: no query to score"):
+    with pytest.raises(
+        EvaluationError, match="i2t coco_5k_r1: no query has a positive and a ranking: no query to score"
+    ):
         evaluate(Rankings(i2t={}), "coco_5k_r1", resources=res, partial=True)
