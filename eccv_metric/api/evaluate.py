@@ -78,8 +78,8 @@ def evaluate(
     a ranked list (means over those: not comparable with full results); by default a missing query is an
     error. ``n_resamples`` / ``seed``: the bootstrap of the CxC correlations.
 
-    When every R@K of a direction is at chance level (:mod:`eccv_metric.api.chance`), ``results.notes`` says
-    so and a :class:`~eccv_metric.core.errors.ChanceLevelWarning` is issued: likely rows in the wrong order.
+    When every metric of a direction is at chance level (:mod:`eccv_metric.api.chance`), ``results.notes`` says
+    so and a :class:`~eccv_metric.core.errors.ChanceLevelWarning` is issued (at the caller's line), with common causes.
     """
     if not isinstance(source, (Rankings, ScoredInput)):
         raise EvaluationError(

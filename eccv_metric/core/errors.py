@@ -42,7 +42,7 @@ def in_words(exc: BaseException | str, words: Mapping[str, str]) -> str:
 
 
 class ChanceLevelWarning(UserWarning):
-    """Every R@K of a direction is what random rankings give: likely rows in the wrong order or mixed-up ids."""
+    """Every metric of a direction is what random rankings give: rows in the wrong order, an untrained model..."""
 
 
 ChanceLevelWarning.__module__ = "eccv_metric"
