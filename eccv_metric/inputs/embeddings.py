@@ -29,7 +29,8 @@ class Embeddings(ScoredInput):
     float32 = 0.5 GB); larger ones (t2t over 25,000 captions, a gallery with
     tens of thousands of distractors) are scored one block of queries at a
     time, so memory stays bounded by the block budget. Distinct embeddings are
-    scored once: identical embeddings always tie (the one given first wins).
+    scored once: identical embeddings always tie (the one given first wins, or
+    the one with the larger id string with ``ties="trec_eval"``, as trec_eval / MTEB).
     """
 
     kind = "embeddings"
@@ -41,8 +42,9 @@ class Embeddings(ScoredInput):
         image_ids: object = None,
         caption_ids: object = None,
         normalize: bool = False,
+        ties: str = "stable",
     ):
-        super().__init__({"image": image_ids, "caption": caption_ids})
+        super().__init__({"image": image_ids, "caption": caption_ids}, ties)
         normalize = require_bool(normalize, "normalize")
         self.vectors: dict[str, np.ndarray] = {}
         for kind, values in (("image", images), ("caption", captions)):
@@ -52,6 +54,7 @@ class Embeddings(ScoredInput):
         if not self.vectors:
             raise EvaluationError("no embeddings: give image and/or caption embeddings")
         self._scorers: dict[tuple[str, str], object] = {}
+        self._tie_scorers: dict[tuple, BlockScorer] = {}
 
     def n_rows(self, kind: str) -> int | None:
         return None if kind not in self.vectors else len(self.vectors[kind])
@@ -86,7 +89,18 @@ class Embeddings(ScoredInput):
         )
 
     def scorer(self, view: View) -> BlockScorer:
-        return self._scorer((view.query_kind, view.gallery_kind))
+        q, g = view.query_kind, view.gallery_kind
+        base = self._scorer((q, g))
+        if self.ties == "stable":
+            return base
+        key = (id(view.collection), q, g)
+        if key not in self._tie_scorers:  # the rows in the tie rule's order (module docstring of .scored)
+            query_order, gallery_order = (self.row_order(view.collection, k) for k in (q, g))
+            if isinstance(base, MatrixScorer):
+                self._tie_scorers[key] = base.permuted(query_order, gallery_order)  # type: ignore[arg-type]
+            else:
+                self._tie_scorers[key] = EmbeddingScorer(self.vectors[q][query_order], self.vectors[g][gallery_order])
+        return self._tie_scorers[key]
 
     def pair_scorer(self, kinds: tuple[str, str]) -> MatrixScorer | EmbeddingScorer:
         return self._scorer(kinds)  # type: ignore[return-value]

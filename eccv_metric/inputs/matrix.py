@@ -14,7 +14,8 @@ class ScoreMatrix(ScoredInput):
     """``scores[i, j]`` = similarity of ``image_ids[i]`` and ``caption_ids[j]``; optionally square
     ``caption_scores`` (captions x captions over ``caption_ids``) and ``image_scores`` for the intramodal views.
 
-    A given matrix is never written; a query's own entry of a square matrix is never read.
+    A given matrix is never written; a query's own entry of a square matrix is never read. ``ties``: ``"stable"``
+    (equal scores in the given order) or ``"trec_eval"`` (item id descending as strings, as trec_eval / MTEB).
     """
 
     kind = "scores"
@@ -27,8 +28,9 @@ class ScoreMatrix(ScoredInput):
         *,
         caption_scores: object = None,
         image_scores: object = None,
+        ties: str = "stable",
     ):
-        super().__init__({"image": image_ids, "caption": caption_ids})
+        super().__init__({"image": image_ids, "caption": caption_ids}, ties)
         self.scores = None if scores is None else as_score_matrix(scores)
         self.square = {}
         for kind, matrix in (("caption", caption_scores), ("image", image_scores)):
@@ -71,8 +73,13 @@ class ScoreMatrix(ScoredInput):
     def scorer(self, view: View) -> MatrixScorer:
         q, g = view.query_kind, view.gallery_kind
         if q == g:
-            return MatrixScorer(self.square[q])
-        return MatrixScorer(self.scores, along_columns=q == "caption")  # type: ignore[arg-type]
+            scorer = MatrixScorer(self.square[q])
+        else:
+            scorer = MatrixScorer(self.scores, along_columns=q == "caption")  # type: ignore[arg-type]
+        query_order, gallery_order = (self.row_order(view.collection, k) for k in (q, g))
+        if query_order is None or gallery_order is None:
+            return scorer
+        return scorer.permuted(query_order, gallery_order)
 
     def pair_scorer(self, kinds: tuple[str, str]) -> MatrixScorer:
         if kinds[0] == kinds[1]:

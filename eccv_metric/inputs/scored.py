@@ -11,6 +11,15 @@ collection's items are distractors (ranked as negatives in unrestricted
 views; a restricted view ranks only its own items); an id of the other
 modality among them is refused as a likely mix-up. Every item a view ranks
 must have a row.
+
+Ties (``ties``): ``stable`` (default) ranks equal scores in the given order
+(the item given first wins); ``trec_eval`` ranks them as trec_eval,
+pytrec_eval and MTEB order a run (:mod:`eccv_metric.formats.trec`): by item id
+descending as strings (``9`` before ``10``). The rows of each modality are
+then read in that order (:meth:`ScoredInput.row_order`: the scorer reads the
+same matrix or embeddings through the permutation, nothing is copied but
+indices) and ranked with the same stable kernels: equal scores fall in the
+rule's order.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from eccv_metric.core.errors import preview
 from eccv_metric.core.ids import check_extra_ids
 from eccv_metric.core.ids import int_ids
 from eccv_metric.core.ids import require_unique
+from eccv_metric.core.options import check_ties
 from eccv_metric.core.view import Collection
 from eccv_metric.core.view import View
 from eccv_metric.inputs.base import Relevance
@@ -42,7 +52,9 @@ class ScoredInput:
     exact_ranks = True
     kind = "scores"
 
-    def __init__(self, ids: dict[str, object]):
+    def __init__(self, ids: dict[str, object], ties: str = "stable"):
+        self.ties = check_ties(ties)
+        self._orders: dict[tuple, np.ndarray] = {}
         self._ids = ids
         self.ticket = next_ticket()
         self._maps: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
@@ -95,11 +107,20 @@ class ScoredInput:
                 raise EvaluationError(self.shape_error(kind, n_rows or 0, len(arr)))
             require_unique(arr, f"given {kind}")
             check_extra_ids(arr, index, collection.index(OTHER[kind]))
+            if self.ties == "trec_eval":  # rows read in descending id-string order: trec_eval's order of ties
+                order = np.argsort(arr.astype(str), kind="stable")[::-1].copy()
+                self._orders[key] = order
+                arr = arr[order]
             dense = index.positions(arr).astype(np.int64)
             row = np.full(len(index), -1, dtype=np.int64)
             row[dense[dense >= 0]] = np.flatnonzero(dense >= 0)
             self._maps[key] = (dense, row)
         return self._maps[key]
+
+    def row_order(self, collection: Collection, kind: str) -> np.ndarray | None:
+        """The given row behind each row of :meth:`mapping` (None: the given order, ``ties="stable"``)."""
+        self.mapping(collection, kind)
+        return self._orders.get((id(collection), kind))
 
     def _rows(self, view: View, kind: str, needed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """The mapping of a modality; the items ``needed`` (dense; None: all) must have rows."""
@@ -149,7 +170,9 @@ class ScoredInput:
         scorer = self.scorer(view)
         own = self.mapping(view.collection, view.gallery_kind)[1][queries] if view.exclude_self else None
         k = min(depth, scorer.n_gallery - view.exclude_self)
-        return self._top(view, scorer, qrow[queries], k, None, own, queries)
+        top = self._top(view, scorer, qrow[queries], k, None, own, queries)
+        order = self.row_order(view.collection, view.gallery_kind)
+        return top if order is None else order[top]
 
     def given_ids(self, collection: Collection, kind: str) -> np.ndarray:
         """The id of each row of a modality (given, or the collection's canonical order)."""
@@ -280,7 +303,8 @@ class ScoredInput:
             if (row < 0).any():
                 ids = collection.index(kind).ids[np.unique(dense[row < 0])]
                 raise EvaluationError(f"{what}: {len(ids)} rated {kind}(s) have no row: {preview(ids)}")
-            rows.append(row)
+            order = self.row_order(collection, kind)
+            rows.append(row if order is None else order[row])  # the pair scorer reads the given rows
         return self.pair_scorer(kinds).pairs(rows[0], rows[1])
 
     def pair_scorer(self, kinds: tuple[str, str]) -> MatrixScorer:

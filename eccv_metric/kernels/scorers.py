@@ -19,6 +19,7 @@ and thread layout, as in any float matrix product).
 
 from __future__ import annotations
 
+import copy
 from typing import Protocol
 
 import numpy as np
@@ -89,6 +90,15 @@ class MatrixScorer:
         self.gallery_map = gallery_map
         self.n_queries = matrix.shape[1 if along_columns else 0] if query_map is None else len(query_map)
         self.n_gallery = matrix.shape[0 if along_columns else 1] if gallery_map is None else len(gallery_map)
+
+    def permuted(self, query_order: np.ndarray, gallery_order: np.ndarray) -> MatrixScorer:
+        """The same matrix with query position i read as this scorer's ``query_order[i]`` (gallery likewise):
+        a stable ranking of it breaks ties in ``gallery_order`` (no copy of the matrix)."""
+        out = copy.copy(self)
+        out.query_map = query_order if self.query_map is None else self.query_map[query_order]
+        out.gallery_map = gallery_order if self.gallery_map is None else self.gallery_map[gallery_order]
+        out.n_queries, out.n_gallery = len(out.query_map), len(out.gallery_map)
+        return out
 
     def rows_per_block(self, n_cols: int, topk: bool) -> int:
         if topk:
