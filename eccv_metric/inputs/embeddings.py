@@ -14,6 +14,7 @@ from eccv_metric.kernels.scorers import BlockScorer
 from eccv_metric.kernels.scorers import EmbeddingScorer
 from eccv_metric.kernels.scorers import MatrixScorer
 from eccv_metric.kernels.scorers import as_embeddings
+from eccv_metric.kernels.scorers import constant_value
 from eccv_metric.kernels.scorers import distinct_rows
 from eccv_metric.kernels.scorers import unit_rows
 
@@ -78,6 +79,42 @@ class Embeddings(ScoredInput):
                 f"{self.vectors['caption'].shape[1]}"
             )
         return None
+
+    def constant_scores(self, kinds: tuple[str, str]) -> str | None:
+        q, g = kinds
+        base = self._scorer(kinds)
+        if isinstance(base, MatrixScorer):  # the product of the distinct rows
+            matrix = base.matrix
+            if matrix.size == 1 and q == g:  # one distinct embedding: every pair of items scores the same
+                value: float | None = float(matrix[0, 0])
+            else:
+                value = constant_value(matrix, skip_diagonal=q == g)
+        else:  # too large for one product: the first query's scores, then (rarely) every block
+            first = base.block(np.zeros(1, dtype=np.int64), None)[0]
+            own = 0 if q == g else None
+            row = np.delete(first, own) if own is not None else first
+            value = None if not len(row) or not (row == row[0]).all() else float(row[0])
+            step = base.rows_per_block(base.n_gallery, False)
+            for start in range(0, base.n_queries, step) if value is not None else ():
+                rows = np.arange(start, min(start + step, base.n_queries))
+                block = base.block(rows, None)
+                equal = block == value
+                if q == g:
+                    equal[np.arange(len(rows)), rows] = True
+                if not equal.all():
+                    value = None
+                    break
+        if value is None:
+            return None
+        peaks = [float(np.abs(self.vectors[k]).max()) for k in dict.fromkeys(kinds)]
+        if value == 0 and min(peaks) > 0:
+            why = (
+                f"the embeddings are not zero (largest magnitude {min(peaks):.3g}): their products underflow to 0; "
+                "give normalize=True (cosine similarity)"
+            )
+        else:
+            why = "every embedding scores every item the same; check the embeddings given"
+        return f"every {q}-{g} dot product of the embeddings is {value!r}: equal scores rank nothing ({why})"
 
     def nonfinite(self, view: View) -> tuple[str, str]:
         """The embeddings are finite (checked on input): a non-finite score is a dot product that overflows."""

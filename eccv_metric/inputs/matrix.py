@@ -8,6 +8,7 @@ from eccv_metric.core.view import View
 from eccv_metric.inputs.scored import ScoredInput
 from eccv_metric.kernels.scorers import MatrixScorer
 from eccv_metric.kernels.scorers import as_score_matrix
+from eccv_metric.kernels.scorers import constant_value
 
 
 class ScoreMatrix(ScoredInput):
@@ -69,6 +70,18 @@ class ScoreMatrix(ScoredInput):
         if kinds[0] != kinds[1]:
             return None if self.scores is not None else "needs the image x caption scores"
         return None if kinds[0] in self.square else f"needs {kinds[0]}_scores (or {kinds[0]} embeddings)"
+
+    def constant_scores(self, kinds: tuple[str, str]) -> str | None:
+        square = kinds[0] == kinds[1]
+        matrix = self.square[kinds[0]] if square else self.scores
+        value = constant_value(matrix, skip_diagonal=square)  # type: ignore[arg-type]
+        if value is None:
+            return None
+        what = f"{kinds[0]}_scores" if square else "the image x caption scores"
+        return (
+            f"every score of {what} is {value!r}: equal scores rank nothing (each ranking would be the rows' "
+            "order); check the scores given"
+        )
 
     def scorer(self, view: View) -> MatrixScorer:
         q, g = view.query_kind, view.gallery_kind

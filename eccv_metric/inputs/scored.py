@@ -55,6 +55,7 @@ class ScoredInput:
     def __init__(self, ids: dict[str, object], ties: str = "stable"):
         self.ties = check_ties(ties)
         self._orders: dict[tuple, np.ndarray] = {}
+        self._varied: dict[tuple, str | None] = {}
         self._ids = ids
         self.ticket = next_ticket()
         self._maps: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
@@ -85,6 +86,19 @@ class ScoredInput:
     def cannot_direction(self, direction: str) -> str | None:
         """Why this input cannot rank a direction's queries (no resources needed to tell; None: it can)."""
         raise NotImplementedError
+
+    def constant_scores(self, kinds: tuple[str, str]) -> str | None:
+        """Why the scores of these kinds rank nothing (every score equal), in the input's words; None: they vary."""
+        raise NotImplementedError
+
+    def require_varied(self, view: View) -> None:
+        """Refuse scores that are all equal (a constant matrix, products that underflow to 0): every ranking
+        would be the given order, and its numbers would be the rows' order, not the model's."""
+        key = tuple(sorted((view.query_kind, view.gallery_kind)))
+        if key not in self._varied:
+            self._varied[key] = self.constant_scores((view.query_kind, view.gallery_kind))
+        if self._varied[key] is not None:
+            raise EvaluationError(f"{view.direction}: {self._varied[key]}")
 
     def nonfinite(self, view: View) -> tuple[str, str]:
         """(what non-finite scores of a view are, "; " + what to do or ""), in the input's words."""
@@ -189,6 +203,7 @@ class ScoredInput:
         own: np.ndarray | None,
         queries: np.ndarray,
     ) -> np.ndarray:
+        self.require_varied(view)
         top, bad = top_ranked(scorer, rows, k, gallery_pos, self._priority(view), own)
         if bad.any():
             ids = view.queries.ids[queries[bad]]
@@ -256,6 +271,7 @@ class ScoredInput:
 
     def first_ranks(self, view: View, rel: Relevance, name: str) -> np.ndarray:
         """Exact rank of each ``rel.query``'s best-ranked positive, straight from the scores."""
+        self.require_varied(view)
         scorer = self.scorer(view)
         _, qrow = self._rows(view, view.query_kind, rel.query)
         pool = None if not view.restricted else np.flatnonzero(view.gallery_group >= 0)

@@ -168,6 +168,29 @@ class EmbeddingScorer:
         return out
 
 
+def constant_value(matrix: np.ndarray, skip_diagonal: bool = False) -> float | None:
+    """The one value of a matrix whose every entry is equal (its diagonal left out when ``skip_diagonal``: a
+    query's own entry is never read), else None. The first row decides most matrices; a constant first row
+    costs one pass over the rest, block by block."""
+    n_rows, n_cols = matrix.shape
+    if n_rows == 0 or n_cols <= int(skip_diagonal):
+        return None
+    first = matrix[0, 1:] if skip_diagonal else matrix[0]
+    value = first[0]
+    if not (first == value).all():  # NaN is never equal: non-finite scores are refused where they are read
+        return None
+    step = max(1, CHUNK_ELEMENTS // n_cols)
+    for start in range(0, n_rows, step):
+        equal = matrix[start : start + step] == value
+        if skip_diagonal:
+            rows = np.arange(len(equal))
+            inside = start + rows < n_cols
+            equal[rows[inside], start + rows[inside]] = True
+        if not equal.all():
+            return None
+    return float(value)
+
+
 def distinct_rows(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     """``(distinct rows, copies)`` with ``arr == distinct[copies]``; ``(arr, None)`` when no row repeats.
 

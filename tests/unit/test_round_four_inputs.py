@@ -412,3 +412,40 @@ def test_input_parts_take_the_tie_rule_for_scores_only(world, res):
         assert source.ties == "trec_eval" and input_from_parts(parts).ties == "stable"
     with pytest.raises(EvaluationError, match="ties is the tie rule of scores and embeddings"):
         input_from_parts({"rankings": {"i2t": {world.image_ids[0]: [world.caption_ids[0]]}}, "ties": "trec_eval"})
+
+
+# -- 5b. scores that are all equal rank nothing: refused, naming the input ------------------------------------------
+
+
+@pytest.mark.parametrize("budget", [None, 10])  # one product, and blocks of a product too large for one
+def test_products_that_underflow_to_zero_are_refused(world, res, monkeypatch, budget):
+    if budget is not None:
+        monkeypatch.setattr("eccv_metric.inputs.embeddings.MATRIX_BUDGET", budget)
+    img, cap = (v.astype(np.float64) * 2.0**-540 for v in vectors(world))  # finite, non-zero; products are 0.0
+    for metric in ("coco_5k_medr", "coco_5k_r1"):
+        with pytest.raises(EvaluationError, match="dot product of the embeddings is 0.0.*underflow.*normalize=True"):
+            quiet_evaluate(Embeddings(img, cap), metric, resources=res)
+    assert quiet_evaluate(Embeddings(img, cap, normalize=True), "coco_5k_medr", resources=res).means()
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda n_i, n_c: ScoreMatrix(np.full((n_i, n_c), 0.5)), "every score of the image x caption scores is 0.5"),
+        (lambda n_i, n_c: ScoreMatrix(caption_scores=np.eye(n_c) + 1.0), "every score of caption_scores is 1.0"),
+        (lambda n_i, n_c: Embeddings(np.ones((n_i, 3)), np.ones((n_c, 3))), "image-caption dot product .* is 3.0"),
+        (lambda n_i, n_c: Embeddings(None, np.ones((n_c, 3))), "caption-caption dot product .* is 3.0"),
+    ],
+)
+def test_entirely_constant_scores_are_refused(world, res, make, expected):
+    source = make(len(world.image_ids), len(world.caption_ids))
+    metric = "cxc_t2t_r1" if "caption-caption" in expected or "caption_scores" in expected else "coco_5k_r1"
+    with pytest.raises(EvaluationError, match=expected):
+        quiet_evaluate(source, metric, resources=res)
+
+
+def test_one_differing_score_is_ranked_not_refused(world, res):
+    scores = np.zeros((len(world.image_ids), len(world.caption_ids)))
+    scores[-1, -1] = -1.0
+    got = quiet_evaluate(ScoreMatrix(scores), "coco_5k_r1", resources=res).means()["coco_5k_r1"]
+    assert got == {"i2t": 1 / len(world.image_ids), "t2i": 5 / len(world.caption_ids)}  # the given order wins
