@@ -41,6 +41,7 @@ import warnings
 import numpy as np
 
 from eccv_metric.core.errors import ChanceLevelWarning
+from eccv_metric.core.errors import preview
 from eccv_metric.core.view import View
 from eccv_metric.engine.plan import Job
 from eccv_metric.inputs.base import Input
@@ -199,6 +200,18 @@ def note_text(direction: str, rows: list[tuple[str, float, float]], source: Inpu
         f"{direction}: numbers at chance level ({shown}); common causes: {order}, a model that was not trained "
         "or whose weights were not loaded, image and caption embeddings of different models"
     )
+
+
+def tie_notes(source: Input) -> list[str]:
+    """One note per direction with queries whose every score is equal: their rankings are the given order."""
+    notes = []
+    for direction, ids in sorted(getattr(source, "tied_queries", {}).items()):
+        shown = preview(sorted(ids))
+        notes.append(
+            f"{direction}: every score of {len(ids)} query(ies) is equal ({shown}): their rankings are the rows' "
+            "given order, not the model's (check the scores of these queries)"
+        )
+    return notes
 
 
 def outside_frames() -> int:

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from eccv_metric.api.chance import chance_notes
+from eccv_metric.api.chance import tie_notes
 from eccv_metric.api.chance import warn_chance
 from eccv_metric.benchmarks.names import parse_targets
 from eccv_metric.benchmarks.resources import Resources
@@ -94,6 +95,6 @@ def evaluate(
     refuse_unservable(requests, source, wanted)  # before resources load (or download): the input's fault first
     jobs = plan(requests, resources if resources is not None else default_resources(), wanted)
     per_query = run(jobs, source, partial, n_resamples, seed)
-    notes = chance_notes(jobs, per_query, source)
+    notes = chance_notes(jobs, per_query, source) + tie_notes(source)
     warn_chance(notes)
     return Results(per_query, notes)

@@ -56,6 +56,7 @@ class ScoredInput:
         self.ties = check_ties(ties)
         self._orders: dict[tuple, np.ndarray] = {}
         self._varied: dict[tuple, str | None] = {}
+        self.tied_queries: dict[str, set[int]] = {}  # direction -> queries whose every score is equal
         self._ids = ids
         self.ticket = next_ticket()
         self._maps: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
@@ -94,9 +95,10 @@ class ScoredInput:
     def require_varied(self, view: View) -> None:
         """Refuse scores that are all equal (a constant matrix, products that underflow to 0): every ranking
         would be the given order, and its numbers would be the rows' order, not the model's."""
-        key = tuple(sorted((view.query_kind, view.gallery_kind)))
+        q, g = view.query_kind, view.gallery_kind
+        key = (q, g) if q == g else ("image", "caption")  # one matrix serves both directions: one check, one wording
         if key not in self._varied:
-            self._varied[key] = self.constant_scores((view.query_kind, view.gallery_kind))
+            self._varied[key] = self.constant_scores(key)
         if self._varied[key] is not None:
             raise EvaluationError(f"{view.direction}: {self._varied[key]}")
 
@@ -211,7 +213,39 @@ class ScoredInput:
                 f"{view.direction}: the scores of {int(bad.sum())} query {view.query_kind}(s) "
                 f"{self.nonfinite(view)[0]}: {preview(ids)}{self.nonfinite(view)[1]}"
             )
+        self._find_tied_queries(view, scorer, rows, top, gallery_pos, own, queries)
         return top
+
+    def _find_tied_queries(
+        self,
+        view: View,
+        scorer: BlockScorer,
+        rows: np.ndarray,
+        top: np.ndarray,
+        gallery_pos: np.ndarray | None,
+        own: np.ndarray | None,
+        queries: np.ndarray,
+    ) -> None:
+        """Record the queries whose every score is equal (their list is the given order, not the model's) in
+        :attr:`tied_queries` for a note. Cheap: only lists that are exactly the first gallery items (own item
+        left out) are candidates, and only their rows are read again."""
+        k = top.shape[1]
+        if k == 0 or len(rows) == 0:
+            return
+        cols = np.arange(scorer.n_gallery) if gallery_pos is None else gallery_pos
+        mine = np.full(len(rows), -1, np.int64) if own is None else np.asarray(own, dtype=np.int64)
+        first = np.arange(k)[None, :]
+        first = first + ((mine[:, None] >= 0) & (first >= mine[:, None]))  # the first k columns but the own one
+        candidates = np.flatnonzero((top == cols[np.minimum(first, len(cols) - 1)]).all(axis=1))
+        step = max(1, scorer.rows_per_block(len(cols), False))
+        for start in range(0, len(candidates), step):
+            part = candidates[start : start + step]
+            block = np.array(scorer.block(rows[part], gallery_pos), dtype=np.float64)
+            has = np.flatnonzero(mine[part] >= 0)  # the own entry is never read: it takes a read entry's value
+            block[has, mine[part][has]] = block[has, first[part][has, 0]]
+            tied = part[(block == block[:, :1]).all(axis=1)]
+            if len(tied):
+                self.tied_queries.setdefault(view.direction, set()).update(view.queries.ids[queries[tied]].tolist())
 
     def _restricted_top(self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None) -> RankedLists:
         """Top items of each query among its group's items (group items keep their given order for ties).

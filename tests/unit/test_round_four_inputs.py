@@ -449,3 +449,25 @@ def test_one_differing_score_is_ranked_not_refused(world, res):
     scores[-1, -1] = -1.0
     got = quiet_evaluate(ScoreMatrix(scores), "coco_5k_r1", resources=res).means()["coco_5k_r1"]
     assert got == {"i2t": 1 / len(world.image_ids), "t2i": 5 / len(world.caption_ids)}  # the given order wins
+
+
+def test_queries_whose_scores_all_tie_are_noted(world, res):
+    rng = np.random.default_rng(0)
+    scores = rng.standard_normal((len(world.image_ids), len(world.caption_ids)))
+    scores[3] = 0.25  # image 3 scores every caption the same
+    scores[:, 7] = np.where(np.arange(len(world.image_ids)) == 3, 0.25, 1.5)  # caption 7: not all equal
+    caption_scores = rng.standard_normal((len(world.caption_ids),) * 2)
+    caption_scores[5] = 2.0  # caption 5 ties every other caption (its own entry is never read)
+    caption_scores[5, 5] = -7.0
+    results = quiet_evaluate(
+        ScoreMatrix(scores, caption_scores=caption_scores), ["coco_5k_r5", "cxc_t2t_r1"], resources=res
+    )
+    notes = [n for n in results.notes if "every score of" in n]
+    assert notes == [
+        f"i2t: every score of 1 query(ies) is equal ({world.image_ids[3]}): their rankings are the rows' given order, "
+        "not the model's (check the scores of these queries)",
+        f"t2t: every score of 1 query(ies) is equal ({world.caption_ids[5]}): their rankings are the rows' given "
+        "order, not the model's (check the scores of these queries)",
+    ]
+    varied = quiet_evaluate(ScoreMatrix(rng.standard_normal(scores.shape)), ["coco_5k_r5"], resources=res)
+    assert not [n for n in varied.notes if "every score of" in n]
