@@ -228,22 +228,24 @@ class ScoredInput:
     ) -> None:
         """Record the queries whose every score is equal (their list is the given order, not the model's) in
         :attr:`tied_queries` for a note. Cheap: only lists that are exactly the first gallery items (own item
-        left out) are candidates, and only their rows are read again."""
+        left out) are candidates, found one column at a time, and only their rows are read again."""
         k = top.shape[1]
         if k == 0 or len(rows) == 0:
             return
         cols = np.arange(scorer.n_gallery) if gallery_pos is None else gallery_pos
         mine = np.full(len(rows), -1, np.int64) if own is None else np.asarray(own, dtype=np.int64)
+        lead = np.minimum((mine == 0).astype(np.int64), len(cols) - 1)  # each query's first column but its own
+        part = np.flatnonzero(top[:, 0] == cols[lead])  # one column of the lists first: memory stays small
         first = np.arange(k)[None, :]
-        first = first + ((mine[:, None] >= 0) & (first >= mine[:, None]))  # the first k columns but the own one
-        candidates = np.flatnonzero((top == cols[np.minimum(first, len(cols) - 1)]).all(axis=1))
+        first = np.minimum(first + ((mine[part, None] >= 0) & (first >= mine[part, None])), len(cols) - 1)
+        part = part[(top[part] == cols[first]).all(axis=1)]
         step = max(1, scorer.rows_per_block(len(cols), False))
-        for start in range(0, len(candidates), step):
-            part = candidates[start : start + step]
-            block = np.array(scorer.block(rows[part], gallery_pos), dtype=np.float64)
-            has = np.flatnonzero(mine[part] >= 0)  # the own entry is never read: it takes a read entry's value
-            block[has, mine[part][has]] = block[has, first[part][has, 0]]
-            tied = part[(block == block[:, :1]).all(axis=1)]
+        for start in range(0, len(part), step):
+            chunk = part[start : start + step]
+            block = np.array(scorer.block(rows[chunk], gallery_pos), dtype=np.float64)
+            has = np.flatnonzero(mine[chunk] >= 0)  # the own entry is never read: it takes a read entry's value
+            block[has, mine[chunk][has]] = block[has, lead[chunk][has]]
+            tied = chunk[(block == block[np.arange(len(chunk)), lead[chunk]][:, None]).all(axis=1)]
             if len(tied):
                 self.tied_queries.setdefault(view.direction, set()).update(view.queries.ids[queries[tied]].tolist())
 
