@@ -203,8 +203,9 @@ def note_text(direction: str, rows: list[tuple[str, float, float]], source: Inpu
 
 
 def tie_notes(source: Input) -> list[str]:
-    """One note per direction with queries whose every score is equal: their rankings are the given order."""
-    notes = []
+    """A note per constant score matrix, and per direction with queries whose every score is equal: their
+    rankings are the rows' tie order, not the model's."""
+    notes = [f"{note}" for note in getattr(source, "constant_notes", {}).values()]
     for direction, ids in sorted(getattr(source, "tied_queries", {}).items()):
         shown = preview(sorted(ids))
         notes.append(

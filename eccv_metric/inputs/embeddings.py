@@ -80,7 +80,9 @@ class Embeddings(ScoredInput):
             )
         return None
 
-    def constant_scores(self, kinds: tuple[str, str]) -> str | None:
+    def constant_scores(self, kinds: tuple[str, str]) -> tuple[str, bool] | None:
+        """Products that underflow to 0 lost the model's scores: refused. Products equal in exact arithmetic
+        (identical embeddings) are scored exactly: noted."""
         q, g = kinds
         base = self._scorer(kinds)
         if isinstance(base, MatrixScorer):  # the product of the distinct rows
@@ -107,14 +109,13 @@ class Embeddings(ScoredInput):
         if value is None:
             return None
         peaks = [float(np.abs(self.vectors[k]).max()) for k in dict.fromkeys(kinds)]
+        what = f"every {q}-{g} dot product of the embeddings is {value!r}"
         if value == 0 and min(peaks) > 0:
-            why = (
-                f"the embeddings are not zero (largest magnitude {min(peaks):.3g}): their products underflow to 0; "
-                "give normalize=True (cosine similarity)"
-            )
-        else:
-            why = "every embedding scores every item the same; check the embeddings given"
-        return f"every {q}-{g} dot product of the embeddings is {value!r}: equal scores rank nothing ({why})"
+            return (
+                f"{what}: the embeddings are not zero (largest magnitude {min(peaks):.3g}), their products underflow "
+                "to 0 and rank nothing; give normalize=True (cosine similarity)"
+            ), True
+        return f"{what}: every ranking is the tie order of the rows, not a model's", False
 
     def nonfinite(self, view: View) -> tuple[str, str]:
         """The embeddings are finite (checked on input): a non-finite score is a dot product that overflows."""

@@ -71,17 +71,15 @@ class ScoreMatrix(ScoredInput):
             return None if self.scores is not None else "needs the image x caption scores"
         return None if kinds[0] in self.square else f"needs {kinds[0]}_scores (or {kinds[0]} embeddings)"
 
-    def constant_scores(self, kinds: tuple[str, str]) -> str | None:
+    def constant_scores(self, kinds: tuple[str, str]) -> tuple[str, bool] | None:
+        """A constant matrix is scored exactly (every list is the tie rule's order): noted, not refused."""
         square = kinds[0] == kinds[1]
         matrix = self.square[kinds[0]] if square else self.scores
         value = constant_value(matrix, skip_diagonal=square)  # type: ignore[arg-type]
         if value is None:
             return None
         what = f"{kinds[0]}_scores" if square else "the image x caption scores"
-        return (
-            f"every score of {what} is {value!r}: equal scores rank nothing (each ranking would be the rows' "
-            "order); check the scores given"
-        )
+        return f"every score of {what} is {value!r}: every ranking is the tie order of the rows, not a model's", False
 
     def scorer(self, view: View) -> MatrixScorer:
         q, g = view.query_kind, view.gallery_kind

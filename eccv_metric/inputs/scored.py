@@ -55,7 +55,8 @@ class ScoredInput:
     def __init__(self, ids: dict[str, object], ties: str = "stable"):
         self.ties = check_ties(ties)
         self._orders: dict[tuple, np.ndarray] = {}
-        self._varied: dict[tuple, str | None] = {}
+        self._varied: dict[tuple, tuple[str, bool] | None] = {}
+        self.constant_notes: dict[tuple, str] = {}  # kinds -> what a constant score matrix means
         self.tied_queries: dict[str, set[int]] = {}  # direction -> queries whose every score is equal
         self._ids = ids
         self.ticket = next_ticket()
@@ -88,19 +89,23 @@ class ScoredInput:
         """Why this input cannot rank a direction's queries (no resources needed to tell; None: it can)."""
         raise NotImplementedError
 
-    def constant_scores(self, kinds: tuple[str, str]) -> str | None:
-        """Why the scores of these kinds rank nothing (every score equal), in the input's words; None: they vary."""
+    def constant_scores(self, kinds: tuple[str, str]) -> tuple[str, bool] | None:
+        """(what it means, whether to refuse) when every score of these kinds is equal; None: they vary."""
         raise NotImplementedError
 
-    def require_varied(self, view: View) -> None:
-        """Refuse scores that are all equal (a constant matrix, products that underflow to 0): every ranking
-        would be the given order, and its numbers would be the rows' order, not the model's."""
+    def require_varied(self, view: View) -> bool:
+        """Scores that are all equal: refused when they lost the model's scores (products that underflow to 0),
+        else noted (:attr:`constant_notes`: every ranking is the tie order of the rows). Whether they are."""
         q, g = view.query_kind, view.gallery_kind
         key = (q, g) if q == g else ("image", "caption")  # one matrix serves both directions: one check, one wording
         if key not in self._varied:
             self._varied[key] = self.constant_scores(key)
-        if self._varied[key] is not None:
-            raise EvaluationError(f"{view.direction}: {self._varied[key]}")
+        found = self._varied[key]
+        if found is not None and found[1]:
+            raise EvaluationError(f"{view.direction}: {found[0]}")
+        if found is not None:
+            self.constant_notes[key] = found[0]
+        return found is not None
 
     def nonfinite(self, view: View) -> tuple[str, str]:
         """(what non-finite scores of a view are, "; " + what to do or ""), in the input's words."""
@@ -205,7 +210,7 @@ class ScoredInput:
         own: np.ndarray | None,
         queries: np.ndarray,
     ) -> np.ndarray:
-        self.require_varied(view)
+        constant = self.require_varied(view)
         top, bad = top_ranked(scorer, rows, k, gallery_pos, self._priority(view), own)
         if bad.any():
             ids = view.queries.ids[queries[bad]]
@@ -213,7 +218,8 @@ class ScoredInput:
                 f"{view.direction}: the scores of {int(bad.sum())} query {view.query_kind}(s) "
                 f"{self.nonfinite(view)[0]}: {preview(ids)}{self.nonfinite(view)[1]}"
             )
-        self._find_tied_queries(view, scorer, rows, top, gallery_pos, own, queries)
+        if not constant:  # a constant matrix is noted once, not query by query
+            self._find_tied_queries(view, scorer, rows, top, gallery_pos, own, queries)
         return top
 
     def _find_tied_queries(

@@ -414,7 +414,7 @@ def test_input_parts_take_the_tie_rule_for_scores_only(world, res):
         input_from_parts({"rankings": {"i2t": {world.image_ids[0]: [world.caption_ids[0]]}}, "ties": "trec_eval"})
 
 
-# -- 5b. scores that are all equal rank nothing: refused, naming the input ------------------------------------------
+# -- 5b. scores that are all equal: refused when products underflow, noted when given so ---------------------------
 
 
 @pytest.mark.parametrize("budget", [None, 10])  # one product, and blocks of a product too large for one
@@ -429,19 +429,22 @@ def test_products_that_underflow_to_zero_are_refused(world, res, monkeypatch, bu
 
 
 @pytest.mark.parametrize(
-    ("make", "expected"),
+    ("make", "metric", "expected"),
     [
-        (lambda n_i, n_c: ScoreMatrix(np.full((n_i, n_c), 0.5)), "every score of the image x caption scores is 0.5"),
-        (lambda n_i, n_c: ScoreMatrix(caption_scores=np.eye(n_c) + 1.0), "every score of caption_scores is 1.0"),
-        (lambda n_i, n_c: Embeddings(np.ones((n_i, 3)), np.ones((n_c, 3))), "image-caption dot product .* is 3.0"),
-        (lambda n_i, n_c: Embeddings(None, np.ones((n_c, 3))), "caption-caption dot product .* is 3.0"),
+        (lambda n_i, n_c: ScoreMatrix(np.full((n_i, n_c), 0.5)), "coco_5k_r1", "of the image x caption scores is 0.5"),
+        (lambda n_i, n_c: ScoreMatrix(caption_scores=np.eye(n_c) + 1.0), "cxc_t2t_r1", "of caption_scores is 1.0"),
+        (lambda n_i, n_c: Embeddings(np.ones((n_i, 3)), np.ones((n_c, 3))), "coco_5k_r1", "image-caption dot product"),
+        (lambda n_i, n_c: Embeddings(None, np.ones((n_c, 3))), "cxc_t2t_r1", "caption-caption dot product"),
     ],
 )
-def test_entirely_constant_scores_are_refused(world, res, make, expected):
-    source = make(len(world.image_ids), len(world.caption_ids))
-    metric = "cxc_t2t_r1" if "caption-caption" in expected or "caption_scores" in expected else "coco_5k_r1"
-    with pytest.raises(EvaluationError, match=expected):
-        quiet_evaluate(source, metric, resources=res)
+def test_entirely_constant_scores_are_noted_once(world, res, make, metric, expected):
+    """Exactly equal scores are scored exactly (the tie order of the rows), so they are noted, not refused."""
+    results = quiet_evaluate(make(len(world.image_ids), len(world.caption_ids)), metric, resources=res)
+    notes = [n for n in results.notes if "every ranking is the tie order of the rows" in n]
+    assert len(notes) == 1 and expected in notes[0], results.notes
+    assert not [n for n in results.notes if "query(ies) is equal" in n]  # not again query by query
+    if metric == "coco_5k_r1":  # the given order decides: every image ranks caption 0 first, every caption image 0
+        assert results.means()[metric] == {"i2t": 1 / len(world.image_ids), "t2i": 5 / len(world.caption_ids)}
 
 
 def test_one_differing_score_is_ranked_not_refused(world, res):
