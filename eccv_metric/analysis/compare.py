@@ -24,7 +24,9 @@ from eccv_metric.benchmarks.names import metric_info
 from eccv_metric.core import progress
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import preview
+from eccv_metric.core.ids import INT64_MAX
 from eccv_metric.core.ids import require_unique
+from eccv_metric.core.ids import too_large
 from eccv_metric.core.jsonio import int_list
 from eccv_metric.core.jsonio import read_json
 from eccv_metric.core.jsonio import require_object
@@ -168,4 +170,13 @@ def compare_files(a: str | Path, b: str | Path, *args: object, **kwargs: object)
                 raise EvaluationError(
                     f"{path}: unknown metric {metric!r} (not a metric of a registered benchmark)"
                 ) from None
+            for direction, entry in by_dir.items():  # ids numpy cannot hold: named with the file, not as A / B
+                ids = entry.get("query_ids") if isinstance(entry, dict) else None
+                big = (
+                    next((i for i in ids if type(i) is int and abs(i) > INT64_MAX), None)
+                    if isinstance(ids, list)
+                    else None
+                )
+                if big is not None:
+                    raise EvaluationError(f"{path}: {too_large(f'{metric}/{direction} query_ids', big)}")
     return compare(loaded[0], loaded[1], *args, **kwargs)  # type: ignore[arg-type]

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from eccv_metric.api.chance import chance_notes
+from eccv_metric.api.chance import tie_notes
 from eccv_metric.api.chance import warn_chance
 from eccv_metric.benchmarks.names import parse_targets
 from eccv_metric.benchmarks.resources import Resources
@@ -28,6 +29,7 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.options import require_bool
 from eccv_metric.engine.plan import CROSS_MODAL
 from eccv_metric.engine.plan import plan
+from eccv_metric.engine.plan import refuse_unservable
 from eccv_metric.engine.run import run
 from eccv_metric.inputs.given import Rankings
 from eccv_metric.inputs.scored import ScoredInput
@@ -77,8 +79,8 @@ def evaluate(
     a ranked list (means over those: not comparable with full results); by default a missing query is an
     error. ``n_resamples`` / ``seed``: the bootstrap of the CxC correlations.
 
-    When every R@K of a direction is at chance level (:mod:`eccv_metric.api.chance`), ``results.notes`` says
-    so and a :class:`~eccv_metric.core.errors.ChanceLevelWarning` is issued: likely rows in the wrong order.
+    When every metric of a direction is at chance level (:mod:`eccv_metric.api.chance`), ``results.notes`` says
+    so and a :class:`~eccv_metric.core.errors.ChanceLevelWarning` is issued (at the caller's line), with common causes.
     """
     if not isinstance(source, (Rankings, ScoredInput)):
         raise EvaluationError(
@@ -90,8 +92,9 @@ def evaluate(
     if isinstance(source, Rankings):
         given = [d for d in CROSS_MODAL if d in source.raw]
         wanted = given if wanted is None else [d for d in wanted if d in given]
+    refuse_unservable(requests, source, wanted)  # before resources load (or download): the input's fault first
     jobs = plan(requests, resources if resources is not None else default_resources(), wanted)
     per_query = run(jobs, source, partial, n_resamples, seed)
-    notes = chance_notes(jobs, per_query, source)
+    notes = chance_notes(jobs, per_query, source) + tie_notes(source)
     warn_chance(notes)
     return Results(per_query, notes)

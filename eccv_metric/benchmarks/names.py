@@ -9,6 +9,7 @@ official package silently ignores them).
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Iterable
 from collections.abc import Mapping
@@ -41,17 +42,32 @@ class MetricRequest:
 
 
 def parse_ks(ks: object) -> tuple[int, ...]:
-    """Ks: an int (Python or numpy) or an iterable of them, each >= 1 (bools, floats and strings refused)."""
+    """Ks: an int (Python or numpy, a 0-d integer array or tensor) or an iterable of them, each >= 1.
+
+    Only whole numbers are K: each is read with ``operator.index`` (never ``int()``, which truncates 5.7 to 5);
+    bools, floats (``5.0`` too), float arrays / tensors and strings are refused.
+    """
     if hasattr(ks, "__index__") and not isinstance(ks, (bool, np.bool_)) and getattr(ks, "ndim", 0) == 0:
         ks = (ks,)
     if isinstance(ks, (str, bytes, Mapping)) or not isinstance(ks, Iterable):
         raise EvaluationError(f"Ks must be a positive integer or a list of them, not {ks!r:.40}")
-    out = []
-    for k in ks:
-        if isinstance(k, (bool, np.bool_)) or not hasattr(k, "__index__") or getattr(k, "ndim", 0) or int(k) < 1:
-            raise EvaluationError(f"Ks must be positive integers, not {k!r:.40}")
-        out.append(int(k))
+    out = [_whole_k(k) for k in ks]
     return tuple(sorted(set(out)))
+
+
+def _whole_k(k: object) -> int:
+    """One K as a Python int; anything but a positive whole number (of an integer type) raises naming it."""
+    if isinstance(k, (bool, np.bool_)) or getattr(k, "dtype", None) == np.bool_ or getattr(k, "ndim", 0):
+        raise EvaluationError(f"Ks must be positive integers, not {k!r:.40}")
+    try:
+        value = operator.index(k)  # type: ignore[arg-type]
+    except TypeError:
+        raise EvaluationError(
+            f"Ks must be positive integers (whole numbers of an integer type), not {k!r:.40}"
+        ) from None
+    if isinstance(value, bool) or value < 1:  # a bool tensor's index is a bool
+        raise EvaluationError(f"Ks must be positive integers, not {k!r:.40}")
+    return int(value)
 
 
 def resolve_name(name: str, ks: tuple[int, ...]) -> list[MetricRequest]:

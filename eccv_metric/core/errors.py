@@ -42,7 +42,7 @@ def in_words(exc: BaseException | str, words: Mapping[str, str]) -> str:
 
 
 class ChanceLevelWarning(UserWarning):
-    """Every R@K of a direction is what random rankings give: likely rows in the wrong order or mixed-up ids."""
+    """Every metric of a direction is what random rankings give: rows in the wrong order, an untrained model..."""
 
 
 ChanceLevelWarning.__module__ = "eccv_metric"
@@ -58,6 +58,8 @@ def preview(ids: Iterable[object], limit: int = 5) -> str:
 
 
 def _is_int(x: object) -> bool:
+    if isinstance(x, bool) or type(x).__name__ == "bool_":  # True is shown as True, not as id 1
+        return False
     try:
         return int(x) == x  # type: ignore[call-overload]
     except (TypeError, ValueError):

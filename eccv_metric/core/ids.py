@@ -86,26 +86,67 @@ def int_ids(values: object, what: str, ndim: int | None = None) -> np.ndarray:
     return arr
 
 
+INT64_MAX = int(np.iinfo(np.int64).max)
+ID_LIMIT = f"ids are held as int64: at most 2**63 - 1 = {INT64_MAX}"
+
+
+def too_large(what: str, value: int) -> str:
+    """The message for an integer id numpy cannot hold: the id and the limit."""
+    return f"{what} must be integers within int64, got {value} ({ID_LIMIT})"
+
+
 def int_array(values: list | np.ndarray, what: str) -> np.ndarray:
-    """``np.array`` of a (possibly nested) list, which must hold integers only."""
+    """``np.array`` of a (possibly nested) list, which must hold integers only: no bools (numpy would read
+    ``True`` as 1 among ints), no float, no integer beyond int64 (named with the limit)."""
     try:
         arr = values if isinstance(values, np.ndarray) else np.array(values)
     except (ValueError, OverflowError):
         arr = np.array(values, dtype=object)
     if arr.size == 0:
         return arr.astype(np.int64)
+    if arr.dtype.kind not in "iu" and not isinstance(values, np.ndarray):
+        big = _first_big_int(values)
+        if big is not None:
+            raise EvaluationError(too_large(what, big))
     if arr.dtype.kind not in "iu":
         raise EvaluationError(
             f"{what} must be integers, got {arr.dtype if arr.dtype != object else 'mixed/other values'}"
         )
     require_int64_range(arr, what)
+    if not isinstance(values, np.ndarray):
+        found = _first_bool(values, arr)
+        if found is not None:
+            raise EvaluationError(f"{what} must be integers, not booleans ({found!r} is not an id)")
     return arr.astype(np.int64, copy=False)
 
 
+def _first_bool(values: object, arr: np.ndarray) -> object | None:
+    """The first bool of nested lists ``values`` (``arr`` = their array, where bools became 0 / 1)."""
+    for index in np.argwhere((arr == 0) | (arr == 1)).tolist():
+        item = values
+        for i in index:
+            item = item[i]  # type: ignore[index]
+        if isinstance(item, (bool, np.bool_)):
+            return item
+    return None
+
+
+def _first_big_int(values: object) -> int | None:
+    """The first Python / numpy integer beyond int64 in nested lists (numpy turned them into floats or objects)."""
+    stack = [values]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(reversed(item))
+        elif isinstance(item, (int, np.integer)) and not isinstance(item, bool) and abs(int(item)) > INT64_MAX:
+            return int(item)
+    return None
+
+
 def require_int64_range(arr: np.ndarray, what: str) -> None:
-    """An unsigned 64-bit id above the int64 range would wrap to a negative id: refused."""
-    if arr.dtype == np.uint64 and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
-        raise EvaluationError(f"{what} must be integers within int64, got {int(arr.max())}")
+    """An unsigned 64-bit id above the int64 range would wrap to a negative id: refused, naming the id."""
+    if arr.dtype == np.uint64 and arr.size and int(arr.max()) > INT64_MAX:
+        raise EvaluationError(too_large(what, int(arr.max())))
 
 
 def check_extra_ids(ids: np.ndarray, index: IdIndex, other: IdIndex | None) -> None:

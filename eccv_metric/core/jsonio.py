@@ -25,6 +25,8 @@ import numpy as np
 
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import preview
+from eccv_metric.core.ids import INT64_MAX
+from eccv_metric.core.ids import too_large
 
 _CANONICAL_INT = re.compile(r"0|[1-9][0-9]*")
 
@@ -142,13 +144,16 @@ def id_keys(obj: dict, path: str | Path, field: str) -> np.ndarray:
 
 
 def int_list(values: object, path: str | Path, field: str) -> list[int]:
-    """A JSON array of integer ids (no floats, bools or strings, which ``int()`` would coerce)."""
+    """A JSON array of integer ids (no floats, bools or strings, which ``int()`` would coerce), each within int64."""
     if not isinstance(values, list) or any(type(v) is not int for v in values):
         got = type(values).__name__ if not isinstance(values, list) else "non-integer values"
         bad = [] if not isinstance(values, list) else [v for v in values if type(v) is not int]
         raise EvaluationError(
             f"{path}: {field} must be a list of integer ids, got {got}" + (f": {preview(bad)}" if bad else "")
         )
+    big = next((v for v in values if not -INT64_MAX - 1 <= v <= INT64_MAX), None)
+    if big is not None:
+        raise EvaluationError(f"{path}: {too_large(field, big)}")
     return values
 
 

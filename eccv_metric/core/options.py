@@ -14,6 +14,15 @@ import numpy as np
 
 from eccv_metric.core.errors import EvaluationError
 
+TIES = ("stable", "trec_eval")
+
+
+def check_ties(ties: object, name: str = "ties") -> str:
+    """``stable`` (the given order among equal scores) or ``trec_eval`` (document id descending as strings)."""
+    if ties not in TIES:
+        raise EvaluationError(f"{name} must be 'stable' or 'trec_eval', not {ties!r:.40}")
+    return ties  # type: ignore[return-value]
+
 
 def require_bool(value: object, name: str) -> bool:
     """``value`` as a bool; anything but ``True`` / ``False`` (or a numpy bool) is refused naming ``name``."""

@@ -16,6 +16,7 @@ import numpy as np
 
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.names import MetricRequest
+from eccv_metric.benchmarks.registry import Task
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.view import DIRECTION_KINDS
@@ -23,6 +24,7 @@ from eccv_metric.core.view import Collection
 from eccv_metric.core.view import View
 from eccv_metric.groundtruth.cxc import RATING_ITEMS
 from eccv_metric.groundtruth.cxc import Ratings
+from eccv_metric.inputs.base import Input
 from eccv_metric.inputs.base import Relevance
 
 CROSS_MODAL = ("i2t", "t2i")
@@ -60,13 +62,7 @@ def plan(requests: list[MetricRequest], resources: Resources, directions: Iterab
     jobs: list[Job] = []
     for request in requests:
         bench = request.benchmark
-        tasks = [t for t in bench.tasks if t.direction not in CROSS_MODAL or t.direction in keep]
-        if not tasks:
-            raise EvaluationError(
-                f"{request.name}: {bench.name} is scored in {', '.join(bench.directions)}, which the input does "
-                f"not give (directions given: {', '.join(sorted(keep)) or 'none'})"
-            )
-        for task in tasks:
+        for task in tasks_of(request, keep):
             if request.kind in ("spearman", "spearman_std"):
                 kind = str(task.relation)
                 collection = resources.collection(bench.collection)
@@ -92,6 +88,35 @@ def plan(requests: list[MetricRequest], resources: Resources, directions: Iterab
             cap = resources.pm.r_cap if request.kind == "capped_rprecision" else None
             jobs.append(Job(request.name, task.direction, request.kind, view, relevances, request.k, cap))  # type: ignore[arg-type]
     return jobs
+
+
+def tasks_of(request: MetricRequest, keep: set[str]) -> list[Task]:
+    """The tasks of a request in the image-caption directions kept (intramodal tasks always); none: an error."""
+    bench = request.benchmark
+    tasks = [t for t in bench.tasks if t.direction not in CROSS_MODAL or t.direction in keep]
+    if not tasks:
+        raise EvaluationError(
+            f"{request.name}: {bench.name} is scored in {', '.join(bench.directions)}, which the input does "
+            f"not give (directions given: {', '.join(sorted(keep)) or 'none'})"
+        )
+    return tasks
+
+
+def refuse_unservable(requests: list[MetricRequest], source: Input, directions: Iterable[str] | None = None) -> None:
+    """An error naming the first task the input cannot serve (e.g. cxc_t2t from image x caption scores only).
+
+    Told from the input and the registry alone, before any resource is loaded (ground truth, CxC ratings,
+    FG files, maybe downloaded): offline, the input's own shortcoming is named first.
+    """
+    keep = set(CROSS_MODAL if directions is None else directions)
+    for request in requests:
+        for task in tasks_of(request, keep):
+            if request.kind in ("spearman", "spearman_std"):
+                reason = source.cannot_pairs(RATING_ITEMS[str(task.relation)])
+            else:
+                reason = source.cannot_direction(task.direction)
+            if reason is not None:
+                raise EvaluationError(f"{request.name} ({task.direction}): {reason}")
 
 
 def direction_order(direction: str) -> int:

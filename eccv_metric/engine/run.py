@@ -61,6 +61,12 @@ def run(jobs: list[Job], source: Input, partial: bool = False, n_resamples: int 
     for job in jobs:
         if job.view is None and (job.metric, job.direction) not in out:
             _correlation(job, source, n_resamples, seed, out)
+    for (metric, direction), scores in out.items():  # an average over no query is no number: refused here
+        if len(scores.values) == 0:
+            given = " (partial=True scores only the queries the ranked lists give)" if partial else ""
+            raise EvaluationError(
+                f"{direction} {metric}: no query has a positive and a ranking: no query to score{given}"
+            )
     result: PerQuery = {}
     for job in jobs:  # metrics in the jobs' order (the registry's), directions in i2t, t2i, t2t, i2i order
         for name in (job.metric, job.metric + "_std") if job.kind == "spearman" else (job.metric,):

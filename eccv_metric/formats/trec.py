@@ -52,6 +52,8 @@ import numpy as np
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import atomic_open
 from eccv_metric.core.files import read_text
+from eccv_metric.core.options import TIES as TIES
+from eccv_metric.core.options import check_ties
 from eccv_metric.core.positives import Positives
 from eccv_metric.core.view import DIRECTION_KINDS
 from eccv_metric.core.view import View
@@ -61,7 +63,6 @@ from eccv_metric.inputs.given import Rankings
 from eccv_metric.inputs.matrix import ScoreMatrix
 
 ITEM_KIND_CODES = ("image", "caption")
-TIES = ("stable", "trec_eval")
 DIRECTION_OF = {kinds: direction for direction, kinds in DIRECTION_KINDS.items()}
 _TREC_ID = re.compile(r"(image|caption)-(0|[1-9][0-9]{0,18})")
 _RANK = re.compile(r"[+-]?[0-9]{1,18}")
@@ -86,13 +87,6 @@ def positives_lists(gt: GroundTruth, relevance: object, direction: str) -> dict[
     positives = relevance if isinstance(relevance, Positives) else relevance.to_positives()  # type: ignore[attr-defined]
     q, g = DIRECTION_KINDS[direction]
     return positives.to_id_lists(gt.index(q).ids, gt.index(g).ids)
-
-
-def check_ties(ties: object, name: str = "ties") -> str:
-    """``stable`` (the given order among equal scores) or ``trec_eval`` (document id descending as strings)."""
-    if ties not in TIES:
-        raise EvaluationError(f"{name} must be 'stable' or 'trec_eval', not {ties!r:.40}")
-    return ties  # type: ignore[return-value]
 
 
 def cxc_grades(ratings: Ratings, direction: str) -> dict[tuple[int, int], int]:

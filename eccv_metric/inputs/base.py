@@ -44,6 +44,10 @@ class Input(Protocol):
         """Why this input cannot rank ``view`` (None: it can)."""
         ...
 
+    def cannot_direction(self, direction: str) -> str | None:
+        """Why this input cannot rank a direction at all, told before any resource is loaded (None: it may)."""
+        ...
+
     def cannot_pairs(self, kinds: tuple[str, str]) -> str | None:
         """Why this input cannot score pairs of items of these kinds (None: it can)."""
         ...

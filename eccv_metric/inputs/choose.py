@@ -27,20 +27,23 @@ PARTS = (
     "caption_ids",
     "normalize",
 )
-PYTHON_WORDS = {name: name for name in PARTS}
+OPTIONS = ("ties",)  # how the parts are read, not parts: the tie rule of scores and embeddings
+PYTHON_WORDS = {name: name for name in PARTS + OPTIONS}
 
 
 def input_from_parts(
     parts: Mapping[str, object], words: Mapping[str, str] = PYTHON_WORDS
 ) -> Rankings | ScoreMatrix | Embeddings:
     """Rankings (``rankings``: ``{direction: lists}``), a score matrix (``scores`` and / or the square
-    ``caption_scores`` / ``image_scores``) or embeddings; ids and ``normalize`` where they apply."""
-    unknown = set(parts) - set(PARTS)
+    ``caption_scores`` / ``image_scores``) or embeddings; ids, ``normalize`` and ``ties`` (the tie rule of scores:
+    ``stable`` or ``trec_eval``) where they apply."""
+    unknown = set(parts) - set(PARTS) - set(OPTIONS)
     if unknown:
         raise ValueError(f"unknown input parts {sorted(unknown)}")
     if parts.get("normalize") is not None:
         require_bool(parts["normalize"], words["normalize"].strip("-=").replace("-", "_"))
-    given = {name for name, value in parts.items() if value is not None and value is not False}
+    ties = parts.get("ties")
+    given = {name for name, value in parts.items() if value is not None and value is not False and name in PARTS}
     kinds = {
         "rankings": given & {"rankings"},
         "scores": given & {"scores", "caption_scores", "image_scores"},
@@ -70,6 +73,10 @@ def input_from_parts(
         )
     if parts.get("normalize") and present != ["embeddings"]:
         raise EvaluationError(f"{words['normalize']} applies to embeddings only (cosine similarity)")
+    if ties is not None and present == ["rankings"]:
+        raise EvaluationError(
+            f"{words.get('ties', 'ties')} is the tie rule of scores and embeddings: ranked lists are already in order"
+        )
     ids = {"image_ids": parts.get("image_ids"), "caption_ids": parts.get("caption_ids")}
     if present == ["rankings"]:
         named = [words[k] for k, v in ids.items() if v is not None]
@@ -86,6 +93,7 @@ def input_from_parts(
             ids["image_ids"],
             ids["caption_ids"],
             parts.get("normalize", False),  # type: ignore[arg-type]
+            "stable" if ties is None else ties,  # type: ignore[arg-type]
         )
     return ScoreMatrix(
         parts.get("scores"),
@@ -93,4 +101,5 @@ def input_from_parts(
         ids["caption_ids"],
         caption_scores=parts.get("caption_scores"),
         image_scores=parts.get("image_scores"),
+        ties="stable" if ties is None else ties,  # type: ignore[arg-type]
     )

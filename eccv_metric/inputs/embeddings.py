@@ -6,6 +6,7 @@ import numpy as np
 
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.options import require_bool
+from eccv_metric.core.view import DIRECTION_KINDS
 from eccv_metric.core.view import ITEM_KINDS
 from eccv_metric.core.view import View
 from eccv_metric.inputs.scored import ScoredInput
@@ -13,6 +14,7 @@ from eccv_metric.kernels.scorers import BlockScorer
 from eccv_metric.kernels.scorers import EmbeddingScorer
 from eccv_metric.kernels.scorers import MatrixScorer
 from eccv_metric.kernels.scorers import as_embeddings
+from eccv_metric.kernels.scorers import constant_value
 from eccv_metric.kernels.scorers import distinct_rows
 from eccv_metric.kernels.scorers import unit_rows
 
@@ -28,7 +30,8 @@ class Embeddings(ScoredInput):
     float32 = 0.5 GB); larger ones (t2t over 25,000 captions, a gallery with
     tens of thousands of distractors) are scored one block of queries at a
     time, so memory stays bounded by the block budget. Distinct embeddings are
-    scored once: identical embeddings always tie (the one given first wins).
+    scored once: identical embeddings always tie (the one given first wins, or
+    the one with the larger id string with ``ties="trec_eval"``, as trec_eval / MTEB).
     """
 
     kind = "embeddings"
@@ -40,8 +43,9 @@ class Embeddings(ScoredInput):
         image_ids: object = None,
         caption_ids: object = None,
         normalize: bool = False,
+        ties: str = "stable",
     ):
-        super().__init__({"image": image_ids, "caption": caption_ids})
+        super().__init__({"image": image_ids, "caption": caption_ids}, ties)
         normalize = require_bool(normalize, "normalize")
         self.vectors: dict[str, np.ndarray] = {}
         for kind, values in (("image", images), ("caption", captions)):
@@ -51,6 +55,7 @@ class Embeddings(ScoredInput):
         if not self.vectors:
             raise EvaluationError("no embeddings: give image and/or caption embeddings")
         self._scorers: dict[tuple[str, str], object] = {}
+        self._tie_scorers: dict[tuple, BlockScorer] = {}
 
     def n_rows(self, kind: str) -> int | None:
         return None if kind not in self.vectors else len(self.vectors[kind])
@@ -61,8 +66,8 @@ class Embeddings(ScoredInput):
             "(were image and caption embeddings swapped?)"
         )
 
-    def cannot(self, view: View) -> str | None:
-        return self.cannot_pairs((view.query_kind, view.gallery_kind))
+    def cannot_direction(self, direction: str) -> str | None:
+        return self.cannot_pairs(DIRECTION_KINDS[direction])
 
     def cannot_pairs(self, kinds: tuple[str, str]) -> str | None:
         missing = [k for k in dict.fromkeys(kinds) if k not in self.vectors]
@@ -75,8 +80,65 @@ class Embeddings(ScoredInput):
             )
         return None
 
+    def constant_scores(self, kinds: tuple[str, str]) -> tuple[str, bool] | None:
+        """Products that underflow to 0 lost the model's scores: refused. Products equal in exact arithmetic
+        (identical embeddings) are scored exactly: noted."""
+        q, g = kinds
+        base = self._scorer(kinds)
+        if isinstance(base, MatrixScorer):  # the product of the distinct rows
+            matrix = base.matrix
+            if matrix.size == 1 and q == g:  # one distinct embedding: every pair of items scores the same
+                value: float | None = float(matrix[0, 0])
+            else:
+                value = constant_value(matrix, skip_diagonal=q == g)
+        else:  # too large for one product: the first query's scores, then (rarely) every block
+            first = base.block(np.zeros(1, dtype=np.int64), None)[0]
+            own = 0 if q == g else None
+            row = np.delete(first, own) if own is not None else first
+            value = None if not len(row) or not (row == row[0]).all() else float(row[0])
+            step = base.rows_per_block(base.n_gallery, False)
+            for start in range(0, base.n_queries, step) if value is not None else ():
+                rows = np.arange(start, min(start + step, base.n_queries))
+                block = base.block(rows, None)
+                equal = block == value
+                if q == g:
+                    equal[np.arange(len(rows)), rows] = True
+                if not equal.all():
+                    value = None
+                    break
+        if value is None:
+            return None
+        peaks = [float(np.abs(self.vectors[k]).max()) for k in dict.fromkeys(kinds)]
+        what = f"every {q}-{g} dot product of the embeddings is {value!r}"
+        if value == 0 and min(peaks) > 0:
+            return (
+                f"{what}: the embeddings are not zero (largest magnitude {min(peaks):.3g}), their products underflow "
+                "to 0 and rank nothing; give normalize=True (cosine similarity)"
+            ), True
+        return f"{what}: every ranking is the tie order of the rows, not a model's", False
+
+    def nonfinite(self, view: View) -> tuple[str, str]:
+        """The embeddings are finite (checked on input): a non-finite score is a dot product that overflows."""
+        dtype = np.result_type(*(self.vectors[k].dtype for k in (view.query_kind, view.gallery_kind)))
+        fix = "normalize=True (cosine similarity)" + (" or float64 embeddings" if dtype != np.float64 else "")
+        return "overflow (inf or NaN)", (
+            f"; the embeddings are finite, but their dot products exceed the largest {dtype} "
+            f"({float(np.finfo(dtype).max):.3g}): give {fix}"
+        )
+
     def scorer(self, view: View) -> BlockScorer:
-        return self._scorer((view.query_kind, view.gallery_kind))
+        q, g = view.query_kind, view.gallery_kind
+        base = self._scorer((q, g))
+        if self.ties == "stable":
+            return base
+        key = (id(view.collection), q, g)
+        if key not in self._tie_scorers:  # the rows in the tie rule's order (module docstring of .scored)
+            query_order, gallery_order = (self.row_order(view.collection, k) for k in (q, g))
+            if isinstance(base, MatrixScorer):
+                self._tie_scorers[key] = base.permuted(query_order, gallery_order)  # type: ignore[arg-type]
+            else:
+                self._tie_scorers[key] = EmbeddingScorer(self.vectors[q][query_order], self.vectors[g][gallery_order])
+        return self._tie_scorers[key]
 
     def pair_scorer(self, kinds: tuple[str, str]) -> MatrixScorer | EmbeddingScorer:
         return self._scorer(kinds)  # type: ignore[return-value]
@@ -89,7 +151,8 @@ class Embeddings(ScoredInput):
             rows_b, copies_b = distinct_rows(self.vectors[b]) if b != a else (rows_a, copies_a)
             dtype = np.result_type(rows_a.dtype, rows_b.dtype)
             if len(rows_a) * len(rows_b) * dtype.itemsize <= MATRIX_BUDGET:
-                matrix = rows_a.astype(dtype, copy=False) @ rows_b.astype(dtype, copy=False).T
+                with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused, named, when ranked
+                    matrix = rows_a.astype(dtype, copy=False) @ rows_b.astype(dtype, copy=False).T
                 maps = {a: copies_a, b: copies_b}
                 self._scorers[(a, b)] = MatrixScorer(matrix, False, maps[a], maps[b])
                 self._scorers[(b, a)] = MatrixScorer(matrix, a != b, maps[b], maps[a])

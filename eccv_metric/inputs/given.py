@@ -45,8 +45,11 @@ class Rankings:
         self._converted: dict[tuple, FlatLists] = {}
 
     def cannot(self, view: View) -> str | None:
-        if view.direction not in self.raw:
-            return f"no {view.direction} ranked lists were given"
+        return self.cannot_direction(view.direction)
+
+    def cannot_direction(self, direction: str) -> str | None:
+        if direction not in self.raw:
+            return f"no {direction} ranked lists were given"
         return None
 
     def cannot_pairs(self, kinds: tuple[str, str]) -> str | None:

@@ -231,20 +231,45 @@ def flat_int64(lists: list, total: int, width: int | None = None) -> np.ndarray:
     try:
         if lists and set(map(type, lists)) == {np.ndarray}:  # numpy rows: no Python ints involved
             rows = [row for row in lists if len(row)]  # an empty row holds no id, whatever its dtype
-            if np.dtype(np.uint64) in {row.dtype for row in rows}:
+            dtypes = {row.dtype for row in rows}
+            if np.dtype(bool) in dtypes:
+                raise EvaluationError("ranked ids must be integers, not booleans")
+            if np.dtype(np.uint64) in dtypes:
                 for row in rows:
                     require_int64_range(row, "ranked ids")
             return np.concatenate(rows, dtype=np.int64, casting="same_kind") if rows else np.zeros(0, np.int64)
         if (width or 0) > PACK_SLICE or (width is None and total > 1 << 22):  # long lists: no tuple of them all
-            return _pack_slices(lists, total)
-        if width is not None:
-            packed = bytearray().join(itertools.starmap(struct.Struct(f"={width}q").pack, lists))
+            flat = _pack_slices(lists, total)
+        elif width is not None:
+            flat = np.frombuffer(bytearray().join(itertools.starmap(struct.Struct(f"={width}q").pack, lists)), np.int64)
         else:
-            packed = bytearray(struct.Struct(f"={total}q").pack(*itertools.chain.from_iterable(lists)))
-        return np.frombuffer(packed, dtype=np.int64)
+            flat = np.frombuffer(
+                bytearray(struct.Struct(f"={total}q").pack(*itertools.chain.from_iterable(lists))), np.int64
+            )
+    except EvaluationError:
+        raise
     except (TypeError, ValueError, OverflowError, struct.error):
-        pass
-    raise EvaluationError("ranked ids must be integers, got mixed/other values")
+        raise EvaluationError("ranked ids must be integers, got mixed/other values") from None
+    found = first_bool(lists, flat)
+    if found is not None:
+        raise EvaluationError(f"ranked ids must be integers, not booleans ({found!r} is not an id)")
+    return flat
+
+
+def first_bool(lists: list, flat: np.ndarray) -> object | None:
+    """The first Python bool among the ids of ``lists`` (``struct`` packs True as 1): only the 0s and 1s of their
+    packed ids ``flat`` are looked at, so the check costs one vectorised pass."""
+    suspects = np.flatnonzero((flat == 0) | (flat == 1))
+    if not len(suspects):
+        return None
+    ends = np.cumsum(np.fromiter(map(len, lists), dtype=np.int64, count=len(lists)))
+    rows = np.searchsorted(ends, suspects, "right")
+    starts = ends - np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+    for position, row in zip(suspects.tolist(), rows.tolist(), strict=True):
+        item = lists[row][position - int(starts[row])]
+        if isinstance(item, (bool, np.bool_)):
+            return item
+    return None
 
 
 PACK_SLICE = 1 << 16

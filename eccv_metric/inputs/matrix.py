@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.view import DIRECTION_KINDS
 from eccv_metric.core.view import View
 from eccv_metric.inputs.scored import ScoredInput
 from eccv_metric.kernels.scorers import MatrixScorer
 from eccv_metric.kernels.scorers import as_score_matrix
+from eccv_metric.kernels.scorers import constant_value
 
 
 class ScoreMatrix(ScoredInput):
     """``scores[i, j]`` = similarity of ``image_ids[i]`` and ``caption_ids[j]``; optionally square
     ``caption_scores`` (captions x captions over ``caption_ids``) and ``image_scores`` for the intramodal views.
 
-    A given matrix is never written; a query's own entry of a square matrix is never read.
+    A given matrix is never written; a query's own entry of a square matrix is never read. ``ties``: ``"stable"``
+    (equal scores in the given order) or ``"trec_eval"`` (item id descending as strings, as trec_eval / MTEB).
     """
 
     kind = "scores"
@@ -26,8 +29,9 @@ class ScoreMatrix(ScoredInput):
         *,
         caption_scores: object = None,
         image_scores: object = None,
+        ties: str = "stable",
     ):
-        super().__init__({"image": image_ids, "caption": caption_ids})
+        super().__init__({"image": image_ids, "caption": caption_ids}, ties)
         self.scores = None if scores is None else as_score_matrix(scores)
         self.square = {}
         for kind, matrix in (("caption", caption_scores), ("image", image_scores)):
@@ -52,8 +56,8 @@ class ScoreMatrix(ScoredInput):
             )
         return f"{kind}_scores has {n_rows} rows but {self._ids_named(kind, n_ids)}: one id per row"
 
-    def cannot(self, view: View) -> str | None:
-        q, g = view.query_kind, view.gallery_kind
+    def cannot_direction(self, direction: str) -> str | None:
+        q, g = DIRECTION_KINDS[direction]
         if q != g:
             return None if self.scores is not None else "image-caption metrics need the image x caption scores"
         if q not in self.square:
@@ -67,11 +71,26 @@ class ScoreMatrix(ScoredInput):
             return None if self.scores is not None else "needs the image x caption scores"
         return None if kinds[0] in self.square else f"needs {kinds[0]}_scores (or {kinds[0]} embeddings)"
 
+    def constant_scores(self, kinds: tuple[str, str]) -> tuple[str, bool] | None:
+        """A constant matrix is scored exactly (every list is the tie rule's order): noted, not refused."""
+        square = kinds[0] == kinds[1]
+        matrix = self.square[kinds[0]] if square else self.scores
+        value = constant_value(matrix, skip_diagonal=square)  # type: ignore[arg-type]
+        if value is None:
+            return None
+        what = f"{kinds[0]}_scores" if square else "the image x caption scores"
+        return f"every score of {what} is {value!r}: every ranking is the tie order of the rows, not a model's", False
+
     def scorer(self, view: View) -> MatrixScorer:
         q, g = view.query_kind, view.gallery_kind
         if q == g:
-            return MatrixScorer(self.square[q])
-        return MatrixScorer(self.scores, along_columns=q == "caption")  # type: ignore[arg-type]
+            scorer = MatrixScorer(self.square[q])
+        else:
+            scorer = MatrixScorer(self.scores, along_columns=q == "caption")  # type: ignore[arg-type]
+        query_order, gallery_order = (self.row_order(view.collection, k) for k in (q, g))
+        if query_order is None or gallery_order is None:
+            return scorer
+        return scorer.permuted(query_order, gallery_order)
 
     def pair_scorer(self, kinds: tuple[str, str]) -> MatrixScorer:
         if kinds[0] == kinds[1]:

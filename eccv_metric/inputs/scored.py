@@ -11,6 +11,15 @@ collection's items are distractors (ranked as negatives in unrestricted
 views; a restricted view ranks only its own items); an id of the other
 modality among them is refused as a likely mix-up. Every item a view ranks
 must have a row.
+
+Ties (``ties``): ``stable`` (default) ranks equal scores in the given order
+(the item given first wins); ``trec_eval`` ranks them as trec_eval,
+pytrec_eval and MTEB order a run (:mod:`eccv_metric.formats.trec`): by item id
+descending as strings (``9`` before ``10``). The rows of each modality are
+then read in that order (:meth:`ScoredInput.row_order`: the scorer reads the
+same matrix or embeddings through the permutation, nothing is copied but
+indices) and ranked with the same stable kernels: equal scores fall in the
+rule's order.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from eccv_metric.core.errors import preview
 from eccv_metric.core.ids import check_extra_ids
 from eccv_metric.core.ids import int_ids
 from eccv_metric.core.ids import require_unique
+from eccv_metric.core.options import check_ties
 from eccv_metric.core.view import Collection
 from eccv_metric.core.view import View
 from eccv_metric.inputs.base import Relevance
@@ -42,7 +52,12 @@ class ScoredInput:
     exact_ranks = True
     kind = "scores"
 
-    def __init__(self, ids: dict[str, object]):
+    def __init__(self, ids: dict[str, object], ties: str = "stable"):
+        self.ties = check_ties(ties)
+        self._orders: dict[tuple, np.ndarray] = {}
+        self._varied: dict[tuple, tuple[str, bool] | None] = {}
+        self.constant_notes: dict[tuple, str] = {}  # kinds -> what a constant score matrix means
+        self.tied_queries: dict[str, set[int]] = {}  # direction -> queries whose every score is equal
         self._ids = ids
         self.ticket = next_ticket()
         self._maps: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
@@ -68,7 +83,33 @@ class ScoredInput:
         return f"no {kind}_ids were given, so the rows are read as the benchmark's {n_ids} {kind}s in canonical order"
 
     def cannot(self, view: View) -> str | None:
+        return self.cannot_direction(view.direction)
+
+    def cannot_direction(self, direction: str) -> str | None:
+        """Why this input cannot rank a direction's queries (no resources needed to tell; None: it can)."""
         raise NotImplementedError
+
+    def constant_scores(self, kinds: tuple[str, str]) -> tuple[str, bool] | None:
+        """(what it means, whether to refuse) when every score of these kinds is equal; None: they vary."""
+        raise NotImplementedError
+
+    def require_varied(self, view: View) -> bool:
+        """Scores that are all equal: refused when they lost the model's scores (products that underflow to 0),
+        else noted (:attr:`constant_notes`: every ranking is the tie order of the rows). Whether they are."""
+        q, g = view.query_kind, view.gallery_kind
+        key = (q, g) if q == g else ("image", "caption")  # one matrix serves both directions: one check, one wording
+        if key not in self._varied:
+            self._varied[key] = self.constant_scores(key)
+        found = self._varied[key]
+        if found is not None and found[1]:
+            raise EvaluationError(f"{view.direction}: {found[0]}")
+        if found is not None:
+            self.constant_notes[key] = found[0]
+        return found is not None
+
+    def nonfinite(self, view: View) -> tuple[str, str]:
+        """(what non-finite scores of a view are, "; " + what to do or ""), in the input's words."""
+        return "contain NaN or inf", ""
 
     def cannot_pairs(self, kinds: tuple[str, str]) -> str | None:
         raise NotImplementedError
@@ -87,11 +128,20 @@ class ScoredInput:
                 raise EvaluationError(self.shape_error(kind, n_rows or 0, len(arr)))
             require_unique(arr, f"given {kind}")
             check_extra_ids(arr, index, collection.index(OTHER[kind]))
+            if self.ties == "trec_eval":  # rows read in descending id-string order: trec_eval's order of ties
+                order = np.argsort(arr.astype(str), kind="stable")[::-1].copy()
+                self._orders[key] = order
+                arr = arr[order]
             dense = index.positions(arr).astype(np.int64)
             row = np.full(len(index), -1, dtype=np.int64)
             row[dense[dense >= 0]] = np.flatnonzero(dense >= 0)
             self._maps[key] = (dense, row)
         return self._maps[key]
+
+    def row_order(self, collection: Collection, kind: str) -> np.ndarray | None:
+        """The given row behind each row of :meth:`mapping` (None: the given order, ``ties="stable"``)."""
+        self.mapping(collection, kind)
+        return self._orders.get((id(collection), kind))
 
     def _rows(self, view: View, kind: str, needed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """The mapping of a modality; the items ``needed`` (dense; None: all) must have rows."""
@@ -141,7 +191,9 @@ class ScoredInput:
         scorer = self.scorer(view)
         own = self.mapping(view.collection, view.gallery_kind)[1][queries] if view.exclude_self else None
         k = min(depth, scorer.n_gallery - view.exclude_self)
-        return self._top(view, scorer, qrow[queries], k, None, own, queries)
+        top = self._top(view, scorer, qrow[queries], k, None, own, queries)
+        order = self.row_order(view.collection, view.gallery_kind)
+        return top if order is None else order[top]
 
     def given_ids(self, collection: Collection, kind: str) -> np.ndarray:
         """The id of each row of a modality (given, or the collection's canonical order)."""
@@ -158,14 +210,50 @@ class ScoredInput:
         own: np.ndarray | None,
         queries: np.ndarray,
     ) -> np.ndarray:
+        constant = self.require_varied(view)
         top, bad = top_ranked(scorer, rows, k, gallery_pos, self._priority(view), own)
         if bad.any():
             ids = view.queries.ids[queries[bad]]
             raise EvaluationError(
-                f"{view.direction}: the scores of {int(bad.sum())} query {view.query_kind}(s) contain NaN or inf: "
-                f"{preview(ids)}"
+                f"{view.direction}: the scores of {int(bad.sum())} query {view.query_kind}(s) "
+                f"{self.nonfinite(view)[0]}: {preview(ids)}{self.nonfinite(view)[1]}"
             )
+        if not constant:  # a constant matrix is noted once, not query by query
+            self._find_tied_queries(view, scorer, rows, top, gallery_pos, own, queries)
         return top
+
+    def _find_tied_queries(
+        self,
+        view: View,
+        scorer: BlockScorer,
+        rows: np.ndarray,
+        top: np.ndarray,
+        gallery_pos: np.ndarray | None,
+        own: np.ndarray | None,
+        queries: np.ndarray,
+    ) -> None:
+        """Record the queries whose every score is equal (their list is the given order, not the model's) in
+        :attr:`tied_queries` for a note. Cheap: only lists that are exactly the first gallery items (own item
+        left out) are candidates, found one column at a time, and only their rows are read again."""
+        k = top.shape[1]
+        if k == 0 or len(rows) == 0:
+            return
+        cols = np.arange(scorer.n_gallery) if gallery_pos is None else gallery_pos
+        mine = np.full(len(rows), -1, np.int64) if own is None else np.asarray(own, dtype=np.int64)
+        lead = np.minimum((mine == 0).astype(np.int64), len(cols) - 1)  # each query's first column but its own
+        part = np.flatnonzero(top[:, 0] == cols[lead])  # one column of the lists first: memory stays small
+        first = np.arange(k)[None, :]
+        first = np.minimum(first + ((mine[part, None] >= 0) & (first >= mine[part, None])), len(cols) - 1)
+        part = part[(top[part] == cols[first]).all(axis=1)]
+        step = max(1, scorer.rows_per_block(len(cols), False))
+        for start in range(0, len(part), step):
+            chunk = part[start : start + step]
+            block = np.array(scorer.block(rows[chunk], gallery_pos), dtype=np.float64)
+            has = np.flatnonzero(mine[chunk] >= 0)  # the own entry is never read: it takes a read entry's value
+            block[has, mine[chunk][has]] = block[has, lead[chunk][has]]
+            tied = chunk[(block == block[np.arange(len(chunk)), lead[chunk]][:, None]).all(axis=1)]
+            if len(tied):
+                self.tied_queries.setdefault(view.direction, set()).update(view.queries.ids[queries[tied]].tolist())
 
     def _restricted_top(self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None) -> RankedLists:
         """Top items of each query among its group's items (group items keep their given order for ties).
@@ -225,6 +313,7 @@ class ScoredInput:
 
     def first_ranks(self, view: View, rel: Relevance, name: str) -> np.ndarray:
         """Exact rank of each ``rel.query``'s best-ranked positive, straight from the scores."""
+        self.require_varied(view)
         scorer = self.scorer(view)
         _, qrow = self._rows(view, view.query_kind, rel.query)
         pool = None if not view.restricted else np.flatnonzero(view.gallery_group >= 0)
@@ -252,8 +341,9 @@ class ScoredInput:
             ranks[members], bad[members] = first_ranks(scorer, qrow[rel.query[members]], mask, gallery_pos, own)
         if bad.any():
             raise EvaluationError(
-                f"{view.direction} {name}: the scores of {int(bad.sum())} query {view.query_kind}(s) contain NaN "
-                f"or inf, or have no positive in the gallery: {preview(view.queries.ids[rel.query][bad])}"
+                f"{view.direction} {name}: the scores of {int(bad.sum())} query {view.query_kind}(s) "
+                f"{self.nonfinite(view)[0]}, or have no positive in the gallery: "
+                f"{preview(view.queries.ids[rel.query][bad])}{self.nonfinite(view)[1]}"
             )
         return ranks
 
@@ -271,7 +361,8 @@ class ScoredInput:
             if (row < 0).any():
                 ids = collection.index(kind).ids[np.unique(dense[row < 0])]
                 raise EvaluationError(f"{what}: {len(ids)} rated {kind}(s) have no row: {preview(ids)}")
-            rows.append(row)
+            order = self.row_order(collection, kind)
+            rows.append(row if order is None else order[row])  # the pair scorer reads the given rows
         return self.pair_scorer(kinds).pairs(rows[0], rows[1])
 
     def pair_scorer(self, kinds: tuple[str, str]) -> MatrixScorer:

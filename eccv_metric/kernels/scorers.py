@@ -19,6 +19,7 @@ and thread layout, as in any float matrix product).
 
 from __future__ import annotations
 
+import copy
 from typing import Protocol
 
 import numpy as np
@@ -90,6 +91,15 @@ class MatrixScorer:
         self.n_queries = matrix.shape[1 if along_columns else 0] if query_map is None else len(query_map)
         self.n_gallery = matrix.shape[0 if along_columns else 1] if gallery_map is None else len(gallery_map)
 
+    def permuted(self, query_order: np.ndarray, gallery_order: np.ndarray) -> MatrixScorer:
+        """The same matrix with query position i read as this scorer's ``query_order[i]`` (gallery likewise):
+        a stable ranking of it breaks ties in ``gallery_order`` (no copy of the matrix)."""
+        out = copy.copy(self)
+        out.query_map = query_order if self.query_map is None else self.query_map[query_order]
+        out.gallery_map = gallery_order if self.gallery_map is None else self.gallery_map[gallery_order]
+        out.n_queries, out.n_gallery = len(out.query_map), len(out.gallery_map)
+        return out
+
     def rows_per_block(self, n_cols: int, topk: bool) -> int:
         if topk:
             return max(1, min(512, TOPK_ELEMENTS // max(1, n_cols)))
@@ -156,6 +166,29 @@ class EmbeddingScorer:
         for s in range(0, len(rows), 8192):
             out[s : s + 8192] = np.einsum("ij,ij->i", self.queries[rows[s : s + 8192]], gallery[cols[s : s + 8192]])
         return out
+
+
+def constant_value(matrix: np.ndarray, skip_diagonal: bool = False) -> float | None:
+    """The one value of a matrix whose every entry is equal (its diagonal left out when ``skip_diagonal``: a
+    query's own entry is never read), else None. The first row decides most matrices; a constant first row
+    costs one pass over the rest, block by block."""
+    n_rows, n_cols = matrix.shape
+    if n_rows == 0 or n_cols <= int(skip_diagonal):
+        return None
+    first = matrix[0, 1:] if skip_diagonal else matrix[0]
+    value = first[0]
+    if not (first == value).all():  # NaN is never equal: non-finite scores are refused where they are read
+        return None
+    step = max(1, CHUNK_ELEMENTS // n_cols)
+    for start in range(0, n_rows, step):
+        equal = matrix[start : start + step] == value
+        if skip_diagonal:
+            rows = np.arange(len(equal))
+            inside = start + rows < n_cols
+            equal[rows[inside], start + rows[inside]] = True
+        if not equal.all():
+            return None
+    return float(value)
 
 
 def distinct_rows(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:

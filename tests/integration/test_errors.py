@@ -84,15 +84,16 @@ class _Index:
         return "_Index()"
 
 
-KEPT = [7, True, np.int32(4), np.uint64(5), np.int64(-(2**63)), 2**63 - 1, _Index()]
-REFUSED = [1.5, 2.0, np.float32(3), "770337", b"7", None, np.True_, 2**63, -(2**63) - 1, np.uint64(2**64 - 1)]
+KEPT = [7, np.int32(4), np.uint64(5), np.int64(-(2**63)), 2**63 - 1, _Index()]
+REFUSED = [1.5, 2.0, np.float32(3), "770337", b"7", None, True, np.True_, 2**63, -(2**63) - 1, np.uint64(2**64 - 1)]
 ID_VALUES = KEPT + REFUSED + [[3], 3 + 0j, np.timedelta64(3)]
 
 
 def _expected_id(value: object) -> int | None:
-    """The reference rule, written apart from the engine: an id is an integer (``__index__``) within int64."""
+    """The reference rule, written apart from the engine: an id is an integer (``__index__``) within int64, never a
+    boolean (issue 35: ``True`` is not id 1)."""
     if isinstance(value, (bool, np.bool_)):
-        return int(value) if isinstance(value, bool) else None
+        return None
     if not hasattr(value, "__index__"):
         return None
     number = value.__index__()
@@ -124,7 +125,7 @@ BIG = np.array([2**63], dtype=np.uint64)
 @pytest.mark.parametrize(
     "lists",
     [
-        [[True, False], [1.5], [3]],  # bools and __index__ ids pass the rule: the faulty list is named, not them
+        [[np.int32(1), 0], [1.5], [3]],  # numpy and __index__ ids pass the rule: the faulty list is named, not them
         [[_Index(), 4], [1, "2"], [3]],
         [np.array([1], np.uint64), BIG, [3]],  # above int64 it would wrap to a negative id
         [np.array([1], np.uint64), BIG, np.array([3], np.uint64)],
