@@ -192,10 +192,7 @@ def note_text(direction: str, rows: list[tuple[str, float, float]], source: Inpu
     if getattr(source, "kind", "") == "lists":
         order = "ranked ids that are row numbers, not the benchmark's item ids (COCO image / caption ids)"
     else:
-        order = (
-            "rows not in the order of the benchmark's ids (give image_ids / caption_ids; "
-            "CLI: --image-ids / --caption-ids)"
-        )
+        order = "rows not in the order of the benchmark's ids (give image_ids= / caption_ids=)"
     return (
         f"{direction}: numbers at chance level ({shown}); common causes: {order}, a model that was not trained "
         "or whose weights were not loaded, image and caption embeddings of different models"

@@ -27,6 +27,7 @@ from eccv_metric.cli.model import run_model
 from eccv_metric.core import progress
 from eccv_metric.core.errors import ChanceLevelWarning
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.errors import in_words
 from eccv_metric.core.files import check_output_path
 from eccv_metric.core.files import load_npy
 from eccv_metric.core.files import write_json_atomic
@@ -262,7 +263,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     elif not args.quiet:
         print(format_table(means))
     for note in results.notes:
-        print(f"warning: {note}", file=sys.stderr)
+        print(f"warning: {in_words(note, CLI_WORDS)}", file=sys.stderr)
     if args.output:
         write_json_atomic(args.output, means)
         say(args, f"wrote {args.output}")

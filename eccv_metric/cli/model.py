@@ -116,7 +116,7 @@ def run_model(args: argparse.Namespace) -> int:
     for name, why in out.skipped.items():
         print(f"skipped {name}: {in_words(why, MODEL_WORDS).removeprefix(name + ': ')}", file=sys.stderr)
     for note in out.results.notes:
-        print(f"warning: {note}", file=sys.stderr)
+        print(f"warning: {in_words(note, CLI_WORDS)}", file=sys.stderr)
     if args.output:
         write_json_atomic(args.output, {**means, "provenance": out.provenance})
         say(args, f"wrote {args.output}")

@@ -82,7 +82,7 @@ def note_in_space_words(note: str) -> str:
     """A library note as the Space shows it: the CLI's flags left out, keywords named as the Space's boxes."""
     note = re.sub(r"\s*\(CLI: [^)]*\)|;\s*CLI: [^);]*", "", note)
     both = f"files in the '{LABELS['image_ids']}' and '{LABELS['caption_ids']}' boxes"
-    note = re.sub(r"\bimage_ids / caption_ids\b", both, note)
+    note = re.sub(r"\bimage_ids=? / caption_ids=?(?![\w=])", both, note)
     note = re.sub(r"\b(image_ids|caption_ids)\b(?!=)", lambda m: SPACE_WORDS[m.group(1)], note)
     return in_words(note, SPACE_WORDS)
 

@@ -188,8 +188,8 @@ def test_rows_in_the_wrong_order_warn_and_the_right_order_does_not(world, res):
         wrong = evaluate(Embeddings(img, shuffled), ["coco_5k_r1"], directions="t2i", resources=res)
     assert wrong.notes == [str(caught[0].message)]
     assert (
-        "common causes: rows not in the order of the benchmark's ids (give image_ids / caption_ids; "
-        "CLI: --image-ids / --caption-ids), a model that was not trained" in (wrong.notes[0])
+        "common causes: rows not in the order of the benchmark's ids (give image_ids= / caption_ids=), a model "
+        "that was not trained" in (wrong.notes[0])
     )
 
 

@@ -430,6 +430,8 @@ def test_space_plot_has_the_given_ks_only_in_numeric_order(world, world_space, t
         "t2i: numbers at chance level (coco_5k_r1 = 0.01 (random rankings: 0.01)); common causes: rows not in the "
         "order of the benchmark's ids (give image_ids / caption_ids; CLI: --image-ids / --caption-ids), a model that "
         "was not trained",
+        "t2i: numbers at chance level (coco_5k_r1 = 0.01 (random rankings: 0.01)); common causes: rows not in the "
+        "order of the benchmark's ids (give image_ids= / caption_ids=), a model that was not trained",
     ],
 )
 def test_space_chance_note_names_the_boxes_not_the_cli(note):
