@@ -40,6 +40,23 @@ def directions_of(results: Means) -> list[str]:
     return [d for d in DIRECTION_KINDS if d in present] or ["i2t", "t2i"]
 
 
+def recall_curves(results: Means) -> list[dict]:
+    """R@K curves of the results: one point ``{"K", "R@K (%)", "series"}`` per K, for each benchmark and direction
+    with R@K at two or more Ks (what a plot of R@K against K shows)."""
+    families: dict[str, list[str]] = {}
+    for name in results:
+        bench, kind = metric_info(name)
+        if kind.key == "recall":
+            families.setdefault(bench.name, []).append(name)
+    return [
+        {"K": int(name.rsplit("_r", 1)[1]), "R@K (%)": 100 * value, "series": f"{bench} {d}"}
+        for bench, names in families.items()
+        if len(names) > 1
+        for name in names
+        for d, value in results[name].items()
+    ]
+
+
 def format_table(results: Means) -> str:
     """Results as a plain-text table: one row per metric, one column per direction, and the unit."""
     width = max([len("metric")] + [len(k) for k in results])

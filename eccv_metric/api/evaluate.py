@@ -12,22 +12,22 @@ input and calls this function::
 
 ``metrics``: metric names (``eccv-caption benchmarks`` lists every benchmark
 and its names); ``benchmarks``: benchmark names whose default metrics to add;
-neither: the official defaults (COCO 1K/5K R@1, CxC R@1, ECCV R@1 and mAP@R).
+neither: defaults that follow the input (:mod:`eccv_metric.benchmarks.request`): the official ones (COCO
+1K/5K R@1, CxC R@1, ECCV R@1 and mAP@R) for image-caption inputs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from eccv_metric.api.chance import chance_notes
 from eccv_metric.api.chance import tie_notes
 from eccv_metric.api.chance import warn_chance
-from eccv_metric.benchmarks.names import parse_targets
+from eccv_metric.benchmarks.request import Request
+from eccv_metric.benchmarks.request import directions_given
 from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.benchmarks.resources import cached_resources
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.core.options import require_bool
-from eccv_metric.engine.plan import CROSS_MODAL
 from eccv_metric.engine.plan import plan
 from eccv_metric.engine.plan import refuse_unservable
 from eccv_metric.engine.run import run
@@ -35,27 +35,10 @@ from eccv_metric.inputs.given import Rankings
 from eccv_metric.inputs.scored import ScoredInput
 from eccv_metric.measures.results import Results
 
-_DEFAULT: list[Resources] = []
-
 
 def default_resources() -> Resources:
     """The ground truth of the ``eccv_caption`` wheel, CxC and FG from their canonical files (loaded once)."""
-    if not _DEFAULT:
-        _DEFAULT.append(Resources())
-    return _DEFAULT[0]
-
-
-def parse_directions(directions: Iterable[str] | str | None) -> list[str] | None:
-    """``"i2t"``, ``"t2i"`` or a list of them (each once); None: both."""
-    if directions is None:
-        return None
-    given: Any = [directions] if isinstance(directions, str) else directions
-    if isinstance(given, dict) or not isinstance(given, Iterable):
-        raise EvaluationError(f"directions must be 'i2t' and/or 't2i', not {directions!r:.40}")
-    given = list(given)
-    if not given or any(d not in CROSS_MODAL for d in given) or len(set(given)) != len(given):
-        raise EvaluationError(f"directions must be 'i2t' and/or 't2i' (each once), not {given!r:.60}")
-    return given
+    return cached_resources()
 
 
 def evaluate(
@@ -86,15 +69,33 @@ def evaluate(
         raise EvaluationError(
             f"the input must be Rankings, ScoreMatrix or Embeddings (eccv_metric.inputs), not {type(source).__name__}"
         )
-    partial = require_bool(partial, "partial")
-    requests = parse_targets(metrics, ks, benchmarks)
-    wanted = parse_directions(directions)
-    if isinstance(source, Rankings):
-        given = [d for d in CROSS_MODAL if d in source.raw]
-        wanted = given if wanted is None else [d for d in wanted if d in given]
-    refuse_unservable(requests, source, wanted)  # before resources load (or download): the input's fault first
-    jobs = plan(requests, resources if resources is not None else default_resources(), wanted)
-    per_query = run(jobs, source, partial, n_resamples, seed)
+    request = Request.parse(
+        metrics,
+        ks,
+        benchmarks=benchmarks,
+        directions=directions,
+        partial=partial,
+        n_resamples=n_resamples,
+        seed=seed,
+        given=directions_given(source),
+        made_for=source.made_for,
+    )
+    return evaluate_request(source, request, resources)
+
+
+def evaluate_request(source: Rankings | ScoredInput, request: Request, resources: Resources | None = None) -> Results:
+    """Score a parsed :class:`~eccv_metric.benchmarks.request.Request` (what :func:`evaluate` does after parsing)."""
+    requests = list(request.metrics)
+    refuse_unservable(requests, source, request.directions)  # before resources load (or download): the input first
+    jobs = plan(requests, resources if resources is not None else default_resources(), request.directions)
+    left_out = False
+    if request.partial and source.kind == "lists":
+        try:  # lists that give every query are scored (and labelled) as full, whatever partial says
+            per_query = run(jobs, source, False, request.n_resamples, request.seed)
+        except EvaluationError:  # scored again over the queries given: fails again unless queries were missing
+            per_query, left_out = run(jobs, source, True, request.n_resamples, request.seed), True
+    else:
+        per_query = run(jobs, source, False, request.n_resamples, request.seed)
     notes = chance_notes(jobs, per_query, source) + tie_notes(source)
     warn_chance(notes)
-    return Results(per_query, notes)
+    return Results(per_query, notes, partial=left_out)

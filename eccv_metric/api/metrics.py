@@ -18,6 +18,7 @@ from eccv_metric.api.evaluate import evaluate
 from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.benchmarks.resources import cached_resources
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.groundtruth.cxc import RATING_ITEMS
 from eccv_metric.groundtruth.cxc import Ratings
@@ -110,8 +111,10 @@ class Metrics:
         cxc_directed: bool = False,
         fg_source: str | Path | None = None,
     ):
-        self.resources = Resources(
-            ground_truth,
+        make = (
+            cached_resources if ground_truth is None else functools.partial(Resources, ground_truth)
+        )  # a given split: its own
+        self.resources = make(
             instances_json=instances_json,
             extra_file_dir=extra_file_dir,
             pm=PMOptions(pm_zeta, pm_include_own, pm_r_cap),

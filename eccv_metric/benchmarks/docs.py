@@ -86,9 +86,7 @@ def benchmark_table() -> str:
     """Every registered benchmark: name, directions, what it is, default metrics, citation."""
     lines = ["| benchmark | directions | definition | default metrics | source |", "|---|---|---|---|---|"]
     for bench in REGISTRY:
-        default = ", ".join(
-            f"`{bench.metric_name(k) if k in bench.kinds else f'{bench.name}_{k}'}`" for k in bench.default
-        )
+        default = ", ".join(f"`{name}`" for name in bench.default_metric_names())
         lines.append(
             f"| `{bench.name}` | {', '.join(bench.directions)} | {bench.description} | {default} | {bench.citation} |"
         )

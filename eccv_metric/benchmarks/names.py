@@ -117,10 +117,7 @@ def parse_targets(
     parsed_ks = parse_ks(ks)
     if benchmarks is not None:
         for bench_name in [benchmarks] if isinstance(benchmarks, str) else list(benchmarks):
-            bench = REGISTRY.get(bench_name)
-            names += [
-                bench.metric_name(kind) if kind in bench.kinds else f"{bench.name}_{kind}" for kind in bench.default
-            ]
+            names += REGISTRY.get(bench_name).default_metric_names()
     elif target_metrics is None:
         names = list(DEFAULT_TARGETS)
     if not names:

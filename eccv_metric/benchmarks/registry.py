@@ -174,6 +174,10 @@ class Benchmark:
             return f"{self.name}_r{k}"
         return f"{self.name}_{kind}"
 
+    def default_metric_names(self) -> list[str]:
+        """The metric names this benchmark scores by default (``<name>_recalls``: R@K at every K asked)."""
+        return [self.metric_name(kind) if kind in self.kinds else f"{self.name}_{kind}" for kind in self.default]
+
     def metric_names(self, ks: tuple[int, ...] = (1, 5, 10)) -> list[str]:
         """Every metric name of this benchmark (R@K for the given Ks), in display order."""
         out = []

@@ -14,6 +14,7 @@ once, sha256-checked).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from pathlib import Path
 
 from eccv_metric.benchmarks.definitions import REGISTRY
@@ -142,3 +143,64 @@ class Resources:
         """The relation as CSR positives (PM is materialised: ~10M pairs a direction)."""
         rel = self.relation(bench, relation, direction)
         return rel if isinstance(rel, Positives) else rel.to_positives()  # type: ignore[attr-defined]
+
+
+# -- the one cache ---------------------------------------------------------------------------------------------------
+
+_CACHE: OrderedDict[tuple, Resources] = OrderedDict()
+MAX_CACHED = 3  # distinct sets of sources kept (each may hold PM: hundreds of MB)
+
+
+def _stamp(source: str | Path | None) -> tuple:
+    """A source as a cache key: its text, and for a local file its size and modification time (a file replaced
+    under the same name is read again)."""
+    if source is None:
+        return (None,)
+    path = Path(source)
+    if path.is_file():
+        stat = path.stat()
+        return (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    return (str(source),)
+
+
+def cached_resources(
+    ground_truth: str | Path | None = None,
+    *,
+    instances_json: str | Path | None = None,
+    extra_file_dir: str | Path | None = None,
+    pm: PMOptions | None = None,
+    cxc_source: str | Path | None = None,
+    cxc_directed: bool = False,
+    fg_source: str | Path | None = None,
+) -> Resources:
+    """The one cached way to get :class:`Resources` for a set of sources (the last :data:`MAX_CACHED` kept).
+
+    ``ground_truth``: a built dataset folder or Hub repo (None: the ``eccv_caption`` wheel); the other
+    keywords as for :class:`Resources`. Every front end (``evaluate``'s default, the CLI, the evaluate
+    module, the Space, ``Metrics``) gets its ground truth here, so the same sources load once per process.
+    """
+    pm = pm if pm is not None else PMOptions()
+    key = (
+        _stamp(ground_truth),
+        _stamp(instances_json),
+        _stamp(extra_file_dir),
+        pm,
+        _stamp(cxc_source),
+        require_bool(cxc_directed, "cxc_directed"),
+        _stamp(fg_source),
+    )
+    if key not in _CACHE:
+        gt = None if ground_truth is None else GroundTruth.from_dataset(ground_truth)
+        _CACHE[key] = Resources(
+            gt,
+            instances_json=instances_json,
+            extra_file_dir=extra_file_dir,
+            pm=pm,
+            cxc_source=cxc_source,
+            cxc_directed=cxc_directed,
+            fg_source=fg_source,
+        )
+        while len(_CACHE) > MAX_CACHED:
+            _CACHE.popitem(last=False)
+    _CACHE.move_to_end(key)
+    return _CACHE[key]

@@ -15,8 +15,9 @@ from eccv_metric.api.evaluate import evaluate
 from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.docs import sizes
+from eccv_metric.benchmarks.request import OFFICIAL
 from eccv_metric.benchmarks.resources import Resources
-from eccv_metric.benchmarks.subsets import subset
+from eccv_metric.benchmarks.resources import cached_resources
 from eccv_metric.cli.common import CLI_WORDS
 from eccv_metric.cli.common import add_quiet
 from eccv_metric.cli.common import non_negative_int
@@ -31,10 +32,7 @@ from eccv_metric.core.errors import in_words
 from eccv_metric.core.files import check_output_path
 from eccv_metric.core.files import load_npy
 from eccv_metric.core.files import write_json_atomic
-from eccv_metric.core.view import DIRECTION_KINDS
-from eccv_metric.core.view import View
 from eccv_metric.formats.ids import load_ids
-from eccv_metric.formats.mteb import PredictionRankings
 from eccv_metric.formats.mteb import is_json_object
 from eccv_metric.formats.mteb import is_mteb_predictions
 from eccv_metric.formats.mteb import is_rankings_json
@@ -73,13 +71,14 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--metrics",
         nargs="+",
-        help=f"metric names (default: {' '.join(DEFAULT_TARGETS)}); `eccv-caption benchmarks` lists them all",
+        help=f"metric names (default: {' '.join(DEFAULT_TARGETS)} for image-caption inputs; t2t / i2i-only inputs: "
+        "their benchmarks' defaults); `eccv-caption benchmarks` lists them all",
     )
     p.add_argument(
         "--benchmarks",
         "--benchmark",
         nargs="+",
-        choices=[*REGISTRY.names(), "eccv_caption"],
+        choices=[*REGISTRY.names(), OFFICIAL],
         metavar="BENCHMARK",
         help="add these benchmarks' default metrics (`eccv-caption benchmarks`; eccv_caption = the official defaults)",
     )
@@ -142,9 +141,9 @@ def demo_scores(gt: GroundTruth, seed: int = 0) -> np.ndarray:
 
 
 def resources_of(args: argparse.Namespace) -> Resources:
-    gt = GroundTruth.from_dataset(args.ground_truth) if getattr(args, "ground_truth", None) else None
-    return Resources(
-        gt,
+    """The ground truth the flags name (the one cache: :func:`~eccv_metric.benchmarks.resources.cached_resources`)."""
+    return cached_resources(
+        getattr(args, "ground_truth", None),
         instances_json=args.instances_json,
         pm=PMOptions(getattr(args, "pm_zeta", 2), False, getattr(args, "pm_r_cap", 50)),
         cxc_source=getattr(args, "cxc_source", None) or getattr(args, "source_dir", None),
@@ -191,23 +190,6 @@ PARTIAL_NOTE = (
 )
 
 
-def default_benchmarks(source: object, resources: Resources) -> list[str]:
-    """The benchmarks scored when neither --metrics nor --benchmarks is given, following the directions the input
-    gives: none (the official defaults) when it gives i2t or t2i over the whole gallery; else the benchmarks of
-    MTEB predictions' subsets (e.g. cxc_t2t, coco_1k folds), or every ranking benchmark of the intramodal
-    directions given (t2t: coco_t2t, cxc_t2t; i2i: cxc_i2i)."""
-    collection = resources.collection("coco_5k")
-    given = [d for d in DIRECTION_KINDS if source.cannot(View(d, collection)) is None]  # type: ignore[attr-defined]
-    if isinstance(source, PredictionRankings):
-        if set(source.raw) <= {"i2t", "t2i"} and set(given) == set(source.raw):  # whole-gallery image-caption
-            return []
-        names = [subset(name).benchmark for _, subset_names in source.restrictions.values() for name in subset_names]
-        return list(dict.fromkeys(names))
-    if not given or any(d in given for d in ("i2t", "t2i")):
-        return []
-    return [b.name for b in REGISTRY if set(b.directions) <= set(given) and "spearman" not in b.default]
-
-
 def read_run_file(path: str, ties: str | None) -> dict | Rankings:
     """``--run``: MTEB predictions (Rankings that know the galleries searched) or a TREC run (lists).
 
@@ -239,19 +221,13 @@ def run_evaluate(args: argparse.Namespace) -> int:
     source = input_of(args, resources)
     if args.partial and not isinstance(source, Rankings):  # a standing decision: partial is about ranked lists
         print(PARTIAL_NOTE, file=sys.stderr)
-    benchmarks = [b for b in args.benchmarks or () if b != "eccv_caption"]
-    metrics = list(args.metrics or ())
-    if not metrics and not benchmarks and "eccv_caption" not in (args.benchmarks or ()):
-        benchmarks = default_benchmarks(source, resources)
-    if "eccv_caption" in (args.benchmarks or ()) or (not metrics and not benchmarks):
-        metrics += list(DEFAULT_TARGETS)
     with warnings.catch_warnings():  # the notes are printed below, in the CLI's words
         warnings.simplefilter("ignore", ChanceLevelWarning)
-        results = evaluate(
+        results = evaluate(  # no --metrics / --benchmarks: the defaults follow the input (benchmarks.request)
             source,
-            metrics,
+            args.metrics,
             args.ks,
-            benchmarks=benchmarks or None,
+            benchmarks=args.benchmarks,
             resources=resources,
             partial=args.partial,
             n_resamples=args.n_resamples,
@@ -293,7 +269,7 @@ def run_benchmarks(args: argparse.Namespace) -> int:
             "collection": b.collection,
             "queries_gallery": sizes(b, resources),
             "metrics": b.metric_names(),
-            "default": [b.metric_name(k) if k in b.kinds else f"{b.name}_{k}" for k in b.default],
+            "default": b.default_metric_names(),
             "needs": b.needs or "the eccv_caption wheel",
             "citation": b.citation,
             "description": b.description,

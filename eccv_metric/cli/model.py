@@ -26,7 +26,6 @@ from eccv_metric.core.errors import in_words
 from eccv_metric.core.files import check_output_path
 from eccv_metric.core.files import write_json_atomic
 from eccv_metric.groundtruth.plausible import PMOptions
-from eccv_metric.groundtruth.split import GroundTruth
 
 MODEL_WORDS = {
     **CLI_WORDS,
@@ -135,13 +134,12 @@ def _resources(args: argparse.Namespace, source: object) -> Resources | None:
         return None
     from eccv_metric.models.run import default_resources
 
-    base = default_resources(source, args.cxc_source or args.source_dir, args.fg_source or args.source_dir)  # type: ignore[arg-type]
-    gt = GroundTruth.from_dataset(args.ground_truth) if args.ground_truth else base.gt
-    return Resources(
-        gt,
+    return default_resources(
+        source,  # type: ignore[arg-type]
+        args.cxc_source or args.source_dir,
+        args.fg_source or args.source_dir,
+        ground_truth=args.ground_truth,
         instances_json=args.instances_json,
         pm=PMOptions(args.pm_zeta, False, args.pm_r_cap),
-        cxc_source=base.cxc_source,
         cxc_directed=args.cxc_directed,
-        fg_source=base.fg_source,
     )

@@ -76,6 +76,15 @@ class PredictionRankings(Rankings):
         self.path = str(path)
         self.restrictions = restrictions  # direction -> (restriction of the subsets' search, subset names)
 
+    @property
+    def made_for(self) -> tuple[str, ...]:  # type: ignore[override]
+        """The benchmarks of the predictions' subsets; () for whole-gallery image-caption lists (then the
+        official defaults apply, as for any image-caption input)."""
+        if set(self.raw) <= {"i2t", "t2i"} and all(r is None for r, _ in self.restrictions.values()):
+            return ()
+        names = [subset(name).benchmark for _, subset_names in self.restrictions.values() for name in subset_names]
+        return tuple(dict.fromkeys(names))
+
     def cannot(self, view: View) -> str | None:
         reason = super().cannot(view)
         restriction, names = self.restrictions.get(view.direction, (None, []))

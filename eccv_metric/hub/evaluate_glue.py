@@ -20,19 +20,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from eccv_metric.api.evaluate import evaluate
-from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.benchmarks.resources import cached_resources
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.ids import int_ids
 from eccv_metric.core.view import DIRECTION_KINDS
 from eccv_metric.groundtruth.plausible import PMOptions
-from eccv_metric.groundtruth.split import GroundTruth
 from eccv_metric.inputs.choose import input_from_parts
 from eccv_metric.inputs.lists import ranked_to_arrays
 from eccv_metric.measures.results import Results
 
 DIRECTIONS = tuple(DIRECTION_KINDS)
-_RESOURCES: dict[tuple, Resources] = {}
 # the keyword arguments of compute(), as the module's users know them
 MODULE_WORDS = {
     "rankings": "predictions / references / directions",
@@ -139,20 +137,15 @@ def resources_for(
     cxc_directed: bool = False,
     fg_source: str | Path | None = None,
 ) -> Resources:
-    """Cached :class:`Resources` for a ground-truth source (default: the eccv_caption wheel)."""
-    pm = PMOptions(pm_zeta, pm_include_own, pm_r_cap)  # checked before it becomes a cache key
-    key = (str(ground_truth), str(instances_json), pm, str(cxc_source), cxc_directed, str(fg_source))
-    if key not in _RESOURCES:
-        gt = None if ground_truth is None else GroundTruth.from_dataset(ground_truth)
-        _RESOURCES[key] = Resources(
-            gt,
-            instances_json=instances_json,
-            pm=pm,
-            cxc_source=cxc_source,
-            cxc_directed=cxc_directed,
-            fg_source=fg_source,
-        )
-    return _RESOURCES[key]
+    """The module's keywords as the library's one cache of :class:`Resources` (default: the eccv_caption wheel)."""
+    return cached_resources(
+        ground_truth,
+        instances_json=instances_json,
+        pm=PMOptions(pm_zeta, pm_include_own, pm_r_cap),
+        cxc_source=cxc_source,
+        cxc_directed=cxc_directed,
+        fg_source=fg_source,
+    )
 
 
 def compute(
@@ -173,8 +166,6 @@ def compute(
     parts = dict(parts)
     parts["rankings"] = arrays or None
     source = input_from_parts(parts, MODULE_WORDS)
-    if benchmark is not None and benchmark not in REGISTRY:
-        raise EvaluationError(f"unknown benchmark {benchmark!r}; known: {', '.join(REGISTRY.names())}")
     return evaluate(
         source,
         target_metrics,

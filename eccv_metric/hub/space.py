@@ -22,21 +22,21 @@ import json
 import os
 import tempfile
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 
 from eccv_metric.analysis.report import directions_of
+from eccv_metric.analysis.report import recall_curves
 from eccv_metric.analysis.report import scale_of
 from eccv_metric.analysis.report import shown
 from eccv_metric.api.evaluate import evaluate
 from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
 from eccv_metric.benchmarks.definitions import OFFICIAL_TARGETS
 from eccv_metric.benchmarks.definitions import REGISTRY
-from eccv_metric.benchmarks.names import metric_info
 from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.benchmarks.resources import cached_resources
 from eccv_metric.core.download import sha256_file
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import in_words
@@ -57,14 +57,12 @@ from eccv_metric.hub.space_words import hide_paths
 from eccv_metric.hub.space_words import in_box
 from eccv_metric.hub.space_words import note_in_space_words
 from eccv_metric.inputs.choose import input_from_parts
-from eccv_metric.inputs.given import Rankings
 from eccv_metric.measures.kinds import SCALE_NOTE
 from eccv_metric.measures.results import Results
 
 MAX_FILE_BYTES = 600 * 2**20  # a float32 5K x 25K matrix is 500 MB; an official top-100 rankings JSON ~25 MB
 MAX_PASTE_CHARS = 20 * 2**20
 MAX_KS = 10
-MAX_K = 100_000  # beyond every gallery (31,244 images for MSCOCO-FG): R@K is R@(gallery size) there
 MAX_NAMES = 60
 MAX_SOURCES = 10
 RANKINGS_SUFFIXES = (".json",)
@@ -85,17 +83,11 @@ EXAMPLE_BENCHMARKS = ["eccv", "coco_5k"]
 EXAMPLE_METRICS = ["eccv_map_at_r", "eccv_rprecision", "eccv_r1", "coco_5k_recalls"]
 
 
-def default_metrics(bench_name: str) -> list[str]:
-    """The metric names a benchmark scores by default (``<name>_recalls`` for R@K)."""
-    bench = REGISTRY.get(bench_name)
-    return [bench.metric_name(k) if k in bench.kinds else f"{bench.name}_{k}" for k in bench.default]
-
-
 def metric_choices() -> list[str]:
     """Every metric a form offers: the official names, then each benchmark's (R@K as ``_recalls`` and ``_r1``)."""
     names = list(DEFAULT_TARGETS + OFFICIAL_TARGETS)
     for bench in REGISTRY:
-        names += default_metrics(bench.name)
+        names += bench.default_metric_names()
         names += [n for n in bench.metric_names((1,)) if not n.endswith("_std")]
     return list(dict.fromkeys(names))
 
@@ -114,7 +106,8 @@ class Scored:
 
 
 def parse_ks(text: object) -> list[int]:
-    """``"1 5 10"`` or ``"1,5,10"``: at most MAX_KS ASCII integers in [1, MAX_K] (``²`` and ``١`` are refused)."""
+    """The Ks box's text as integers: ``"1 5 10"`` or ``"1,5,10"``, at most MAX_KS ASCII integers (``²`` and ``١``
+    are refused); what a K may be is the library's rule (:class:`~eccv_metric.benchmarks.request.Request`)."""
     tokens = str(text or "").replace(",", " ").split()
     if not tokens:
         return [1, 5, 10]
@@ -123,10 +116,7 @@ def parse_ks(text: object) -> list[int]:
         raise EvaluationError(f"Ks: {bad!r:.20} is not a whole number written in 0-9; give e.g. '1 5 10'")
     if len(tokens) > MAX_KS:
         raise EvaluationError(f"Ks: {len(tokens)} values; give at most {MAX_KS}, e.g. '1 5 10'")
-    ks = [int(t) for t in tokens[:MAX_KS]]
-    if not all(1 <= k <= MAX_K for k in ks):
-        raise EvaluationError(f"Ks: each K must be between 1 and {MAX_K:,}")
-    return ks
+    return [int(t) for t in tokens]
 
 
 def _names(values: object, what: str) -> list[str]:
@@ -163,9 +153,7 @@ def _suffix(path: Path) -> str:
     return path.suffix.lower()  # an upload named .NPY or .Json is what its letters say
 
 
-_RESOURCES: OrderedDict[tuple, Resources] = OrderedDict()
 _SOURCE_DIRS: dict[str, Path] = {}
-MAX_RESOURCES = 3
 
 
 def source_folder(uploads: object) -> Path | None:
@@ -192,14 +180,8 @@ def source_folder(uploads: object) -> Path | None:
 
 
 def resources_for(instances: Path | None, sources: Path | None) -> Resources:
-    """Ground truth for this request, cached (the last MAX_RESOURCES distinct ones)."""
-    key = (None if instances is None else (str(instances), instances.stat().st_size), str(sources))
-    if key not in _RESOURCES:
-        _RESOURCES[key] = Resources(instances_json=instances, cxc_source=sources, fg_source=sources)
-        while len(_RESOURCES) > MAX_RESOURCES:
-            _RESOURCES.popitem(last=False)
-    _RESOURCES.move_to_end(key)
-    return _RESOURCES[key]
+    """Ground truth for this request (the library's one cache)."""
+    return cached_resources(instances_json=instances, cxc_source=sources, fg_source=sources)
 
 
 def read_input(
@@ -293,18 +275,10 @@ def score(
             upload, pasted, image_embeddings, caption_embeddings, normalize, image_ids, caption_ids
         )
         resources = resources_for(_path(instances, "instances"), source_folder(sources))
-        run = lambda part: evaluate(  # noqa: E731
-            source, names or None, ks, benchmarks=None if names else bench_names, resources=resources, partial=part
-        )
-        is_partial = False
-        if partial and isinstance(source, Rankings):
-            try:  # a full upload is scored (and labelled) as full, whatever the tick says
-                results = run(False)
-            except EvaluationError:
-                results, is_partial = run(True), True  # it fails again unless queries were missing
-        else:
-            results = run(False)
-        return done(results, f"scored {what}", is_partial, time.perf_counter() - started)
+        results = evaluate(
+            source, names or None, ks, benchmarks=None if names else bench_names, resources=resources, partial=partial
+        )  # a full upload is scored (and labelled) as full, whatever the tick says: results.partial
+        return done(results, f"scored {what}", results.partial, time.perf_counter() - started)
     except (EvaluationError, ValueError, OSError, RecursionError) as exc:
         return Scored(False, "error: " + hide_paths(in_words(exc, SPACE_WORDS)))
     except MemoryError:
@@ -322,18 +296,7 @@ def done(results: Results, status: str, is_partial: bool, seconds: float) -> Sco
         [name] + [shown(name, by_dir[d]) if d in by_dir else "" for d in directions] + [SCALE_NOTE[scale_of(name)]]
         for name, by_dir in means.items()
     ]
-    families: dict[str, list[str]] = {}
-    for name in means:
-        bench, kind = metric_info(name)
-        if kind.key == "recall":
-            families.setdefault(bench.name, []).append(name)
-    curves = [
-        {"K": int(name.rsplit("_r", 1)[1]), "R@K (%)": 100 * value, "series": f"{bench} {d}"}
-        for bench, names in families.items()
-        if len(names) > 1
-        for name in names
-        for d, value in means[name].items()
-    ]
+    curves = recall_curves(means)
     if is_partial:
         status += " (partial: means over the queries given only, not comparable with full results)"
     notes = [note_in_space_words(str(n)) for n in getattr(results, "notes", []) or []]
@@ -357,5 +320,5 @@ def metrics_for(benchmarks: Sequence[str] | None) -> list[str]:
     out: list[str] = []
     for name in benchmarks or ():
         if name in REGISTRY:
-            out += default_metrics(name)
+            out += REGISTRY.get(name).default_metric_names()
     return list(dict.fromkeys(out))

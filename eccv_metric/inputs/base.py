@@ -39,6 +39,7 @@ class Input(Protocol):
 
     kind: str
     exact_ranks: bool
+    made_for: tuple[str, ...]  # the benchmarks the input says it was made for (MTEB predictions), else ()
 
     def cannot(self, view: View) -> str | None:
         """Why this input cannot rank ``view`` (None: it can)."""

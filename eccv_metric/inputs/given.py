@@ -34,6 +34,7 @@ class Rankings:
 
     kind = "lists"
     exact_ranks = False
+    made_for: tuple[str, ...] = ()
 
     def __init__(self, **directions: object):
         unknown = sorted(set(directions) - set(DIRECTION_KINDS))

@@ -33,6 +33,9 @@ class PairScores(ScoredInput):
         return None
 
     def cannot(self, view: View) -> str | None:
+        return self.cannot_direction(view.direction)
+
+    def cannot_direction(self, direction: str) -> str | None:
         return (
             "a pair scorer gives the similarity of rated pairs only (the CxC correlations): give ranked lists, "
             "a score matrix or embeddings for retrieval metrics"

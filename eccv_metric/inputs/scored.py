@@ -49,6 +49,8 @@ OTHER = {"image": "caption", "caption": "image"}
 class ScoredInput:
     """What score matrices and embeddings share: id mappings, top-k per view, exact ranks, pair scores."""
 
+    made_for: tuple[str, ...] = ()
+
     exact_ranks = True
     kind = "scores"
 

@@ -52,11 +52,16 @@ class Results(Mapping[str, Mapping[str, QueryScores]]):
     official nested form), ``flat()`` the same as ``{"metric/direction": value}``,
     ``per_query_json()`` what ``eccv-caption evaluate --per-query`` writes. ``notes``: what a reader of the
     numbers should know (e.g. a direction whose every R@K is at chance level: likely rows in the wrong order).
+    ``partial``: True when queries were left out (``partial=True`` and ranked lists that miss some): the means
+    are over the queries given only, not comparable with full results.
     """
 
-    def __init__(self, per_query: Mapping[str, Mapping[str, QueryScores]], notes: list[str] | None = None):
+    def __init__(
+        self, per_query: Mapping[str, Mapping[str, QueryScores]], notes: list[str] | None = None, partial: bool = False
+    ):
         self._per_query = {name: dict(by_dir) for name, by_dir in per_query.items()}
         self.notes: list[str] = list(notes or [])
+        self.partial = partial
 
     def __getitem__(self, metric: str) -> Mapping[str, QueryScores]:
         return self._per_query[metric]

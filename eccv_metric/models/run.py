@@ -29,12 +29,14 @@ import eccv_metric
 from eccv_metric.api.evaluate import evaluate
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.names import MetricRequest
-from eccv_metric.benchmarks.names import parse_targets
 from eccv_metric.benchmarks.registry import Benchmark
+from eccv_metric.benchmarks.request import Request
 from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.benchmarks.resources import cached_resources
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import replace_folder
 from eccv_metric.core.files import temporary_folder
+from eccv_metric.groundtruth.plausible import PMOptions
 from eccv_metric.groundtruth.split import GroundTruth
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.measures.results import Results
@@ -62,21 +64,36 @@ class ModelResults:
     embeddings: dict[str, Embeddings] = field(default_factory=dict)
 
 
-def default_resources(source: DataSource, cxc_source: object = None, fg_source: object = None) -> Resources:
-    """The data's own ground truth (positives, categories), CxC ratings and FG files where it has them."""
-    gt = GroundTruth.from_dataset(source.data, source.token) if source.has("positives") else None
+def default_resources(
+    source: DataSource,
+    cxc_source: object = None,
+    fg_source: object = None,
+    *,
+    ground_truth: str | None = None,
+    instances_json: str | None = None,
+    pm: PMOptions | None = None,
+    cxc_directed: bool = False,
+) -> Resources:
+    """The data's own ground truth (positives), CxC ratings and FG files where it has them, unless given;
+    through the one cache (:func:`~eccv_metric.benchmarks.resources.cached_resources`)."""
+    if ground_truth is None and source.has("positives"):
+        ground_truth = str(source.data)
     if cxc_source is None and source.has("cxc_ratings"):
         cxc_source = source.data
     if fg_source is None and any(source.has(f"{b}_captions") for b in ("mscoco_fg", "flickr30k_fg")):
         fg_source = source.data
-    return Resources(gt, cxc_source=cxc_source, fg_source=fg_source)  # type: ignore[arg-type]
+    options = {"instances_json": instances_json, "pm": pm, "cxc_directed": cxc_directed}
+    if source.token is not None and ground_truth == str(source.data):  # a private Hub repo: read with its token
+        gt = GroundTruth.from_dataset(source.data, source.token)
+        return Resources(gt, cxc_source=cxc_source, fg_source=fg_source, **options)  # type: ignore[arg-type]
+    return cached_resources(ground_truth, cxc_source=cxc_source, fg_source=fg_source, **options)  # type: ignore[arg-type]
 
 
 def _requests(metrics: object, ks: object, benchmarks: object) -> tuple[list[MetricRequest], bool]:
     """(the metrics asked for, whether they are the default: every benchmark's defaults, skipped if unavailable)."""
     if metrics is None and benchmarks is None:
-        return parse_targets(None, ks, REGISTRY.names()), True
-    return parse_targets(metrics, ks, benchmarks), False  # type: ignore[arg-type]
+        return list(Request.parse(None, ks, benchmarks=REGISTRY.names()).metrics), True
+    return list(Request.parse(metrics, ks, benchmarks=benchmarks).metrics), False  # type: ignore[arg-type]
 
 
 def _no_config(bench: Benchmark, item_set: ItemSet, source: DataSource) -> str:

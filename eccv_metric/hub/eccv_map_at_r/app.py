@@ -25,7 +25,6 @@ from eccv_metric.benchmarks.definitions import REGISTRY  # noqa: E402
 from eccv_metric.hub import space  # noqa: E402
 from eccv_metric.hub.space import LABELS  # noqa: E402
 from eccv_metric.hub.space import MAX_FILE_BYTES  # noqa: E402
-from eccv_metric.hub.space import MAX_K  # noqa: E402
 from eccv_metric.hub.space import MAX_KS  # noqa: E402
 from eccv_metric.hub.space import MAX_PASTE_CHARS  # noqa: E402
 from eccv_metric.hub.space_words import plot_points  # noqa: E402
@@ -114,7 +113,7 @@ def build():
                 instances = gr.File(label=LABELS["instances"], type="filepath", elem_id="instances")
                 sources = gr.File(label=LABELS["sources"], type="filepath", file_count="multiple", elem_id="sources")
         with gr.Row():
-            ks = gr.Textbox("1 5 10", label=f"{LABELS['ks']} (at most {MAX_KS}, each <= {MAX_K:,})", elem_id="ks")
+            ks = gr.Textbox("1 5 10", label=f"{LABELS['ks']} (at most {MAX_KS})", elem_id="ks")
             partial = gr.Checkbox(False, label=LABELS["partial"], elem_id="partial")
         with gr.Row():
             example = gr.Button("Load the small example", elem_id="example")

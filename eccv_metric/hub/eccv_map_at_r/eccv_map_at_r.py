@@ -10,7 +10,6 @@ evaluate's missing-module error then gives; keep no other comment on them).
 import datasets
 import evaluate
 
-from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS  # From: eccv-caption-hf
 from eccv_metric.benchmarks.definitions import REGISTRY  # From: eccv-caption-hf
 from eccv_metric.benchmarks.names import parse_targets  # From: eccv-caption-hf
 from eccv_metric.core.about import LICENSE  # From: eccv-caption-hf
@@ -93,7 +92,8 @@ Args:
         "coco_1k_recalls", "coco_5k_recalls", "cxc_recalls", "eccv_recalls", "pmrp", or "<set>_r<K>";
         "<set>_medr" / "<set>_meanr" (ranks); CxC intramodal "cxc_t2t_r<K>", "cxc_i2i_recalls"...;
         "cxc_sts_spearman", "cxc_sis_spearman", "cxc_sits_spearman" (each with its "_std").
-        Default: coco_1k_r1, coco_5k_r1, cxc_r1, eccv_r1, eccv_map_at_r.
+        Default (None): the benchmark's defaults (benchmark= or the config), else coco_1k_r1, coco_5k_r1, cxc_r1,
+        eccv_r1, eccv_map_at_r for image-caption inputs (t2t / i2i-only inputs: their benchmarks' defaults).
     Ks (`list` of `int`): the K of every "*_recalls" metric. Default (1, 5, 10).
     nested (`bool`): return the official nested form {metric: {"i2t": x, "t2i": y}}. Default False.
     ground_truth (optional): a built ECCV Caption dataset folder or Hub dataset repo id (default: the
@@ -222,7 +222,7 @@ class EccvMapAtR(evaluate.Metric):
         seed=0,
         benchmark=None,
         fg_source=None,
-        target_metrics=DEFAULT_TARGETS,
+        target_metrics=None,
         Ks=(1, 5, 10),  # noqa: N803
         nested=False,
         partial=False,
@@ -232,15 +232,9 @@ class EccvMapAtR(evaluate.Metric):
         pm_include_own=False,
         pm_r_cap=50,
     ):
-        if benchmark == "eccv_caption":  # the 5K split's official defaults
-            benchmark = None
         if benchmark is None and self.config_name in REGISTRY:
             benchmark = self.config_name  # evaluate.load(path, "mscoco_fg")
-        if target_metrics is None:
-            raise EvaluationError("target_metrics must be a metric name or a list of names, not NoneType")
-        if benchmark is not None and target_metrics is DEFAULT_TARGETS:
-            target_metrics = None  # the benchmark's own default metrics
-        elif benchmark is not None and benchmark in REGISTRY:
+        if target_metrics is not None and benchmark in REGISTRY:
             _check_collection(target_metrics, Ks, benchmark)
         nested = require_bool(nested, "nested")
         resources = resources_for(
