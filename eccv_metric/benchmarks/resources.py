@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from pathlib import Path
+from typing import Any
 
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.registry import Benchmark
@@ -149,6 +150,8 @@ class Resources:
 
 _CACHE: OrderedDict[tuple, Resources] = OrderedDict()
 MAX_CACHED = 3  # distinct sets of sources kept (each may hold PM: hundreds of MB)
+OPTIONS = ("instances_json", "extra_file_dir", "pm", "cxc_source", "cxc_directed", "fg_source")
+PATH_OPTIONS = ("instances_json", "extra_file_dir", "cxc_source", "fg_source")
 
 
 def _stamp(source: str | Path | None) -> tuple:
@@ -163,43 +166,28 @@ def _stamp(source: str | Path | None) -> tuple:
     return (str(source),)
 
 
-def cached_resources(
-    ground_truth: str | Path | None = None,
-    *,
-    instances_json: str | Path | None = None,
-    extra_file_dir: str | Path | None = None,
-    pm: PMOptions | None = None,
-    cxc_source: str | Path | None = None,
-    cxc_directed: bool = False,
-    fg_source: str | Path | None = None,
-) -> Resources:
+def cached_resources(ground_truth: str | Path | None = None, **options: Any) -> Resources:
     """The one cached way to get :class:`Resources` for a set of sources (the last :data:`MAX_CACHED` kept).
 
-    ``ground_truth``: a built dataset folder or Hub repo (None: the ``eccv_caption`` wheel); the other
-    keywords as for :class:`Resources`. Every front end (``evaluate``'s default, the CLI, the evaluate
-    module, the Space, ``Metrics``) gets its ground truth here, so the same sources load once per process.
+    ``ground_truth``: a built dataset folder or Hub repo (None: the ``eccv_caption`` wheel); ``options``: the
+    keywords of :class:`Resources` (``instances_json``, ``extra_file_dir``, ``pm``, ``cxc_source``,
+    ``cxc_directed``, ``fg_source``). Every front end (``evaluate``'s default, the CLI, the evaluate module,
+    the Space, ``Metrics``, the model path) gets its ground truth here, so the same sources load once per
+    process; a local file is keyed by its size and modification time too (a replaced file is read again).
     """
-    pm = pm if pm is not None else PMOptions()
-    key = (
-        _stamp(ground_truth),
-        _stamp(instances_json),
-        _stamp(extra_file_dir),
-        pm,
-        _stamp(cxc_source),
-        require_bool(cxc_directed, "cxc_directed"),
-        _stamp(fg_source),
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise TypeError(f"cached_resources() got unexpected keyword(s) {', '.join(unknown)}")
+    given = {name: options.get(name) for name in OPTIONS}
+    given["pm"] = given["pm"] if given["pm"] is not None else PMOptions()
+    directed = given["cxc_directed"]
+    given["cxc_directed"] = require_bool(False if directed is None else directed, "cxc_directed")
+    key = (_stamp(ground_truth),) + tuple(
+        _stamp(value) if name in PATH_OPTIONS else value for name, value in given.items()
     )
     if key not in _CACHE:
         gt = None if ground_truth is None else GroundTruth.from_dataset(ground_truth)
-        _CACHE[key] = Resources(
-            gt,
-            instances_json=instances_json,
-            extra_file_dir=extra_file_dir,
-            pm=pm,
-            cxc_source=cxc_source,
-            cxc_directed=cxc_directed,
-            fg_source=fg_source,
-        )
+        _CACHE[key] = Resources(gt, **given)
         while len(_CACHE) > MAX_CACHED:
             _CACHE.popitem(last=False)
     _CACHE.move_to_end(key)
