@@ -124,11 +124,9 @@ class Request:
         requests = parse_targets(extra or None, ks, bench_names or None) if (extra or bench_names) else None
         if requests is None:
             raise EvaluationError("target_metrics is empty")
-        wanted = parse_directions(directions)
-        if given is not None and any(d in CROSS_MODAL for d in given) and wanted is None:
-            wanted = tuple(d for d in CROSS_MODAL if d in given)
-        elif given is not None and wanted is not None:
-            wanted = tuple(d for d in wanted if d in given)
+        wanted = parse_directions(directions)  # asked for: scored, or refused naming what the input lacks
+        if wanted is None and given is not None and any(d in CROSS_MODAL for d in given):
+            wanted = tuple(d for d in CROSS_MODAL if d in given)  # not asked: the image-caption ones it gives
         return cls(
             tuple(requests),
             wanted,

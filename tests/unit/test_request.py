@@ -62,7 +62,7 @@ def test_intramodal_inputs_default_to_their_ranking_benchmarks():
 def test_directions_follow_the_input():
     assert Request.parse(given=["i2t", "t2t"]).directions == ("i2t",)
     assert Request.parse(directions="t2i", given=["i2t", "t2i"]).directions == ("t2i",)
-    assert Request.parse(directions=["i2t"], given=["t2i"]).directions == ()
+    assert Request.parse(directions=["i2t"], given=["t2i"]).directions == ("i2t",)  # then refused, naming i2t
     assert Request.parse(given=["t2t"]).directions is None  # no image-caption direction: nothing to restrict
     with pytest.raises(EvaluationError, match="directions must be 'i2t' and/or 't2i'"):
         Request.parse(directions=["i2t", "i2t"])
