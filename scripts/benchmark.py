@@ -48,8 +48,10 @@ from scripts.benchmark_timing import machine  # noqa: E402
 from scripts.benchmark_timing import max_diff  # noqa: E402
 from scripts.benchmark_timing import measure  # noqa: E402
 from scripts.benchmark_timing import partition_floor  # noqa: E402
+from scripts.benchmark_timing import partition_floor_threads  # noqa: E402
 from scripts.benchmark_timing import startup  # noqa: E402
 from scripts.benchmark_timing import streaming_floor  # noqa: E402
+from scripts.benchmark_timing import topk_strategies  # noqa: E402
 from scripts.benchmark_timing import write_noop_module  # noqa: E402
 from tests.fixtures import INSTANCES  # noqa: E402
 from tests.fixtures import make_scores  # noqa: E402
@@ -65,6 +67,7 @@ def side_by_side(metrics: Metrics, scores: np.ndarray, targets: tuple, repeat: i
     return interleaved(
         {
             "floor": lambda: partition_floor(scores, transposed),
+            "floor2": lambda: partition_floor_threads(scores, transposed),
             "stream": lambda: streaming_floor(scores),
             "ours": lambda: metrics.compute_all_metrics_from_scores(scores, target_metrics=targets),
         },
@@ -79,12 +82,14 @@ def floor_stage(
     tie-heavy run's peak."""
     best = side_by_side(metrics, scores, targets, repeat)
     report("floor: np.partition k=50, rows and transpose", best["floor"], 0, "(one thread, interleaved with ours)")
+    report("floor: the same, rows and transpose side by side", best["floor2"], 0, "(two threads)")
     report("floor: one streaming pass, rows and columns", best["stream"], 0, "(two threads, interleaved with ours)")
     report("ours: the same metrics, interleaved with the floor", best["ours"], 0)
     ties = make_scores(metrics.gt, "ties")  # scores rounded to multiples of 0.5: thousands tie at the 50th value
     best_ties = side_by_side(metrics, ties, targets, repeat)
     _, _, m_ties = measure(lambda: metrics.compute_all_metrics_from_scores(ties, target_metrics=targets))
     report("floor on the tie-heavy matrix", best_ties["floor"], 0)
+    report("floor in two threads on the tie-heavy matrix", best_ties["floor2"], 0)
     report("streaming floor on the tie-heavy matrix", best_ties["stream"], 0)
     report("ours: the same on a tie-heavy matrix", best_ties["ours"], m_ties + ties.nbytes)
     return best, best_ties, m_ties
@@ -169,6 +174,7 @@ def main() -> int:
     )
     report("ours: all metrics from the score matrix", t_ours, m_ours + scores.nbytes, "(incl. the 0.47 GB matrix)")
     side, side_ties, m_ties = floor_stage(metrics, scores, targets, report, args.repeat)
+    print(topk_strategies())
     t_parse, t_cached, heavy = startup()
 
     i2t_idx, _ = stable_topk(scores, 50)
@@ -248,9 +254,13 @@ def main() -> int:
         f"tie-heavy peak {(m_ties + scores.nbytes) / 2**30:.2f} GB incl. its matrix (target <= 1.5 GB)"
     )
     print(
+        f"  vs the partition floor in two threads: {side['ours'] / side['floor2']:.2f}x (continuous), "
+        f"{side_ties['ours'] / side_ties['floor2']:.2f}x (tie-heavy); issue 34's target <= 1.0x"
+    )
+    print(
         f"  vs one streaming pass (interleaved): {side['ours'] / side['stream']:.1f}x (continuous), "
-        f"{side_ties['ours'] / side_ties['stream']:.1f}x (tie-heavy); issue 27's target <= 10x, not met "
-        "(the README's Performance section says why)"
+        f"{side_ties['ours'] / side_ties['stream']:.1f}x (tie-heavy); issue 34's target <= 15x "
+        "(issue 27's 10x: the README's Performance section says why it is not met)"
     )
     print(
         f"  Metrics(): {1000 * t_cached:.0f} ms with the cached ground truth ({1000 * t_parse:.0f} ms to parse the "

@@ -1,0 +1,93 @@
+"""Many inputs against one set of resources: ``evaluate_many(sources, metrics, ks)`` -> one Results per input.
+
+For a leaderboard or a comparison of several models (their score matrices,
+embeddings or ranked lists), the metric names are parsed and the jobs planned
+once, and every ground-truth structure they hold (views, relevances, groups,
+ratings, all cached by the resources) is built once and reused by every input;
+each input then costs only its own ranking and scoring. The results are those
+of :func:`eccv_metric.evaluate` on each input alone, value for value::
+
+    from eccv_metric import ScoreMatrix, evaluate_many
+
+    board = evaluate_many([ScoreMatrix(a), ScoreMatrix(b)], ["eccv_map_at_r", "coco_5k_recalls"])
+    [r.means()["eccv_map_at_r"]["i2t"] for r in board]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from collections.abc import Sequence
+
+from eccv_metric.api.chance import chance_notes
+from eccv_metric.api.chance import warn_chance
+from eccv_metric.api.evaluate import default_resources
+from eccv_metric.api.evaluate import parse_directions
+from eccv_metric.benchmarks.names import parse_targets
+from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.core import progress
+from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.options import require_bool
+from eccv_metric.engine.plan import CROSS_MODAL
+from eccv_metric.engine.plan import Job
+from eccv_metric.engine.plan import plan
+from eccv_metric.engine.run import run
+from eccv_metric.inputs.given import Rankings
+from eccv_metric.inputs.scored import ScoredInput
+from eccv_metric.measures.results import Results
+
+
+def evaluate_many(
+    sources: Sequence[Rankings | ScoredInput],
+    metrics: Iterable[str] | str | None = None,
+    ks: Iterable[int] | int = (1, 5, 10),
+    *,
+    benchmarks: Iterable[str] | str | None = None,
+    resources: Resources | None = None,
+    directions: Iterable[str] | str | None = None,
+    partial: bool = False,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> list[Results]:
+    """``[evaluate(s, metrics, ks, ...) for s in sources]``, planned once (see the module docstring).
+
+    Every keyword means what it means in :func:`eccv_metric.evaluate` and applies to every input. The inputs'
+    types are checked before any is scored; an input that cannot be scored is an error naming its place
+    (``sources[i]``). Ranked lists plan once per set of directions they give.
+    """
+    if isinstance(sources, (Rankings, ScoredInput)) or not isinstance(sources, Sequence):
+        raise EvaluationError(
+            f"sources must be a list of inputs (Rankings, ScoreMatrix or Embeddings), not {type(sources).__name__}"
+        )
+    for i, source in enumerate(sources):
+        if not isinstance(source, (Rankings, ScoredInput)):
+            raise EvaluationError(
+                f"sources[{i}] must be Rankings, ScoreMatrix or Embeddings (eccv_metric.inputs), "
+                f"not {type(source).__name__}"
+            )
+    partial = require_bool(partial, "partial")
+    requests = parse_targets(metrics, ks, benchmarks)
+    wanted = parse_directions(directions)
+    resources = resources if resources is not None else default_resources()
+    plans: dict[frozenset[str], list[Job]] = {}  # by the image-caption directions planned (plan reads them as a set)
+    results = []
+    many = len(sources) > 1
+    shown = progress.bar(f"scoring {len(sources)} inputs", len(sources), "input") if many else progress.NoBar()
+    with shown:
+        for i, source in enumerate(sources):
+            given = wanted
+            if isinstance(source, Rankings):
+                have = [d for d in CROSS_MODAL if d in source.raw]
+                given = have if wanted is None else [d for d in wanted if d in have]
+            key = frozenset(CROSS_MODAL if given is None else given)
+            try:
+                if key not in plans:
+                    plans[key] = plan(requests, resources, given)
+                jobs = plans[key]
+                per_query = run(jobs, source, partial, n_resamples, seed)
+            except EvaluationError as exc:
+                raise EvaluationError(f"sources[{i}]: {exc}") from exc
+            notes = chance_notes(jobs, per_query, source)
+            warn_chance(notes)
+            results.append(Results(per_query, notes))
+            shown.update(1)
+    return results
