@@ -16,7 +16,9 @@ of :func:`eccv_metric.evaluate` on each input alone, value for value::
 from __future__ import annotations
 
 from collections.abc import Iterable
+from collections.abc import Iterator
 from collections.abc import Sequence
+from contextlib import contextmanager
 
 from eccv_metric.api.chance import chance_notes
 from eccv_metric.api.chance import warn_chance
@@ -51,8 +53,9 @@ def evaluate_many(
     """``[evaluate(s, metrics, ks, ...) for s in sources]``, planned once (see the module docstring).
 
     Every keyword means what it means in :func:`eccv_metric.evaluate` and applies to every input. The inputs'
-    types are checked before any is scored; an input that cannot be scored is an error naming its place
-    (``sources[i]``). Ranked lists plan once per set of directions they give.
+    types, plans and what each cannot give (a missing modality, a direction its lists lack) are checked
+    before any is scored; an input that cannot be scored is an error naming its place (``sources[i]``).
+    Ranked lists plan once per set of directions they give.
     """
     if isinstance(sources, (Rankings, ScoredInput)) or not isinstance(sources, Sequence):
         raise EvaluationError(
@@ -69,25 +72,39 @@ def evaluate_many(
     wanted = parse_directions(directions)
     resources = resources if resources is not None else default_resources()
     plans: dict[frozenset[str], list[Job]] = {}  # by the image-caption directions planned (plan reads them as a set)
+    jobs_of = []
+    for i, source in enumerate(sources):  # every input's plan and what it cannot give, before any is scored
+        given = wanted
+        if isinstance(source, Rankings):
+            have = [d for d in CROSS_MODAL if d in source.raw]
+            given = have if wanted is None else [d for d in wanted if d in have]
+        key = frozenset(CROSS_MODAL if given is None else given)
+        with named(i):
+            if key not in plans:
+                plans[key] = plan(requests, resources, given)
+            for job in plans[key]:
+                reason = source.cannot_pairs(job.rating_kinds) if job.view is None else source.cannot(job.view)
+                if reason is not None:
+                    raise EvaluationError(f"{job.metric} ({job.direction}): {reason}")
+        jobs_of.append(plans[key])
     results = []
     many = len(sources) > 1
     shown = progress.bar(f"scoring {len(sources)} inputs", len(sources), "input") if many else progress.NoBar()
     with shown:
-        for i, source in enumerate(sources):
-            given = wanted
-            if isinstance(source, Rankings):
-                have = [d for d in CROSS_MODAL if d in source.raw]
-                given = have if wanted is None else [d for d in wanted if d in have]
-            key = frozenset(CROSS_MODAL if given is None else given)
-            try:
-                if key not in plans:
-                    plans[key] = plan(requests, resources, given)
-                jobs = plans[key]
+        for i, (source, jobs) in enumerate(zip(sources, jobs_of, strict=True)):
+            with named(i):
                 per_query = run(jobs, source, partial, n_resamples, seed)
-            except EvaluationError as exc:
-                raise EvaluationError(f"sources[{i}]: {exc}") from exc
             notes = chance_notes(jobs, per_query, source)
             warn_chance(notes)
             results.append(Results(per_query, notes))
             shown.update(1)
     return results
+
+
+@contextmanager
+def named(i: int) -> Iterator[None]:
+    """An error about one input names its place: ``sources[i]: ...`` (same exception type)."""
+    try:
+        yield
+    except EvaluationError as exc:
+        raise type(exc)(f"sources[{i}]: {exc}") from exc

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from eccv_metric import Embeddings
 from eccv_metric import EvaluationError
 from eccv_metric import Rankings
 from eccv_metric import ScoreMatrix
@@ -76,3 +77,13 @@ def test_sources_must_be_a_list_of_inputs(world, sources):
 
 def test_no_inputs_no_results(world):
     assert evaluate_many([], resources=world.resources()) == []
+
+
+def test_an_input_that_lacks_a_modality_is_refused_before_any_is_scored(world, monkeypatch):
+    good = Setup(world, "coco_5k", "scores").make_input(None)
+    images_only = Embeddings(np.ones((4, 3), np.float32))
+    ran = []
+    monkeypatch.setattr(many, "run", lambda *a, **kw: ran.append(a))
+    with pytest.raises(EvaluationError, match=r"^sources\[1\]: coco_5k_r1 \(i2t\): needs caption embeddings"):
+        evaluate_many([good, images_only], ["coco_5k_recalls"], resources=world.resources())
+    assert ran == []
