@@ -3,11 +3,13 @@
 Every strategy of :func:`eccv_metric.kernels.topk.stable_topk` returns the same
 bits (the top-k under the stable descending order; see its tests); only their
 speed differs, and it depends on the CPU and numpy build: where
-``np.partition`` runs SIMD-sorted (x86-simd-sort on AVX-512 CPUs, numpy >= 2)
-a whole-row partition is the fastest, elsewhere the chunk-maxima path reads
-far less through the slow scalar partition. So the first block of long rows
-(per dtype, row-length and k bucket) is ranked by each strategy, interleaved,
-twice; the fastest is kept for the rest of the process and is what
+``np.partition`` is vectorised (numpy >= 2 dispatches it to x86-simd-sort on
+AVX-512 CPUs: measured 2x faster than the chunk-maxima path on an AVX-512
+EPYC, numpy 2.4.6) a whole-row partition is the fastest; on a CPU without it
+(the EPYC the chunk-maxima path was tuned on) the chunk-maxima path reads far
+less through the slow partition. So the first block of long rows (per dtype,
+row-length and k bucket) is ranked by each strategy, interleaved,
+:data:`ROUNDS` times; the fastest is kept for the rest of the process and is what
 :func:`chosen` reports (``scripts/benchmark.py`` prints it).
 
 ``ECCV_METRIC_TOPK=chunks`` or ``=partition`` forces one strategy (tests run
@@ -30,7 +32,7 @@ T = TypeVar("T")
 ENV = "ECCV_METRIC_TOPK"
 STRATEGIES = ("chunks", "partition")
 DEFAULT = "chunks"  # while the first block is being timed (by another thread), and on blocks too big to time
-ROUNDS = 2  # each strategy runs this many times on the calibration block, interleaved; the best time counts
+ROUNDS = 4  # each strategy runs this many times on the calibration block, interleaved; the best time counts
 Key = tuple[str, int, int]  # (dtype, row length's bit length, k's bit length)
 
 
