@@ -56,12 +56,19 @@ def interleaved(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, 
     return best
 
 
-def partition_floor(scores: np.ndarray, transposed: np.ndarray) -> None:
+def partition_floor(scores: np.ndarray, transposed: np.ndarray | None) -> None:
     """The physical floor of top-50 retrieval: np.partition (k = 50) of every row of the matrix and of its
     contiguous transpose, 512 rows at a time, one thread."""
-    for arr in (scores, transposed):
+    for arr in (scores,) if transposed is None else (scores, transposed):
         for start in range(0, len(arr), 512):
             np.partition(arr[start : start + 512], arr.shape[1] - 50, axis=1)
+
+
+def partition_floor_threads(scores: np.ndarray, transposed: np.ndarray) -> None:
+    """:func:`partition_floor` with the rows and the transpose side by side in two threads (issue 34's floor)."""
+    with ThreadPoolExecutor(2) as pool:
+        for future in [pool.submit(partition_floor, arr, None) for arr in (scores, transposed)]:
+            future.result()
 
 
 def streaming_floor(scores: np.ndarray) -> None:
@@ -99,6 +106,20 @@ def write_noop_module() -> Path:
         "    def _compute(self, predictions, references):\n        return {}\n"
     )
     return folder
+
+
+def topk_strategies() -> str:
+    """The top-k strategy this process chose for each kind of block, and why (issue 34)."""
+    from eccv_metric.kernels import topk_choice
+
+    forced = topk_choice.forced()
+    if forced is not None:
+        return f"  top-k strategy forced by {topk_choice.ENV}: {forced}"
+    lines = [
+        f"  {dtype[1:]} rows of ~2^{bits - 1}+ items, k < 2^{kbits}: {c.strategy}, {c.why}"
+        for (dtype, bits, kbits), c in sorted(topk_choice.chosen().items())
+    ]
+    return "\n".join(["top-k strategy chosen by calibration:", *lines] if lines else ["top-k: nothing calibrated"])
 
 
 def max_diff(official: dict, ours: dict) -> float:

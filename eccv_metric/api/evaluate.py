@@ -28,6 +28,7 @@ from eccv_metric.benchmarks.request import directions_given
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.benchmarks.resources import cached_resources
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.engine.plan import Job
 from eccv_metric.engine.plan import plan
 from eccv_metric.engine.plan import refuse_unservable
 from eccv_metric.engine.run import run
@@ -85,9 +86,19 @@ def evaluate(
 
 def evaluate_request(source: Rankings | ScoredInput, request: Request, resources: Resources | None = None) -> Results:
     """Score a parsed :class:`~eccv_metric.benchmarks.request.Request` (what :func:`evaluate` does after parsing)."""
+    return score_jobs(source, request, plan_request(source, request, resources))
+
+
+def plan_request(source: Rankings | ScoredInput, request: Request, resources: Resources | None = None) -> list[Job]:
+    """The request's jobs on ``resources`` (default: the wheel's); what the input cannot serve is refused first,
+    before any resource loads (or downloads)."""
     requests = list(request.metrics)
-    refuse_unservable(requests, source, request.directions)  # before resources load (or download): the input first
-    jobs = plan(requests, resources if resources is not None else default_resources(), request.directions)
+    refuse_unservable(requests, source, request.directions)
+    return plan(requests, resources if resources is not None else default_resources(), request.directions)
+
+
+def score_jobs(source: Rankings | ScoredInput, request: Request, jobs: list[Job]) -> Results:
+    """Run planned jobs on one input: per-query values, the chance and tie notes, whether queries were left out."""
     left_out = False
     if request.partial and source.kind == "lists":
         try:  # lists that give every query are scored (and labelled) as full, whatever partial says

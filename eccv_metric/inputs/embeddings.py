@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from eccv_metric.core.errors import EvaluationError
@@ -27,11 +29,12 @@ class Embeddings(ScoredInput):
 
     Two embedding sets whose similarity matrix fits :data:`MATRIX_BUDGET` are
     multiplied once (the image-caption matrix of the 5K split: 5,000 x 25,000
-    float32 = 0.5 GB); larger ones (t2t over 25,000 captions, a gallery with
-    tens of thousands of distractors) are scored one block of queries at a
-    time, so memory stays bounded by the block budget. Distinct embeddings are
-    scored once: identical embeddings always tie (the one given first wins, or
-    the one with the larger id string with ``ties="trec_eval"``, as trec_eval / MTEB).
+    float32 = 0.5 GB), even when both directions ask for it at the same time;
+    larger ones (t2t over 25,000 captions, a gallery with tens of thousands of
+    distractors) are scored one block of queries at a time, so memory stays
+    bounded by the block budget. Distinct embeddings are scored once: identical
+    embeddings always tie (the one given first wins, or the one with the larger
+    id string with ``ties="trec_eval"``, as trec_eval / MTEB).
     """
 
     kind = "embeddings"
@@ -56,6 +59,8 @@ class Embeddings(ScoredInput):
             raise EvaluationError("no embeddings: give image and/or caption embeddings")
         self._scorers: dict[tuple[str, str], object] = {}
         self._tie_scorers: dict[tuple, BlockScorer] = {}
+        # the two directions run in two threads and share one matrix: built once, the other direction waits
+        self._building = threading.Lock()
 
     def n_rows(self, kind: str) -> int | None:
         return None if kind not in self.vectors else len(self.vectors[kind])
@@ -144,6 +149,10 @@ class Embeddings(ScoredInput):
         return self._scorer(kinds)  # type: ignore[return-value]
 
     def _scorer(self, kinds: tuple[str, str]) -> BlockScorer:
+        with self._building:
+            return self._build_scorer(kinds)
+
+    def _build_scorer(self, kinds: tuple[str, str]) -> BlockScorer:
         if kinds not in self._scorers:
             q, g = kinds
             a, b = sorted(kinds, key=ITEM_KINDS.index)  # one matrix serves both directions: images x captions

@@ -14,6 +14,7 @@ import threading
 import numpy as np
 
 from eccv_metric.core import progress
+from eccv_metric.kernels import topk_choice
 from eccv_metric.kernels.scorers import BlockScorer
 from eccv_metric.kernels.workers import Priority
 from eccv_metric.kernels.workers import block_workers
@@ -22,7 +23,9 @@ from eccv_metric.kernels.workers import next_ticket
 INLINE_BLOCKS = 3  # a ranking of at most this many blocks runs in the calling thread
 
 
-def stable_topk(rows: np.ndarray, k: int, scratch: Scratch | None = None) -> tuple[np.ndarray, np.ndarray]:
+def stable_topk(
+    rows: np.ndarray, k: int, scratch: Scratch | None = None, strategy: str | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Column indices of the ``k`` first items of each row under ``argsort(-row, kind="stable")``.
 
     Exact with ties: the k-th largest value is found with ``np.partition``,
@@ -31,18 +34,49 @@ def stable_topk(rows: np.ndarray, k: int, scratch: Scratch | None = None) -> tup
     (their top-k is meaningless; the caller raises). ``scratch``: reusable
     buffers of the calling thread (fewer page faults on big blocks).
 
-    Long rows (at least ``4 * k * width`` items, ``width`` in 64/32/16/8) are
-    first cut into chunks of ``width`` columns: the k first chunks under
-    (chunk maximum descending, chunk ascending) hold the row's top-k (see
-    :func:`chunked_topk`), so the partition reads ``k * width`` values, not the row.
+    Long rows (at least ``4 * k * width`` items, ``width`` in 64/32/16/8) have two
+    strategies with the same result: ``"partition"`` of the whole row
+    (:func:`partition_topk`), or ``"chunks"``: cut into chunks of ``width``
+    columns, the k first chunks under (chunk maximum descending, chunk
+    ascending) hold the row's top-k (see :func:`chunked_topk`), so the partition
+    reads ``k * width`` values, not the row. ``strategy`` (or the environment
+    variable ``ECCV_METRIC_TOPK``) forces one; by default the faster one on this
+    machine is measured on the first block and kept (:mod:`eccv_metric.kernels.topk_choice`).
     """
     n = rows.shape[1]
     if k >= n:
         finite = np.isfinite(rows.min(axis=1)) & np.isfinite(rows.max(axis=1))
         return np.argsort(-rows, axis=1, kind="stable").astype(np.int32), ~finite
     width = next((w for w in CHUNK_WIDTHS if 4 * k * w <= n), 0)
-    if width:
+    if not width:
+        return partition_topk(rows, k, scratch)
+    name = topk_choice.forced(strategy)
+    if name is None:
+        key = topk_choice.key_of(rows.dtype.str, n, k)
+        name, time_now = topk_choice.pick(key, may_time=rows.size <= CALIBRATION_ELEMENTS)
+        if time_now:
+            runs = {
+                "chunks": lambda: usable(chunked_topk(rows, k, width, scratch)),
+                "partition": lambda: usable(partition_topk(rows, k, scratch)),
+            }
+            result, _ = topk_choice.calibrate(key, runs, f"{rows.shape[0]:,} x {n:,} {rows.dtype}")
+            return result
+    if (name or topk_choice.DEFAULT) == "chunks":
         return chunked_topk(rows, k, width, scratch)
+    return partition_topk(rows, k, scratch)
+
+
+CALIBRATION_ELEMENTS = 1 << 21  # blocks beyond this (a whole matrix ranked at once) are not timed
+
+
+def usable(result: tuple[np.ndarray, np.ndarray]) -> tuple[tuple[np.ndarray, np.ndarray], bool]:
+    """(a top-k result, whether its timing is meaningful: no row held NaN or inf)."""
+    return result, not result[1].any()
+
+
+def partition_topk(rows: np.ndarray, k: int, scratch: Scratch | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`stable_topk` through ``np.partition`` of whole rows (``k < n``)."""
+    n = rows.shape[1]
     part = np.partition(rows, n - k, axis=1)
     # np.partition puts NaN last and +inf can only sit in the top segment; -inf only in the bottom one
     finite = np.isfinite(part[:, n - k :].max(axis=1)) & np.isfinite(part[:, : n - k].min(axis=1))

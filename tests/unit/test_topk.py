@@ -11,8 +11,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from eccv_metric.core.errors import EvaluationError
+from eccv_metric.kernels import topk
+from eccv_metric.kernels import topk_choice
 from eccv_metric.kernels.topk import order_by_score as _by_score
 from eccv_metric.kernels.topk import stable_topk
+
+STRATEGIES = [None, *topk_choice.STRATEGIES]  # None: the one calibrated (or forced by the environment)
 
 
 def special_values(dtype: type) -> np.ndarray:
@@ -60,10 +65,11 @@ def test_stable_topk_flags_rows_with_non_finite_values(value):
         assert np.flatnonzero(stable_topk(rows, k)[1]).tolist() == [2]
 
 
+@pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
 @pytest.mark.parametrize("n_cols", [2_000, 2_011, 4_127])  # a last chunk that is full, or shorter
 @pytest.mark.parametrize("k", [1, 7, 31, 62])  # chunk widths 64 / 32 / 16 / 8 (4 * k * width <= n_cols)
-def test_long_rows_through_chunk_maxima_equal_a_full_stable_argsort(dtype, n_cols, k):
+def test_long_rows_through_chunk_maxima_equal_a_full_stable_argsort(dtype, n_cols, k, strategy):
     rng = np.random.default_rng(n_cols + k)
     rows = special_rows(rng, 40, n_cols, dtype)
     rows[0] = dtype(1)  # every item tied
@@ -76,15 +82,67 @@ def test_long_rows_through_chunk_maxima_equal_a_full_stable_argsort(dtype, n_col
     rows[6, ::9] = 7  # exactly one maximum in many chunks, more chunks tied at their maximum than k
     rows[7] = -1 - np.arange(n_cols) % 1000  # negative scores, and the best item in the last chunk:
     rows[7, -1] = 5  # a short last chunk's missing columns must rank below every score
-    top, bad = stable_topk(rows, k)
+    top, bad = stable_topk(rows, k, strategy=strategy)
     assert not bad.any()
     np.testing.assert_array_equal(top, np.argsort(-rows, axis=1, kind="stable")[:, :k])
 
 
+@pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
 @pytest.mark.parametrize("col", [0, 1_000, 2_010])  # first chunk, a middle one, the short last one
-def test_long_rows_with_non_finite_values_are_flagged(value, col):
+def test_long_rows_with_non_finite_values_are_flagged(value, col, strategy):
     rows = special_rows(np.random.default_rng(1), 6, 2_011, np.float32)
     rows[3, col] = value
     for k in (1, 7, 62):
-        assert np.flatnonzero(stable_topk(rows, k)[1]).tolist() == [3]
+        assert np.flatnonzero(stable_topk(rows, k, strategy=strategy)[1]).tolist() == [3]
+
+
+@pytest.fixture
+def fresh_choices(monkeypatch):
+    """No strategy forced by the environment, none kept from earlier tests (and none left to later ones)."""
+    monkeypatch.delenv(topk_choice.ENV, raising=False)
+    topk_choice.forget()
+    yield
+    topk_choice.forget()
+
+
+def test_the_first_long_block_times_every_strategy_and_keeps_the_fastest(fresh_choices, monkeypatch):
+    timed = []
+    runs = {name: getattr(topk, f"{name}_topk".replace("chunks", "chunked")) for name in topk_choice.STRATEGIES}
+    for name, fn in runs.items():
+        monkeypatch.setattr(
+            topk, fn.__name__, lambda *a, _fn=fn, _name=name, **kw: timed.append(_name) or _fn(*a, **kw)
+        )
+    rows = special_rows(np.random.default_rng(5), 30, 3_000, np.float32)
+    reference = np.argsort(-rows, axis=1, kind="stable")[:, :20]
+    np.testing.assert_array_equal(stable_topk(rows, 20)[0], reference)
+    assert sorted(timed) == sorted(list(topk_choice.STRATEGIES) * topk_choice.ROUNDS)
+    (choice,) = topk_choice.chosen().values()
+    assert choice.strategy in topk_choice.STRATEGIES and "30 x 3,000 float32" in choice.why
+    timed.clear()
+    np.testing.assert_array_equal(stable_topk(rows[::-1], 20)[0], reference[::-1])  # same kind: no new timing
+    assert timed == [choice.strategy]
+
+
+def test_a_block_with_nan_is_not_used_to_choose(fresh_choices):
+    rows = special_rows(np.random.default_rng(6), 8, 3_000, np.float32)
+    rows[2, 5] = np.nan
+    assert np.flatnonzero(stable_topk(rows, 20)[1]).tolist() == [2]
+    assert topk_choice.chosen() == {}
+
+
+@pytest.mark.parametrize("strategy", topk_choice.STRATEGIES)
+def test_the_environment_forces_a_strategy(fresh_choices, monkeypatch, strategy):
+    monkeypatch.setenv(topk_choice.ENV, strategy.upper())
+    rows = special_rows(np.random.default_rng(7), 8, 3_000, np.float32)
+    np.testing.assert_array_equal(stable_topk(rows, 20)[0], np.argsort(-rows, axis=1, kind="stable")[:, :20])
+    assert topk_choice.chosen() == {}  # forced: nothing timed
+
+
+def test_an_unknown_strategy_is_refused_with_the_choices(fresh_choices, monkeypatch):
+    rows = np.zeros((2, 3_000), np.float32)
+    with pytest.raises(EvaluationError, match="strategy='fast'.*auto, chunks, partition"):
+        stable_topk(rows, 20, strategy="fast")
+    monkeypatch.setenv(topk_choice.ENV, "fast")
+    with pytest.raises(EvaluationError, match="ECCV_METRIC_TOPK='fast'"):
+        stable_topk(rows, 20)

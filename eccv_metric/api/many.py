@@ -1,0 +1,109 @@
+"""Many inputs against one set of resources: ``evaluate_many(sources, metrics, ks)`` -> one Results per input.
+
+For a leaderboard or a comparison of several models (their score matrices,
+embeddings or ranked lists), the metric names are parsed and the jobs planned
+once, and every ground-truth structure they hold (views, relevances, groups,
+ratings, all cached by the resources) is built once and reused by every input;
+each input then costs only its own ranking and scoring. The results are those
+of :func:`eccv_metric.evaluate` on each input alone, value for value::
+
+    from eccv_metric import ScoreMatrix, evaluate_many
+
+    board = evaluate_many([ScoreMatrix(a), ScoreMatrix(b)], ["eccv_map_at_r", "coco_5k_recalls"])
+    [r.means()["eccv_map_at_r"]["i2t"] for r in board]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Sequence
+from contextlib import contextmanager
+
+from eccv_metric.api.evaluate import default_resources
+from eccv_metric.api.evaluate import plan_request
+from eccv_metric.api.evaluate import score_jobs
+from eccv_metric.benchmarks.request import Request
+from eccv_metric.benchmarks.request import directions_given
+from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.core import progress
+from eccv_metric.core.errors import EvaluationError
+from eccv_metric.engine.plan import Job
+from eccv_metric.engine.plan import refuse_unservable
+from eccv_metric.inputs.given import Rankings
+from eccv_metric.inputs.scored import ScoredInput
+from eccv_metric.measures.results import Results
+
+
+def evaluate_many(
+    sources: Sequence[Rankings | ScoredInput],
+    metrics: Iterable[str] | str | None = None,
+    ks: Iterable[int] | int = (1, 5, 10),
+    *,
+    benchmarks: Iterable[str] | str | None = None,
+    resources: Resources | None = None,
+    directions: Iterable[str] | str | None = None,
+    partial: bool = False,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> list[Results]:
+    """``[evaluate(s, metrics, ks, ...) for s in sources]``, planned once (see the module docstring).
+
+    Every keyword means what it means in :func:`eccv_metric.evaluate` and applies to every input. The inputs'
+    types, plans and what each cannot give (a missing modality, a direction its lists lack) are checked
+    before any is scored; an input that cannot be scored is an error naming its place (``sources[i]``).
+    Inputs that make the same request (metrics and directions: the defaults follow each input) share one plan.
+    """
+    if isinstance(sources, (Rankings, ScoredInput)) or not isinstance(sources, Sequence):
+        raise EvaluationError(
+            f"sources must be a list of inputs (Rankings, ScoreMatrix or Embeddings), not {type(sources).__name__}"
+        )
+    for i, source in enumerate(sources):
+        if not isinstance(source, (Rankings, ScoredInput)):
+            raise EvaluationError(
+                f"sources[{i}] must be Rankings, ScoreMatrix or Embeddings (eccv_metric.inputs), "
+                f"not {type(source).__name__}"
+            )
+    resources = resources if resources is not None else default_resources()
+    plans: dict[tuple, list[Job]] = {}  # by the request each input makes (its defaults and directions may differ)
+    prepared = []
+    for i, source in enumerate(sources):  # every input's request, plan and what it cannot give, before any is scored
+        with named(i):
+            request = Request.parse(
+                metrics,
+                ks,
+                benchmarks=benchmarks,
+                directions=directions,
+                partial=partial,
+                n_resamples=n_resamples,
+                seed=seed,
+                given=directions_given(source),
+                made_for=source.made_for,
+            )
+            key = (tuple(request.names), request.directions)
+            if key not in plans:
+                plans[key] = plan_request(source, request, resources)
+            refuse_unservable(list(request.metrics), source, request.directions)
+            for job in plans[key]:
+                reason = source.cannot_pairs(job.rating_kinds) if job.view is None else source.cannot(job.view)
+                if reason is not None:
+                    raise EvaluationError(f"{job.metric} ({job.direction}): {reason}")
+        prepared.append((source, request, plans[key]))
+    results = []
+    many = len(sources) > 1
+    shown = progress.bar(f"scoring {len(sources)} inputs", len(sources), "input") if many else progress.NoBar()
+    with shown:
+        for i, (source, request, jobs) in enumerate(prepared):
+            with named(i):
+                results.append(score_jobs(source, request, jobs))
+            shown.update(1)
+    return results
+
+
+@contextmanager
+def named(i: int) -> Iterator[None]:
+    """An error about one input names its place: ``sources[i]: ...`` (same exception type)."""
+    try:
+        yield
+    except EvaluationError as exc:
+        raise type(exc)(f"sources[{i}]: {exc}") from exc
