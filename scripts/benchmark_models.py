@@ -60,7 +60,7 @@ def write_images(folder: Path, n: int, size: int) -> Path:
     return folder
 
 
-def small_clip(folder: Path, size: int) -> Path:
+def small_clip(folder: Path, size: int, preset: str = "tiny") -> Path:
     import torch
     from transformers import CLIPConfig
     from transformers import CLIPImageProcessor
@@ -68,6 +68,8 @@ def small_clip(folder: Path, size: int) -> Path:
 
     torch.manual_seed(0)
     vision = {"hidden_size": 256, "intermediate_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 4}
+    if preset == "b32":  # the vision tower of CLIP ViT-B/32 (random weights): a model people evaluate on a CPU
+        vision = {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12, "num_attention_heads": 12}
     config = CLIPConfig(vision_config={**vision, "image_size": size, "patch_size": 32}, projection_dim=128)
     CLIPModel(config).save_pretrained(folder)
     CLIPImageProcessor(size={"shortest_edge": size}, crop_size={"height": size, "width": size}).save_pretrained(folder)
@@ -105,13 +107,16 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--device")
     parser.add_argument("--model", help="a spec (default: a small random CLIP written here)")
+    parser.add_argument(
+        "--preset", choices=["tiny", "b32"], default="tiny", help="the random CLIP's size: tiny, or ViT-B/32's tower"
+    )
     args = parser.parse_args()
     import torch
     from PIL import Image
 
     tmp = Path(tempfile.mkdtemp(prefix="eccv_models_bench_"))
     data = write_images(tmp / "data", args.n, args.size)
-    spec = args.model or f"hf:{small_clip(tmp / 'clip', args.size)}"
+    spec = args.model or f"hf:{small_clip(tmp / 'clip', args.size, args.preset)}"
     encoder = load_model(spec, args.device)
     items = DataSource(data).read(ItemSet("coco_5k", "image", ITEM_SOURCES["coco_5k"]["image"]))
     encoder.encode_prepared(  # warm-up
