@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from eccv_metric.benchmarks.media import caption_source
+from eccv_metric.benchmarks.media import image_source
 from eccv_metric.benchmarks.registry import CollectionEntry
 from eccv_metric.benchmarks.registry import Loaded
 from eccv_metric.core.download import SourceFile
@@ -80,6 +82,7 @@ def _fg_entry(
         {f"{name}_{part}": columns for part, columns in FG_FEATURES.items()},
         FG_CITATION,
         FG_LICENSE,
+        {"image": image_source(f"{name}_gallery", "source"), "caption": caption_source(f"{name}_captions")},
     )
 
 
@@ -95,6 +98,7 @@ COLLECTIONS = (
         "column); texts: COCO captions_val2014.json (the captions config's caption column)",
         citation="Karpathy, Fei-Fei. Deep Visual-Semantic Alignments for Generating Image Descriptions. CVPR 2015",
         license="CC BY 4.0 (COCO annotations)",
+        item_sources={"image": image_source("images"), "caption": caption_source("captions")},
     ),
     _fg_entry(
         "mscoco_fg",

@@ -34,6 +34,7 @@ from typing import Protocol
 
 import numpy as np
 
+from eccv_metric.benchmarks.media import ItemSource
 from eccv_metric.core.download import SourceFile
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.view import Collection
@@ -75,7 +76,9 @@ class CollectionEntry:
     folder, a built dataset or its Hub repo; None: ``home`` + each file's path, downloaded once and
     sha256-checked). ``items``, ``ids``, ``order``: what the items are, how their integer ids are made, the
     canonical order (what rows of embeddings or scores mean when no ids are given). ``media``: where the
-    pixels and the texts a model encodes come from. ``configs``: the dataset configs that carry it, each
+    pixels and the texts a model encodes come from, in words; ``item_sources``: the same as data (item kind
+    -> :class:`~eccv_metric.benchmarks.media.ItemSource`, read by the model path). ``configs``: the dataset
+    configs that carry it, each
     with its column types (``features``: config -> {column: type name}) for the dataset builder.
     """
 
@@ -93,6 +96,7 @@ class CollectionEntry:
     features: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # config name -> {column: type}
     citation: str = ""
     license: str = ""
+    item_sources: Mapping[str, ItemSource] = field(default_factory=dict)  # "image" / "caption" -> its source
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from eccv_metric.benchmarks.media import PIXEL_ORIGINS
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.models.items import PIXEL_ORIGINS
 from eccv_metric.models.items import ItemSet
 
 Location = tuple  # ("parquet", file, row group, row) | ("file", path) | ("zip", zip path, member) | ("missing", origin)

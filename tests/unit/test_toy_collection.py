@@ -17,6 +17,8 @@ from eccv_metric import Resources
 from eccv_metric import ScoreMatrix
 from eccv_metric import evaluate
 from eccv_metric.benchmarks.definitions import REGISTRY
+from eccv_metric.benchmarks.media import caption_source
+from eccv_metric.benchmarks.media import image_source
 from eccv_metric.benchmarks.registry import Benchmark
 from eccv_metric.benchmarks.registry import CollectionEntry
 from eccv_metric.benchmarks.registry import Relation
@@ -93,6 +95,7 @@ def _entries(toy: dict) -> tuple[CollectionEntry, Relation, Restriction, list[Be
         "the world's ids",
         "the world's first 8 images in reverse order, each image's captions in world order",
         "nowhere: synthetic",
+        item_sources={"image": image_source("toy_images"), "caption": caption_source("toy_captions")},
     )
     relation = Relation("toy_pairs", ("toy",), positives, "a caption's image and the image after it")
     restriction = Restriction("toy_halves", "toy half", halves)
@@ -189,3 +192,16 @@ def test_the_registry_checks_every_name_a_benchmark_uses(registered):
             REGISTRY.add(bench)
     with pytest.raises(EvaluationError, match="unknown collection 'nope'"):
         REGISTRY.collection("nope")
+
+
+def test_the_model_path_reads_a_collections_items_from_its_entry(registered):
+    """Where a toy benchmark's pixels and texts come from is its collection entry's data: the model path's item
+    sets follow it (no table of the model path's own to edit)."""
+    from eccv_metric.models.items import item_sets
+
+    sets = item_sets(REGISTRY.get("toy"))
+    assert [(s.collection, s.kind, s.source.config) for s in sets] == [
+        ("toy", "image", "toy_images"),
+        ("toy", "caption", "toy_captions"),
+    ]
+    assert sets[0].source.pixel_column == "image" and sets[1].source.text_column == "caption"
