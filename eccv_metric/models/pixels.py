@@ -34,6 +34,28 @@ class Items:
     texts: list[str] | None
     locations: list[Location] | None
     digest: str
+    origins: list[str] | None = None  # images: where each comes from (val2014, unlabeled2017, flickr30k)
+
+    def keys(self) -> list[tuple]:
+        """What each item is, across item sets: a text by its string, an image by its origin and id (COCO
+        val2014 image 391895 of the 5K split and of MSCOCO-FG's gallery is one image): encoded once."""
+        if self.texts is not None:
+            return [("text", t) for t in self.texts]
+        origins = self.origins or ["val2014"] * len(self.ids)
+        return [("image", o, int(i)) for o, i in zip(origins, self.ids.tolist(), strict=True)]
+
+    def subset(self, rows: list[int]) -> Items:
+        """The items at ``rows`` (in that order), as an item set of their own (its digest names the rows)."""
+        pick = np.asarray(rows, dtype=np.int64)
+        digest = hashlib.sha256(f"{self.digest}|subset".encode() + pick.tobytes()).hexdigest()
+        return Items(
+            self.item_set,
+            self.ids[pick],
+            None if self.texts is None else [self.texts[r] for r in rows],
+            None if self.locations is None else [self.locations[r] for r in rows],
+            digest,
+            None if self.origins is None else [self.origins[r] for r in rows],
+        )
 
     def missing(self) -> dict[str, int]:
         """origin -> how many items have no text / no pixels anywhere."""
@@ -124,6 +146,7 @@ class DataSource:
         ids: list[int] = []
         texts: list[str] | None = [] if src.text_column else None
         locations: list[Location] | None = None if src.text_column else []
+        all_origins: list[str] = []
         for path in files:
             pf = pq.ParquetFile(path)
             names = set(pf.schema_arrow.names)
@@ -149,6 +172,7 @@ class DataSource:
                     if src.origin_column in table.column_names
                     else ["val2014"] * len(files_)
                 )
+                all_origins += [origin or "val2014" for origin in origins]
                 embedded = (~np.asarray(table.column(src.pixel_column).is_null())).tolist()
                 for row, (name, origin, has) in enumerate(zip(files_, origins, embedded, strict=True)):
                     loc = ("parquet", str(path), rg, row) if has else self.find_image(name or "")
@@ -162,7 +186,7 @@ class DataSource:
                     h.update(f"{loc}|{stat.st_size}|{stat.st_mtime_ns}".encode())
         arr = np.asarray(ids, dtype=np.int64)
         h.update(arr.tobytes())
-        return Items(item_set, arr, texts, locations, h.hexdigest())
+        return Items(item_set, arr, texts, locations, h.hexdigest(), None if texts is not None else all_origins)
 
 
 def file_digest(path: Path) -> str:

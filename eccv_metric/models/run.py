@@ -188,9 +188,21 @@ def evaluate_model(
     needed = list(dict.fromkeys(s for sets in wanted.values() for s in sets))
     encoded: dict[ItemSet, np.ndarray] = {}
     report: dict[str, dict] = {}
-    for s in needed:
-        store = EmbeddingCache(_key(encoder, read[s], precision), cache_dir) if cache and encoder.identity else None
-        encoded[s], meta = encode_items(encoder, read[s], batch_size, workers, store)
+    seen: dict[tuple, tuple[ItemSet, int]] = {}  # an item (Items.keys) -> the set and row that encoded it
+    for s in needed:  # each item once, even when several item sets hold it (the 5K images in MSCOCO-FG's gallery)
+        keys = read[s].keys()
+        fresh = [row for row, key in enumerate(keys) if key not in seen]
+        items = read[s] if len(fresh) == len(keys) else read[s].subset(fresh)
+        store = EmbeddingCache(_key(encoder, items, precision), cache_dir) if cache and encoder.identity else None
+        values, meta = (
+            encode_items(encoder, items, batch_size, workers, store)
+            if fresh
+            else (None, {"encoded": 0, "resumed": 0, "cached": False})
+        )
+        encoded[s] = _assemble(keys, fresh, values, seen, encoded)
+        for row, key in enumerate(keys):
+            seen.setdefault(key, (s, row))
+        meta = {**meta, "items": len(keys), "shared": len(keys) - len(fresh)}
         report[s.label] = {**meta, "digest": read[s].digest, "cache": str(store.dir) if store else None}
     groups = _groups(wanted, read, encoded)
     per_query: dict = {}
@@ -227,6 +239,38 @@ def evaluate_model(
         "skipped": skipped,
     }
     return ModelResults(Results(per_query, notes), provenance, skipped, {g: e for g, (e, _, _) in groups.items()})
+
+
+def _assemble(
+    keys: list[tuple],
+    fresh: list[int],
+    values: np.ndarray | None,
+    seen: dict[tuple, tuple[ItemSet, int]],
+    encoded: dict[ItemSet, np.ndarray],
+) -> np.ndarray:
+    """An item set's embeddings in its order: the rows encoded now (``fresh``) and, for the others, the rows of
+    the item set that encoded the same item first."""
+    if values is not None and len(fresh) == len(keys):
+        return values
+    dims = {encoded[s].shape[1] for s, _ in (seen[k] for k in keys if k in seen)}
+    if values is not None:
+        dims.add(values.shape[1])
+    if len(dims) != 1:
+        raise EvaluationError(f"item sets came back with different dimensions {sorted(dims)}")
+    dtype = values.dtype if values is not None else next(iter(encoded.values())).dtype
+    out = np.empty((len(keys), dims.pop()), dtype=dtype)
+    if values is not None:
+        out[fresh] = values
+    by_set: dict[ItemSet, tuple[list[int], list[int]]] = {}  # the set that encoded them -> (rows here, rows there)
+    for row, key in enumerate(keys):
+        if key in seen:
+            first, at = seen[key]
+            here, there = by_set.setdefault(first, ([], []))
+            here.append(row)
+            there.append(at)
+    for first, (here, there) in by_set.items():
+        out[here] = encoded[first][there]
+    return out
 
 
 def _key(encoder: Encoder, items: Items, precision: str) -> dict:

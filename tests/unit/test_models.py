@@ -353,3 +353,48 @@ def test_cli_words(world, data, clip, tmp_path, capsys):
     for argv, expected in cases:
         assert main(argv) == 2
         assert capsys.readouterr().err.strip().splitlines()[-1].startswith(f"error: {expected}")
+
+
+class Counting:
+    """A Python model (no weights) whose embeddings are a function of the pixels / the text alone, counting every
+    item it encodes."""
+
+    def __init__(self) -> None:
+        self.images: list[bytes] = []
+        self.texts: list[str] = []
+
+    def encode_images(self, images):  # noqa: ANN001, ANN201
+        self.images += [im.tobytes() for im in images]
+        return np.stack([np.asarray(im, np.float32).reshape(-1, 3).mean(0) for im in images])
+
+    def encode_texts(self, texts):  # noqa: ANN001, ANN201
+        self.texts += list(texts)
+        return np.stack([[len(t), t.count("a") + 1, sum(map(ord, t)) % 97] for t in texts]).astype(np.float32)
+
+
+def test_an_item_several_benchmarks_share_is_encoded_once(world, data, tmp_path):
+    """COCO val2014 test images are in coco_5k and in MSCOCO-FG's gallery, the original COCO captions in
+    coco_5k and mscoco_fg_original_texts: each is encoded once, and the numbers are those of separate runs."""
+    from eccv_metric import Resources
+
+    fg = Resources(world.gt, fg_source=world.fg_dir).collection("mscoco_fg")
+    files = fg.image_files.tolist()  # type: ignore[attr-defined]
+    distractors = tmp_path / "unlabeled2017"
+    distractors.mkdir()
+    for i, name in zip(fg.images.ids.tolist(), files, strict=True):  # type: ignore[attr-defined]
+        if not name.startswith("COCO_val2014_"):
+            (distractors / name).write_bytes(png(int(i)))
+    names = ["coco_5k", "mscoco_fg", "mscoco_fg_original_texts"]
+    model = Counting()
+    together = _run(model, data, world, tmp_path, benchmarks=names, images=[distractors], cache=False)
+    n_gallery, n_test = len(files), len(world.image_ids)
+    assert len(model.images) == n_gallery  # the 5K test images once, then only the distractors
+    assert len(model.images) == len(set(model.images))
+    originals = {caption_text(c) for c in world.caption_ids}
+    assert sorted(set(model.texts) & originals) == sorted(originals)  # the original captions once
+    assert sum(t in originals for t in model.texts) == len(world.caption_ids)
+    assert together.provenance["items"]["mscoco_fg_gallery.image"]["shared"] == n_test
+    for name in names:  # each benchmark alone encodes everything it needs: the same numbers
+        alone = _run(Counting(), data, world, tmp_path, benchmarks=[name], images=[distractors], cache=False)
+        means = alone.results.means()
+        assert {m: together.results.means()[m] for m in means} == means
