@@ -181,7 +181,11 @@ def tiny_st(folder: Path, seed: int = 0) -> Path:
     """A sentence-transformers text model (a 1-layer BERT with mean pooling), saved locally."""
     import torch
     from sentence_transformers import SentenceTransformer
-    from sentence_transformers import models
+
+    try:  # sentence-transformers >= 6 (its old `models` path warns)
+        from sentence_transformers.sentence_transformer import modules as models
+    except ImportError:
+        from sentence_transformers import models
     from transformers import BertConfig
     from transformers import BertModel
 
