@@ -154,15 +154,30 @@ OPTIONS = ("instances_json", "extra_file_dir", "pm", "cxc_source", "cxc_directed
 PATH_OPTIONS = ("instances_json", "extra_file_dir", "cxc_source", "fg_source")
 
 
+MAX_STAMPED_FILES = 10_000  # a folder holding more is keyed by its path and its own modification time
+
+
 def _stamp(source: str | Path | None) -> tuple:
-    """A source as a cache key: its text, and for a local file its size and modification time (a file replaced
-    under the same name is read again)."""
+    """A source as a cache key: a Hub repo id by its text; a local file by its absolute path, size and
+    modification time; a local folder by its absolute path and each file below it (relative path, size,
+    modification time): a file or folder replaced under the same name, or a relative name after a change of
+    working folder, is read again."""
     if source is None:
         return (None,)
     path = Path(source)
     if path.is_file():
         stat = path.stat()
         return (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if path.is_dir():
+        root = path.resolve()
+        files = []
+        for file in root.rglob("*"):
+            if len(files) >= MAX_STAMPED_FILES:
+                return (str(root), root.stat().st_mtime_ns, "many files")
+            if file.is_file():
+                stat = file.stat()
+                files.append((str(file.relative_to(root)), stat.st_size, stat.st_mtime_ns))
+        return (str(root), tuple(sorted(files)))
     return (str(source),)
 
 

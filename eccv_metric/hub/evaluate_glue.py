@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from eccv_metric.api.evaluate import evaluate
+from eccv_metric.benchmarks.request import benchmark_names
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.benchmarks.resources import cached_resources
 from eccv_metric.core.errors import EvaluationError
@@ -166,6 +167,7 @@ def compute(
     parts = dict(parts)
     parts["rankings"] = arrays or None
     source = input_from_parts(parts, MODULE_WORDS)
+    benchmark_names(benchmark)  # checked even when target_metrics are given (a misspelt benchmark= is an error)
     return evaluate(
         source,
         target_metrics,

@@ -62,6 +62,16 @@ class Embeddings(ScoredInput):
         # the two directions run in two threads and share one matrix: built once, the other direction waits
         self._building = threading.Lock()
 
+    def __getstate__(self) -> dict:
+        """Picklable (multiprocessing, copies): the lock is not state; a copy gets its own."""
+        state = dict(self.__dict__)
+        del state["_building"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._building = threading.Lock()
+
     def n_rows(self, kind: str) -> int | None:
         return None if kind not in self.vectors else len(self.vectors[kind])
 

@@ -192,6 +192,9 @@ def evaluate_model(
     for s in needed:  # each item once, even when several item sets hold it (the 5K images in MSCOCO-FG's gallery)
         keys = read[s].keys()
         fresh = [row for row, key in enumerate(keys) if key not in seen]
+        whole = EmbeddingCache(_key(encoder, read[s], precision), cache_dir) if cache and encoder.identity else None
+        if whole is not None and whole.finished() is not None:
+            fresh = list(range(len(keys)))  # the whole set is cached (an earlier run): read it, encode nothing
         items = read[s] if len(fresh) == len(keys) else read[s].subset(fresh)
         store = EmbeddingCache(_key(encoder, items, precision), cache_dir) if cache and encoder.identity else None
         values, meta = (
@@ -202,7 +205,7 @@ def evaluate_model(
         encoded[s] = _assemble(keys, fresh, values, seen, encoded)
         for row, key in enumerate(keys):
             seen.setdefault(key, (s, row))
-        meta = {**meta, "items": len(keys), "shared": len(keys) - len(fresh)}
+        meta = {**meta, "items": len(keys), "dimensions": int(encoded[s].shape[1]), "shared": len(keys) - len(fresh)}
         report[s.label] = {**meta, "digest": read[s].digest, "cache": str(store.dir) if store else None}
     groups = _groups(wanted, read, encoded)
     per_query: dict = {}

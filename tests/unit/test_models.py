@@ -398,3 +398,21 @@ def test_an_item_several_benchmarks_share_is_encoded_once(world, data, tmp_path)
         alone = _run(Counting(), data, world, tmp_path, benchmarks=[name], images=[distractors], cache=False)
         means = alone.results.means()
         assert {m: together.results.means()[m] for m in means} == means
+
+
+def test_a_whole_cached_item_set_is_read_not_encoded_again(world, data, clip, tmp_path):
+    """MSCOCO-FG's gallery cached by a run of its own is read whole when coco_5k joins: nothing is encoded."""
+    from eccv_metric import Resources
+
+    fg = Resources(world.gt, fg_source=world.fg_dir).collection("mscoco_fg")
+    distractors = tmp_path / "unlabeled2017"
+    distractors.mkdir()
+    for i, name in zip(fg.images.ids.tolist(), fg.image_files.tolist(), strict=True):  # type: ignore[attr-defined]
+        if not name.startswith("COCO_val2014_"):
+            (distractors / name).write_bytes(png(int(i)))
+    alone = _run(f"hf:{clip}", data, world, tmp_path, benchmarks=["mscoco_fg"], images=[distractors])
+    both = _run(f"hf:{clip}", data, world, tmp_path, benchmarks=["coco_5k", "mscoco_fg"], images=[distractors])
+    gallery = both.provenance["items"]["mscoco_fg_gallery.image"]
+    assert gallery["encoded"] == 0 and gallery["cached"] and gallery["shared"] == 0
+    means = alone.results.means()
+    assert {m: both.results.means()[m] for m in means} == means

@@ -132,3 +132,40 @@ def test_a_score_matrix_defaults_to_the_official_metrics(world):
     scores = np.zeros((len(world.image_ids), len(world.caption_ids)), np.float32)
     request = Request.parse(given=["i2t", "t2i"], made_for=ScoreMatrix(scores).made_for)
     assert names_of(request) == sorted(DEFAULT_TARGETS)
+
+
+def test_a_folder_replaced_under_its_name_is_read_again(world, tmp_path, monkeypatch):
+    """The cache keys a local folder by what it holds, and a relative name by the folder it names."""
+    import shutil
+
+    copy = tmp_path / "cxc"
+    shutil.copytree(world.cxc_dir, copy)
+    first = cached_resources(cxc_source=copy)
+    assert cached_resources(cxc_source=copy) is first
+    target = next(p for p in copy.iterdir() if p.is_file())
+    target.write_text(target.read_text() + "\n")  # the same name, other contents
+    assert cached_resources(cxc_source=copy) is not first
+    monkeypatch.chdir(tmp_path)
+    here = cached_resources(cxc_source="cxc")
+    other = tmp_path / "elsewhere" / "cxc"
+    shutil.copytree(world.cxc_dir, other)
+    monkeypatch.chdir(other.parent)
+    assert cached_resources(cxc_source="cxc") is not here  # "cxc" names another folder now
+
+
+def test_embeddings_pickle_and_copy():
+    import copy
+    import pickle
+
+    emb = Embeddings(np.eye(3, dtype=np.float32), np.eye(3, dtype=np.float32))
+    for twin in (pickle.loads(pickle.dumps(emb)), copy.deepcopy(emb)):
+        assert np.array_equal(twin.vectors["image"], emb.vectors["image"]) and twin._building is not emb._building
+
+
+def test_the_module_checks_its_benchmark_name_even_with_target_metrics(world):
+    from eccv_metric.hub.evaluate_glue import compute
+
+    scores = np.zeros((len(world.image_ids), len(world.caption_ids)), np.float32)
+    for metrics in (["coco_5k_r1"], None):
+        with pytest.raises(EvaluationError, match="unknown benchmark 'cocco_5k'"):
+            compute({}, {"scores": scores}, metrics, (1,), world.resources(), benchmark="cocco_5k")
