@@ -66,11 +66,9 @@ def evaluate(
     When every metric of a direction is at chance level (:mod:`eccv_metric.api.chance`), ``results.notes`` says
     so and a :class:`~eccv_metric.core.errors.ChanceLevelWarning` is issued (at the caller's line), with common causes.
     """
-    if not isinstance(source, (Rankings, ScoredInput)):
-        raise EvaluationError(
-            f"the input must be Rankings, ScoreMatrix or Embeddings (eccv_metric.inputs), not {type(source).__name__}"
-        )
-    request = Request.parse(
+    check_input(source, "the input")
+    request = request_for(
+        source,
         metrics,
         ks,
         benchmarks=benchmarks,
@@ -78,10 +76,28 @@ def evaluate(
         partial=partial,
         n_resamples=n_resamples,
         seed=seed,
-        given=directions_given(source),
-        made_for=source.made_for,
     )
     return evaluate_request(source, request, resources)
+
+
+def check_input(source: object, what: str) -> None:
+    """Refuse what is none of the input types; ``what`` names it in the error."""
+    if not isinstance(source, (Rankings, ScoredInput)):
+        raise EvaluationError(
+            f"{what} must be Rankings, ScoreMatrix or Embeddings (eccv_metric.inputs), not {type(source).__name__}"
+        )
+
+
+def request_for(source: Rankings | ScoredInput, metrics: object, ks: object, **options: object) -> Request:
+    """The :class:`~eccv_metric.benchmarks.request.Request` an input makes with :func:`evaluate`'s keywords
+    (its defaults follow the directions it gives and the benchmarks it says it was made for)."""
+    return Request.parse(
+        metrics,  # type: ignore[arg-type]
+        ks,
+        given=directions_given(source),
+        made_for=source.made_for,
+        **options,  # type: ignore[arg-type]
+    )
 
 
 def evaluate_request(source: Rankings | ScoredInput, request: Request, resources: Resources | None = None) -> Results:

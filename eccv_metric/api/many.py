@@ -20,16 +20,17 @@ from collections.abc import Iterator
 from collections.abc import Sequence
 from contextlib import contextmanager
 
+from eccv_metric.api.evaluate import check_input
 from eccv_metric.api.evaluate import default_resources
 from eccv_metric.api.evaluate import plan_request
+from eccv_metric.api.evaluate import request_for
 from eccv_metric.api.evaluate import score_jobs
-from eccv_metric.benchmarks.request import Request
-from eccv_metric.benchmarks.request import directions_given
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.core import progress
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.engine.plan import Job
 from eccv_metric.engine.plan import refuse_unservable
+from eccv_metric.engine.run import refuse_unscorable
 from eccv_metric.inputs.given import Rankings
 from eccv_metric.inputs.scored import ScoredInput
 from eccv_metric.measures.results import Results
@@ -59,35 +60,20 @@ def evaluate_many(
             f"sources must be a list of inputs (Rankings, ScoreMatrix or Embeddings), not {type(sources).__name__}"
         )
     for i, source in enumerate(sources):
-        if not isinstance(source, (Rankings, ScoredInput)):
-            raise EvaluationError(
-                f"sources[{i}] must be Rankings, ScoreMatrix or Embeddings (eccv_metric.inputs), "
-                f"not {type(source).__name__}"
-            )
+        check_input(source, f"sources[{i}]")
     resources = resources if resources is not None else default_resources()
+    options = {"directions": directions, "partial": partial, "n_resamples": n_resamples, "seed": seed}
     plans: dict[tuple, list[Job]] = {}  # by the request each input makes (its defaults and directions may differ)
     prepared = []
     for i, source in enumerate(sources):  # every input's request, plan and what it cannot give, before any is scored
         with named(i):
-            request = Request.parse(
-                metrics,
-                ks,
-                benchmarks=benchmarks,
-                directions=directions,
-                partial=partial,
-                n_resamples=n_resamples,
-                seed=seed,
-                given=directions_given(source),
-                made_for=source.made_for,
-            )
+            request = request_for(source, metrics, ks, benchmarks=benchmarks, **options)
             key = (tuple(request.names), request.directions)
             if key not in plans:
-                plans[key] = plan_request(source, request, resources)
-            refuse_unservable(list(request.metrics), source, request.directions)
-            for job in plans[key]:
-                reason = source.cannot_pairs(job.rating_kinds) if job.view is None else source.cannot(job.view)
-                if reason is not None:
-                    raise EvaluationError(f"{job.metric} ({job.direction}): {reason}")
+                plans[key] = plan_request(source, request, resources)  # refuses what this input cannot serve
+            else:
+                refuse_unservable(list(request.metrics), source, request.directions)
+            refuse_unscorable(plans[key], source)
         prepared.append((source, request, plans[key]))
     results = []
     many = len(sources) > 1

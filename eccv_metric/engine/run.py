@@ -35,16 +35,22 @@ from eccv_metric.measures.results import QueryScores
 DEEP_K = 1000
 
 
+def refuse_unscorable(jobs: list[Job], source: Input) -> None:
+    """An error naming the first planned job the input cannot score (a view it cannot rank, pairs it cannot
+    score)."""
+    for job in jobs:
+        reason = source.cannot_pairs(job.rating_kinds) if job.view is None else source.cannot(job.view)
+        if reason is not None:
+            raise EvaluationError(f"{job.metric} ({job.direction}): {reason}")
+
+
 def run(jobs: list[Job], source: Input, partial: bool = False, n_resamples: int = 1000, seed: int = 0) -> PerQuery:
     """Per-query values ``out[metric][direction]`` of every job.
 
     ``partial``: score only the queries the input has a ranking for (ranked
     lists; means over those); by default a missing query is an error.
     """
-    for job in jobs:  # refuse what this input cannot give before any work
-        reason = source.cannot_pairs(job.rating_kinds) if job.view is None else source.cannot(job.view)
-        if reason is not None:
-            raise EvaluationError(f"{job.metric} ({job.direction}): {reason}")
+    refuse_unscorable(jobs, source)  # what this input cannot give, before any work
     out: dict[tuple[str, str], QueryScores] = {}
     directions = sorted({j.direction for j in jobs if j.view is not None}, key=direction_order)
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from eccv_metric.benchmarks.media import PIXEL_ORIGINS
+from eccv_metric.core.download import sha256_file
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.models.items import ItemSet
 
@@ -178,7 +179,7 @@ class DataSource:
                     loc = ("parquet", str(path), rg, row) if has else self.find_image(name or "")
                     locations.append(loc if loc is not None else ("missing", origin or "val2014"))  # type: ignore[union-attr]
             if self.revision is None:
-                h.update(file_digest(path).encode())
+                h.update(sha256_file(path).encode())
         if locations is not None:
             for loc in locations:
                 if loc[0] in ("file", "zip"):
@@ -187,14 +188,6 @@ class DataSource:
         arr = np.asarray(ids, dtype=np.int64)
         h.update(arr.tobytes())
         return Items(item_set, arr, texts, locations, h.hexdigest(), None if texts is not None else all_origins)
-
-
-def file_digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fin:
-        for block in iter(lambda: fin.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def missing_message(bench: str, items: Items) -> str | None:
