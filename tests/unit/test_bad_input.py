@@ -38,27 +38,9 @@ from eccv_metric.groundtruth.plausible import PMOptions
 from eccv_metric.inputs.choose import input_from_parts
 from eccv_metric.measures.formulas import recall_at_chance
 from tests.unit import brute
-from tests.unit.world import int_embeddings
-from tests.unit.world import make_world
+from tests.unit.world import vectors
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    return make_world(tmp_path_factory.mktemp("world"))
-
-
-@pytest.fixture(scope="module")
-def res(world):
-    return world.resources()
-
-
-def vectors(world, seed: int = 5, dim: int = 4):
-    rng = np.random.default_rng(seed)
-    img = int_embeddings(rng, world.image_ids, dim)
-    cap = int_embeddings(rng, world.caption_ids, dim)
-    return np.stack([img[i] for i in world.image_ids]), np.stack([cap[c] for c in world.caption_ids])
 
 
 def brute_cosine_recall(world, img, cap, k: int) -> float:

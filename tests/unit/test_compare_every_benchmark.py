@@ -14,12 +14,6 @@ from eccv_metric.analysis.compare import compare_files
 from tests.unit.test_matrix import EXTRA_CAPTIONS
 from tests.unit.test_matrix import items
 from tests.unit.world import int_embeddings
-from tests.unit.world import make_world
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    return make_world(tmp_path_factory.mktemp("world"))
 
 
 def _per_query(world, collection: str, seed: int) -> dict:

@@ -17,17 +17,6 @@ from eccv_metric.hub import space
 from eccv_metric.hub.space_words import hide_paths
 from eccv_metric.hub.space_words import note_in_space_words
 from eccv_metric.hub.space_words import plot_points
-from tests.unit.world import make_world
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    return make_world(tmp_path_factory.mktemp("world"))
-
-
-@pytest.fixture(scope="module")
-def res(world):
-    return world.resources()
 
 
 @pytest.fixture()

@@ -17,12 +17,6 @@ from tests.unit import brute
 from tests.unit.test_matrix import KS
 from tests.unit.test_matrix import Setup
 from tests.unit.test_matrix import requested
-from tests.unit.world import make_world
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    return make_world(tmp_path_factory.mktemp("world"))
 
 
 def assert_same(got, want) -> None:

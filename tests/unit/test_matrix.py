@@ -23,18 +23,12 @@ from eccv_metric.formats.trec import write_lines
 from eccv_metric.measures.correlation import bootstrap_spearman
 from tests.unit import brute
 from tests.unit.world import int_embeddings
-from tests.unit.world import make_world
 
 KS = (1, 2, 5, 25)
 INPUTS = ("dicts", "arrays", "trec", "scores", "embeddings")
 COLLECTIONS = ("coco_5k", "mscoco_fg", "flickr30k_fg")
 EXTRA_IMAGES = [7000 + k for k in range(5)]
 EXTRA_CAPTIONS = [9000 + k for k in range(7)]
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    return make_world(tmp_path_factory.mktemp("world"))
 
 
 def items(world, collection: str) -> tuple[list[int], list[int]]:

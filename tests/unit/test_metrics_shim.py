@@ -12,12 +12,6 @@ from eccv_metric import EvaluationError
 from eccv_metric import FineGrainedMetrics
 from eccv_metric import Metrics
 from tests.unit.world import int_embeddings
-from tests.unit.world import make_world
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    return make_world(tmp_path_factory.mktemp("world"))
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,6 @@ from eccv_metric import evaluate
 from tests.unit.model_world import caption_text
 from tests.unit.model_world import png
 from tests.unit.model_world import write_data
-from tests.unit.world import make_world
 
 ROOT = Path(__file__).resolve().parents[2]
 COCO = ["coco_1k", "coco_5k", "cxc", "eccv", "coco_t2t", "cxc_sts", "cxc_sits"]
@@ -56,11 +55,6 @@ print("OK", sorted(m for m, v in sys.modules.items() if v is not None and m.spli
     assert "OK []" in out.stdout
     err = next(line for line in out.stdout.splitlines() if line.startswith("ERR"))
     assert 'pip install "eccv-caption-hf[models]"' in err and "\n" not in err
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    return make_world(tmp_path_factory.mktemp("world"))
 
 
 @pytest.fixture(scope="module")

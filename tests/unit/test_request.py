@@ -22,12 +22,6 @@ from eccv_metric.benchmarks.resources import cached_resources
 from eccv_metric.groundtruth.plausible import PMOptions
 from eccv_metric.hub import space
 from tests.unit.world import int_embeddings
-from tests.unit.world import make_world
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    return make_world(tmp_path_factory.mktemp("world"))
 
 
 def names_of(request: Request) -> list[str]:

@@ -26,26 +26,9 @@ from eccv_metric.formats.rankings import load_rankings
 from eccv_metric.inputs.choose import input_from_parts
 from tests.unit import brute
 from tests.unit.world import int_embeddings
-from tests.unit.world import make_world
+from tests.unit.world import vectors
 
 INT64_MAX = 2**63 - 1
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    return make_world(tmp_path_factory.mktemp("world"))
-
-
-@pytest.fixture(scope="module")
-def res(world):
-    return world.resources()
-
-
-def vectors(world, seed: int = 5, dim: int = 4):
-    rng = np.random.default_rng(seed)
-    img = int_embeddings(rng, world.image_ids, dim)
-    cap = int_embeddings(rng, world.caption_ids, dim)
-    return np.stack([img[i] for i in world.image_ids]), np.stack([cap[c] for c in world.caption_ids])
 
 
 def quiet_evaluate(*args, **kwargs):

@@ -31,7 +31,6 @@ from eccv_metric.formats.trec import run_lines
 from eccv_metric.formats.trec import write_lines
 from tests.unit import brute
 from tests.unit.world import int_embeddings
-from tests.unit.world import make_world
 
 N_TOY = 8  # images of the toy collection: the world's first 8, in reverse order (canonical order != the world's)
 KINDS_OF = {"i2t": ("image", "caption"), "t2i": ("caption", "image")}
@@ -49,11 +48,6 @@ class Toy:
 
     def index(self, kind: str) -> IdIndex:
         return self.images if kind == "image" else self.captions
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    return make_world(tmp_path_factory.mktemp("world"))
 
 
 @pytest.fixture(scope="module")

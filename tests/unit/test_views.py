@@ -13,12 +13,6 @@ from eccv_metric.core.view import View
 from eccv_metric.measures.formulas import first_hit
 from tests.unit import brute
 from tests.unit.world import int_embeddings
-from tests.unit.world import make_world
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    return make_world(tmp_path_factory.mktemp("world"))
 
 
 def _views(world):

@@ -156,3 +156,11 @@ def int_embeddings(rng: np.random.Generator, ids: list[int], dim: int = DIM) -> 
     """Integer-valued vectors in -2..2 (exact float dot products; many ties)."""
     values = rng.integers(-2, 3, (len(ids), dim)).astype(np.float32)
     return {i: values[k] for k, i in enumerate(ids)}
+
+
+def vectors(world: World, seed: int = 5, dim: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """Integer-valued image and caption embeddings of the world, rows in the world's order."""
+    rng = np.random.default_rng(seed)
+    img = int_embeddings(rng, world.image_ids, dim)
+    cap = int_embeddings(rng, world.caption_ids, dim)
+    return np.stack([img[i] for i in world.image_ids]), np.stack([cap[c] for c in world.caption_ids])
