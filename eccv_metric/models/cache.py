@@ -43,11 +43,14 @@ class EmbeddingCache:
         self.dir = Path(root if root is not None else cache_root()) / cache_key(payload)
         self.partial = self.dir / "partial"
 
+    def is_finished(self) -> bool:
+        """Whether every item's embedding is stored (told from the files, nothing read)."""
+        return (self.dir / "embeddings.npy").is_file() and (self.dir / "meta.json").is_file()
+
     def finished(self) -> tuple[np.ndarray, dict] | None:
-        path = self.dir / "embeddings.npy"
-        if not path.is_file() or not (self.dir / "meta.json").is_file():
+        if not self.is_finished():
             return None
-        return np.load(path), json.loads((self.dir / "meta.json").read_text())
+        return np.load(self.dir / "embeddings.npy"), json.loads((self.dir / "meta.json").read_text())
 
     def batches(self) -> dict[tuple[int, int], Path]:
         """Finished batches of an interrupted run: (start, stop) -> file."""

@@ -193,10 +193,12 @@ def evaluate_model(
         keys = read[s].keys()
         fresh = [row for row, key in enumerate(keys) if key not in seen]
         whole = EmbeddingCache(_key(encoder, read[s], precision), cache_dir) if cache and encoder.identity else None
-        if whole is not None and whole.finished() is not None:
+        if whole is not None and whole.is_finished():
             fresh = list(range(len(keys)))  # the whole set is cached (an earlier run): read it, encode nothing
         items = read[s] if len(fresh) == len(keys) else read[s].subset(fresh)
-        store = EmbeddingCache(_key(encoder, items, precision), cache_dir) if cache and encoder.identity else None
+        store = (
+            whole if whole is None or items is read[s] else EmbeddingCache(_key(encoder, items, precision), cache_dir)
+        )
         values, meta = (
             encode_items(encoder, items, batch_size, workers, store)
             if fresh
