@@ -16,12 +16,14 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any
 
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.registry import Benchmark
 from eccv_metric.benchmarks.registry import Task
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.files import find_below
 from eccv_metric.core.folder import is_built_folder
 from eccv_metric.core.options import require_bool
 from eccv_metric.core.positives import Positives
@@ -154,7 +156,7 @@ OPTIONS = ("instances_json", "extra_file_dir", "pm", "cxc_source", "cxc_directed
 PATH_OPTIONS = ("instances_json", "extra_file_dir", "cxc_source", "fg_source")
 
 
-MAX_STAMPED_FILES = 10_000  # a folder holding more is keyed by its path and its own modification time
+MAX_STAMPED_FILES = 10_000  # a folder with more entries below it is keyed by its path and its modification time
 
 
 def _stamp(source: str | Path | None) -> tuple:
@@ -170,14 +172,18 @@ def _stamp(source: str | Path | None) -> tuple:
         return (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     if path.is_dir():
         root = path.resolve()
+        found = find_below(root, "*")  # as the sources are searched: symlinked folders followed
+        if len(found) > MAX_STAMPED_FILES:
+            return (str(root), root.stat().st_mtime_ns, "many files")
         files = []
-        for file in root.rglob("*"):
-            if len(files) >= MAX_STAMPED_FILES:
-                return (str(root), root.stat().st_mtime_ns, "many files")
-            if file.is_file():
-                stat = file.stat()
-                files.append((str(file.relative_to(root)), stat.st_size, stat.st_mtime_ns))
-        return (str(root), tuple(sorted(files)))
+        for found_path in found:
+            try:
+                stat = found_path.stat()
+            except OSError:  # a dangling link: no file to read
+                continue
+            if S_ISREG(stat.st_mode):
+                files.append((str(found_path.relative_to(root)), stat.st_size, stat.st_mtime_ns))
+        return (str(root), tuple(files))
     return (str(source),)
 
 
