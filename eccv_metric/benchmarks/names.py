@@ -98,22 +98,26 @@ def resolve_name(name: str, ks: tuple[int, ...]) -> list[MetricRequest]:
     )
 
 
+def name_list(target_metrics: object) -> list[str]:
+    """``target_metrics`` as a list: a name, or an iterable of names (None: none); anything else is refused."""
+    if isinstance(target_metrics, str):
+        return [target_metrics]
+    if target_metrics is None:
+        return []
+    if isinstance(target_metrics, Iterable) and not isinstance(target_metrics, Mapping):
+        return list(target_metrics)
+    raise EvaluationError(
+        f"target_metrics must be a metric name or a list of names, not {type(target_metrics).__name__}"
+    )
+
+
 def parse_targets(
     target_metrics: Iterable[str] | str | None = None,
     ks: object = (1, 5, 10),
     benchmarks: Iterable[str] | str | None = None,
 ) -> list[MetricRequest]:
     """The metrics asked for, each once, in registry order (defaults: the official ones, or each benchmark's)."""
-    if isinstance(target_metrics, str):
-        names = [target_metrics]
-    elif target_metrics is None:
-        names = []
-    elif isinstance(target_metrics, Iterable) and not isinstance(target_metrics, Mapping):
-        names = list(target_metrics)
-    else:
-        raise EvaluationError(
-            f"target_metrics must be a metric name or a list of names, not {type(target_metrics).__name__}"
-        )
+    names = name_list(target_metrics)
     parsed_ks = parse_ks(ks)
     if benchmarks is not None:
         for bench_name in [benchmarks] if isinstance(benchmarks, str) else list(benchmarks):

@@ -27,6 +27,7 @@ from typing import Any
 from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.names import MetricRequest
+from eccv_metric.benchmarks.names import name_list
 from eccv_metric.benchmarks.names import parse_targets
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.options import require_bool
@@ -104,26 +105,13 @@ class Request:
     ) -> Request:
         """Check every argument once; ``given`` / ``made_for`` describe the input (for the defaults)."""
         bench_names = benchmark_names(benchmarks)
-        names: list[str] | None
-        if isinstance(metrics, str):
-            names = [metrics]
-        elif metrics is None:
-            names = None
-        elif isinstance(metrics, Iterable) and not isinstance(metrics, dict):
-            names = list(metrics)
-        else:
-            raise EvaluationError(
-                f"target_metrics must be a metric name or a list of names, not {type(metrics).__name__}"
-            )
-        if names is None and bench_names is None:
+        names = name_list(metrics)
+        if metrics is None and bench_names is None:
             bench_names = default_benchmarks(given, made_for) or [OFFICIAL]
-        extra = [] if names is None else names
-        if bench_names is not None and OFFICIAL in bench_names:
-            extra = extra + list(DEFAULT_TARGETS)
+        if bench_names is not None and OFFICIAL in bench_names:  # the official five, beside what else is asked
+            names += DEFAULT_TARGETS
             bench_names = [b for b in bench_names if b != OFFICIAL]
-        requests = parse_targets(extra or None, ks, bench_names or None) if (extra or bench_names) else None
-        if requests is None:
-            raise EvaluationError("target_metrics is empty")
+        requests = parse_targets(names, ks, bench_names or None)  # nothing asked at all: "target_metrics is empty"
         wanted = parse_directions(directions)  # asked for: scored, or refused naming what the input lacks
         if wanted is None and given is not None and any(d in CROSS_MODAL for d in given):
             wanted = tuple(d for d in CROSS_MODAL if d in given)  # not asked: the image-caption ones it gives
