@@ -32,6 +32,8 @@ from eccv_caption_dataset.sources import resolve
 from eccv_metric.core import progress
 from eccv_metric.core.files import replace_folder
 from eccv_metric.core.files import temporary_folder
+from eccv_metric.hub.eval_tasks import eval_yaml
+from eccv_metric.hub.eval_tasks import registered
 
 IMAGE_ROW_GROUP = 100  # the Hub viewer re-converts Parquet whose row groups exceed 100 MB
 
@@ -130,6 +132,9 @@ def build(
         infos.update(beir)
         (tmp / "README.md").write_text(dataset_card(infos, report, paper_results, repo_id or output.name))
         (tmp / LICENSE_FILE).write_text(LICENSE_TEXT)
+        tasks = registered(infos, report["skipped"])  # the Hub benchmark: one task per headline number
+        if tasks:
+            (tmp / "eval.yaml").write_text(eval_yaml(tasks))
         replace_folder(tmp, output)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
