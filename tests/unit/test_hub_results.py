@@ -115,7 +115,10 @@ def test_values_are_the_results_in_percent_shifted_in_decimal(tmp_path):
         want = given if metric.endswith("spearman") else float(f"{given!r}e2")
         assert item["value"] == want and type(item["value"]) is float
         assert item["dataset"] == {"id": "me/eccv-caption", "task_id": f"{metric}_{direction}", "revision": SHA}
-        assert item["source"] == {"url": "https://pypi.org/project/eccv-caption-hf/0.2.0/", "name": "eccv-caption-hf 0.2.0"}
+        assert item["source"] == {
+            "url": "https://pypi.org/project/eccv-caption-hf/0.2.0/",
+            "name": "eccv-caption-hf 0.2.0",
+        }
         assert "model hf:me/clip" in item["notes"] and "fp32" in item["notes"]
     assert yaml.safe_load(files[".eval_results/eccv-caption_eccv_map_at_r_i2t.yaml"])[0]["value"] == 7.0
 
