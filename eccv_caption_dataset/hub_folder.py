@@ -1,4 +1,5 @@
-"""Build the Hub-ready folder: ``data/<config>/test-*.parquet`` plus a generated dataset card.
+"""Build the Hub-ready folder: ``data/<config>/test-*.parquet``, a generated dataset card and ``eval.yaml``
+(the Hub benchmark's tasks, :mod:`eccv_metric.hub.eval_tasks`).
 
 Everything is written to a temporary folder beside the output and renamed into
 place at the end: a failed build leaves nothing half-written.

@@ -44,9 +44,10 @@ def hub_results(
 
     check_repo_id(dataset_repo, "from_hub", "you/eccv-caption")
     what = f"leaderboard --from-hub {dataset_repo}"
-    api = HfApi(token=token or get_token())
+    token = token or get_token()
+    api = HfApi(token=token)
     try:
-        entries = _entries(api, dataset_repo, what)
+        entries = _entries(api, dataset_repo, what, token)
         tasks = _tasks(api, dataset_repo, what)
     except EvaluationError:
         raise
@@ -75,7 +76,7 @@ def hub_results(
     return out
 
 
-def _entries(api: object, repo: str, what: str) -> list[dict]:
+def _entries(api: object, repo: str, what: str, token: str | None) -> list[dict]:
     """The leaderboard's entries as ``{"model", "pr"}`` (huggingface_hub's call, or its HTTP call where the
     installed huggingface_hub has none)."""
     from huggingface_hub.errors import HfHubHTTPError
@@ -85,11 +86,12 @@ def _entries(api: object, repo: str, what: str) -> list[dict]:
         if hasattr(api, "get_dataset_leaderboard"):
             rows = api.get_dataset_leaderboard(repo, base_model_only=False)
             return [{"model": r.model_id, "pr": r.pull_request} for r in rows]
+        from huggingface_hub.utils import build_hf_headers
         from huggingface_hub.utils import get_session
         from huggingface_hub.utils import hf_raise_for_status
 
         url = f"{api.endpoint}/api/datasets/{repo}/leaderboard"  # type: ignore[attr-defined]
-        answer = get_session().get(url, headers=api._build_hf_headers(), params={"base_model": False})  # type: ignore[attr-defined]
+        answer = get_session().get(url, headers=build_hf_headers(token=token), params={"base_model": False})
         hf_raise_for_status(answer)
         return [{"model": r["modelId"], "pr": r.get("pullRequest")} for r in answer.json()]
     except RepositoryNotFoundError:

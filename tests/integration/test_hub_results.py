@@ -22,6 +22,7 @@ import yaml
 from eccv_caption_dataset.hub_folder import build
 from tests.integration.fake_hub import FAKE_COMMIT
 from tests.integration.fake_hub import FakeHub
+from tests.unit.brute import percent
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKENS = {"hf_me": ("me", True), "hf_other": ("other", True), "hf_read": ("me", False)}
@@ -127,7 +128,7 @@ def test_dry_run_prints_the_files_and_sends_nothing(hub, results, numbers, bench
         (entry,) = parse_eval_result_entries(yaml.safe_load(text))  # the Hub's own parser
         metric, direction = entry.task_id.rsplit("_", 1)
         assert path == f".eval_results/eccv-caption_{entry.task_id}.yaml" and entry.task_id in tasks
-        assert entry.value == float(f"{numbers[metric][direction]!r}e2")  # percent: the decimal shifted
+        assert entry.value == percent(numbers[metric][direction])  # percent: the decimal shifted
         assert (entry.dataset_id, entry.dataset_revision) == ("me/eccv-caption", FAKE_COMMIT)
         assert (entry.source_name, entry.source_url) == (
             "eccv-caption-hf 0.2.0",
@@ -139,7 +140,7 @@ def test_dry_run_prints_the_files_and_sends_nothing(hub, results, numbers, bench
         task = tasks[f"{result['metrics'][0]['type']}_{direction}"]
         assert (result["dataset"]["config"], result["dataset"]["split"]) == (task["config"], task["split"])
         for metric in result["metrics"]:
-            assert metric["value"] == float(f"{numbers[metric['type']][direction]!r}e2")
+            assert metric["value"] == percent(numbers[metric["type"]][direction])
 
 
 def test_a_pull_request_by_default_in_one_commit(hub, results):
@@ -178,7 +179,7 @@ def test_direct_with_model_index_keeps_the_card(hub, results, numbers):
     values = {
         (r["task"]["type"], m["type"]): m["value"] for r in meta["model-index"][0]["results"] for m in r["metrics"]
     }
-    assert values[("image-to-text", "eccv_map_at_r")] == float(f"{numbers['eccv_map_at_r']['i2t']!r}e2")
+    assert values[("image-to-text", "eccv_map_at_r")] == percent(numbers["eccv_map_at_r"]["i2t"])
     assert sorted(p.name for p in (hub.model / ".eval_results").iterdir()) == sorted(
         Path(p).name for p in commit["files"] if p != "README.md"
     )
@@ -207,6 +208,23 @@ def test_leaderboard_from_hub_lists_the_pushed_models(hub, results, numbers, tmp
         want = [f"{50 * (numbers[m]['i2t'] + numbers[m]['t2i']):.2f}" for m in ("eccv_map_at_r", "eccv_rprecision")]
         assert cells[:2] == want, name
     assert "me/eccv-caption on the Hub: 2 leaderboard entries, 2 models shown" in done.stdout
+
+
+def test_leaderboard_from_hub_without_huggingface_hubs_call(hub, results):
+    """Where the installed huggingface_hub has no get_dataset_leaderboard: the documented HTTP call, same rows."""
+    assert cli(hub.env, "push-results", str(results), "--direct").returncode == 0
+    code = (
+        "import sys; from huggingface_hub import HfApi; del HfApi.get_dataset_leaderboard; "
+        "from eccv_metric.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    )
+    env = dict(hub.env) | {"HF_TOKEN": "hf_me"}
+    args = ["leaderboard", "--from-hub", "me/eccv-caption"]
+    old = cli(hub.env, *args)
+    new = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert new.returncode == 0 and new.stdout == old.stdout and "\nme/clip " in new.stdout, new.stderr
+    assert [p.split("?")[0] for m, p, _ in hub.log if "leaderboard" in p] == [
+        "/api/datasets/me/eccv-caption/leaderboard"
+    ] * 2
 
 
 def one_line(done: subprocess.CompletedProcess, start: str, end: str) -> None:

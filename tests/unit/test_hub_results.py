@@ -22,11 +22,12 @@ from eccv_metric.hub.eval_tasks import TASKS
 from eccv_metric.hub.eval_tasks import eval_yaml
 from eccv_metric.hub.eval_tasks import registered
 from eccv_metric.hub.eval_tasks import task_ids
+from tests.unit.brute import percent
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 VALUES = {
     "eccv_map_at_r": {"i2t": 0.07, "t2i": 0.37270419338215225},  # 100 * 0.07 = 7.000000000000001 in floats
-    "eccv_r1": {"i2t": 0.5321173671689136, "t2i": 0.26426426426426425},
+    "eccv_r1": {"i2t": 8e-05, "t2i": 0.26426426426426425},  # repr "8e-05": an exponent, shifted as well
     "coco_5k_r5": {"i2t": 0.8, "t2i": 0.6},  # registered, but no task: not published
     "cxc_sts_spearman": {"t2t": -0.125},
 }
@@ -111,8 +112,7 @@ def test_values_are_the_results_in_percent_shifted_in_decimal(tmp_path):
         (item,) = yaml.safe_load(text)
         metric, direction = path.removeprefix(".eval_results/eccv-caption_").removesuffix(".yaml").rsplit("_", 1)
         given = VALUES[metric][direction]
-        # percent: the decimal the results file holds, two places on (float("0.07e2") == 7.0, no float noise)
-        want = given if metric.endswith("spearman") else float(f"{given!r}e2")
+        want = given if metric.endswith("spearman") else percent(given)
         assert item["value"] == want and type(item["value"]) is float
         assert item["dataset"] == {"id": "me/eccv-caption", "task_id": f"{metric}_{direction}", "revision": SHA}
         assert item["source"] == {
@@ -176,7 +176,7 @@ def test_model_index_replaces_its_results_and_keeps_the_rest_of_the_card(tmp_pat
     }
     assert found[("zero-shot-image-classification", "imagenet-1k", "accuracy")] == 63.2  # another dataset: kept
     assert found[("image-to-text", "me/eccv-caption", "eccv_map_at_r")] == 7.0  # the same result: replaced
-    assert found[("text-to-image", "me/eccv-caption", "eccv_r1")] == float("0.26426426426426425e2")
+    assert found[("text-to-image", "me/eccv-caption", "eccv_r1")] == percent(0.26426426426426425)
     assert found[("sentence-similarity", "me/eccv-caption", "cxc_sts_spearman")] == -0.125
     assert len(found) == 6
     bare = updated_card("# Just text\n", sub)
