@@ -14,6 +14,9 @@ from eccv_metric.analysis.leaderboard import SHIPPED
 from eccv_metric.analysis.leaderboard import TABLE4_CSV
 from eccv_metric.analysis.leaderboard import csv_rows
 from eccv_metric.benchmarks.docs import protocol_table
+from eccv_metric.hub.eval_tasks import SPLIT
+from eccv_metric.hub.eval_tasks import HubTask
+from eccv_metric.hub.eval_tasks import registered
 
 # `license: other` parts (CxC's terms, the FG files without a license): named and linked, as the Hub asks
 LICENSE_NAME = "eccv-caption-parts"
@@ -74,10 +77,12 @@ def dataset_card(
             if missing
             else "Every image is stored with its pixels."
         )
+    tasks = registered(infos, skipped)
     body = CARD_BODY.format(
         configs=rows,
         notes="\n".join(notes),
         results=_paper_table(paper_results),
+        hub=hub_section(tasks, repo_id),
         repo=repo_id,
         protocols=protocol_table(),
         licenses=LICENSE_TABLE,
@@ -108,6 +113,41 @@ def _paper_table(path: str | Path | None) -> str:
         + "\n".join(lines)
     )
 
+
+def hub_section(tasks: list[HubTask], repo: str) -> str:
+    """The card's "Results on the Hub": the tasks ``eval.yaml`` registers and how a model's results get there."""
+    if not tasks:
+        return "This build holds no config a task is scored on, so it writes no `eval.yaml`.\n"
+    rows = "\n".join(f"| `{t.id}` | {t.title} | `{t.config}` | `{SPLIT}` | {t.unit} |" for t in tasks)
+    return HUB_SECTION.format(rows=rows, repo=repo, metrics=" ".join(dict.fromkeys(t.metric for t in tasks)))
+
+
+HUB_SECTION = """\
+`eval.yaml` registers this dataset as a Hub benchmark
+([Evaluation Results](https://huggingface.co/docs/hub/eval-results)): one task per metric and
+direction, each its own leaderboard once the Hub lists the benchmark (the Hub keeps leaderboards for the
+benchmarks on its allow-list). Values are in percent, as in the paper's table above; the CxC correlations
+are Spearman's rho. `eval.yaml` names no `evaluation_framework`: the Hub accepts only the frameworks on its
+list, and this package is not one of them.
+
+| task | metric | config | split | unit |
+|---|---|---|---|---|
+{rows}
+
+A model's results show on its page and on these leaderboards as `.eval_results/*.yaml` files in its repo,
+one per task, written from a results file of `eccv-caption evaluate --model`:
+
+```bash
+eccv-caption evaluate --model hf:you/your-clip --data {repo} -o results.json \\
+  --metrics {metrics}
+eccv-caption push-results results.json --dry-run
+eccv-caption push-results results.json
+```
+
+`push-results` opens a pull request on the model repo (`--direct` commits to a repo you own,
+`--model-index` also writes the card's `model-index`, the older form Papers with Code read);
+`eccv-caption leaderboard --from-hub {repo}` prints the Hub's leaderboard beside the paper's models.
+"""
 
 LICENSE_TABLE = """\
 Each part keeps the license of its source:
@@ -210,6 +250,10 @@ names (`eccv-caption benchmarks` lists every benchmark):
 ## Results from the paper
 
 {results}
+
+## Results on the Hub
+
+{hub}
 
 ## License
 

@@ -1,4 +1,5 @@
-"""Build the Hub-ready folder: ``data/<config>/test-*.parquet`` plus a generated dataset card.
+"""Build the Hub-ready folder: ``data/<config>/test-*.parquet``, a generated dataset card and ``eval.yaml``
+(the Hub benchmark's tasks, :mod:`eccv_metric.hub.eval_tasks`).
 
 Everything is written to a temporary folder beside the output and renamed into
 place at the end: a failed build leaves nothing half-written.
@@ -32,6 +33,8 @@ from eccv_caption_dataset.sources import resolve
 from eccv_metric.core import progress
 from eccv_metric.core.files import replace_folder
 from eccv_metric.core.files import temporary_folder
+from eccv_metric.hub.eval_tasks import eval_yaml
+from eccv_metric.hub.eval_tasks import registered
 
 IMAGE_ROW_GROUP = 100  # the Hub viewer re-converts Parquet whose row groups exceed 100 MB
 
@@ -130,6 +133,9 @@ def build(
         infos.update(beir)
         (tmp / "README.md").write_text(dataset_card(infos, report, paper_results, repo_id or output.name))
         (tmp / LICENSE_FILE).write_text(LICENSE_TEXT)
+        tasks = registered(infos, report["skipped"])  # the Hub benchmark: one task per headline number
+        if tasks:
+            (tmp / "eval.yaml").write_text(eval_yaml(tasks))
         replace_folder(tmp, output)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -21,25 +21,15 @@ import yaml
 from eccv_metric import EVALUATE_MODULE_DIR
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import write_text_atomic
+from eccv_metric.hub.repos import check_repo_id
+from eccv_metric.hub.repos import from_the_hub
+from eccv_metric.hub.repos import hub_failure
 
 PACKAGE = Path(__file__).resolve().parents[1] / "eccv_metric"
 MODULE = "eccv_map_at_r"
 SPACE_FILES = ("README.md", "app.py", "requirements.txt")
 _SCRIPT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
-# the Hub's rule for each half of "<owner>/<name>" (huggingface_hub.utils.validate_repo_id), owner required
-_REPO_PART = re.compile(r"(?!.*(--|\.\.))\w(?:[\w.-]{0,94}\w)?", re.ASCII)
-BUILD_EXTRAS = ("README.md", "LICENSE.md", ".gitattributes")  # besides the configs' Parquet files
-
-
-def check_repo_id(repo: str, keyword: str, example: str) -> None:
-    """``<owner>/<name>`` with the Hub's characters; a name without its owner would be created in whichever
-    account the token belongs to, so it is refused, as is anything else the Hub would reject."""
-    parts = repo.split("/")
-    if len(parts) != 2 or not all(_REPO_PART.fullmatch(part) for part in parts) or repo.endswith(".git"):
-        raise EvaluationError(
-            f"{keyword}= {repo!r} is not a Hub repo id: give <owner>/<name> (letters, digits, '-', '_', '.'), "
-            f"e.g. {example}"
-        )
+BUILD_EXTRAS = ("README.md", "LICENSE.md", "eval.yaml", ".gitattributes")  # besides the configs' Parquet files
 
 
 def check_build(folder: Path) -> list[str]:
@@ -170,9 +160,11 @@ def push(
                 try:
                     _upload(repo, repo_type, folder, private, revision, token)
                 except Exception as exc:
-                    if not _from_the_hub(exc):
+                    if not from_the_hub(exc):
                         raise
-                    raise EvaluationError(_failure(exc, f"{repo_type} {repo}", list(sent)[:-1])) from None
+                    done = list(sent)[:-1]
+                    what = f"push to {repo_type} {repo}" + (f" ({', '.join(done)} already uploaded)" if done else "")
+                    raise EvaluationError(hub_failure(exc, what, "push again")) from None
         return sent
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -185,6 +177,7 @@ def set_card_repo(folder: Path, repo: str) -> None:
     new = re.sub(r'load_dataset\("[^"]*"', f'load_dataset("{repo}"', text)
     new = re.sub(r'GroundTruth\.from_dataset\("[^"]*"\)', f'GroundTruth.from_dataset("{repo}")', new)
     new = re.sub(r"load_dataset\('[^']*'", f"load_dataset({repo!r}", new)
+    new = re.sub(r"(--data|--from-hub) [^\s`]+", lambda m: f"{m.group(1)} {repo}", new)  # "Results on the Hub"
     if new != text:
         write_text_atomic(card, new)
 
@@ -205,30 +198,3 @@ def _upload(repo: str, repo_type: str, folder: Path, private: bool, revision: st
         commit_message="Upload ECCV Caption " + ("dataset" if repo_type == "dataset" else "metric Space"),
         delete_patterns="*",  # the folder is the whole repo: files of an earlier push go (.gitattributes stays)
     )
-
-
-def _from_the_hub(exc: BaseException) -> bool:
-    """An HTTP answer of the Hub, or no answer at all (huggingface_hub's errors and its HTTP client's: httpx)."""
-    from huggingface_hub.errors import HfHubHTTPError
-
-    module = type(exc).__module__.split(".")[0]
-    return isinstance(exc, HfHubHTTPError | ConnectionError | TimeoutError) or module in ("httpx", "httpx2")
-
-
-def _failure(exc: BaseException, target: str, done: list[str]) -> str:
-    """One line: what failed, why, and the next step (a traceback of the HTTP client helps nobody here)."""
-    from huggingface_hub import constants
-
-    status = getattr(getattr(exc, "response", None), "status_code", None)
-    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    sent = f" ({', '.join(done)} already uploaded)" if done else ""
-    if status in (401, 403):
-        why = f"the Hub refused the token ({status}: {first})"
-        step = "log in with `hf auth login` or set HF_TOKEN to a token with write access, then push again"
-    elif status is not None:
-        why = f"the Hub answered {status}: {first}"
-        step = "check the repo id and your rights to it, then push again"
-    else:
-        why = f"could not reach the Hub at {constants.ENDPOINT} ({type(exc).__name__}: {first})"
-        step = "check the network connection (and HF_ENDPOINT, HF_HUB_OFFLINE), then push again"
-    return f"push to {target} failed{sent}: {why}; {step}"

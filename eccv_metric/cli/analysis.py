@@ -135,6 +135,10 @@ def _leaderboard(args: argparse.Namespace) -> tuple[dict[str, dict[str, float]],
     for note in notes:  # stderr when stdout carries JSON
         print(note, file=sys.stderr if getattr(args, "format", "table") == "json" else sys.stdout)
     extra = {name: read_results(str(path)) for name, path in names.items()}
+    if getattr(args, "from_hub", None):  # the Hub's leaderboard of the benchmark (eccv_metric.hub.board)
+        from eccv_metric.cli.hub import hub_rows
+
+        extra.update(hub_rows(args.from_hub, [*table, *extra]))
     merged = leaderboard.merge(table, extra)
     for name in extra:
         if not merged[name]:
@@ -165,6 +169,7 @@ def add_leaderboard(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("leaderboard", help="the paper's 25 models (i2t/t2i averages) with your models ranked in")
     _paper_args(p)
     p.add_argument("--sort", default="eccv_map_at_r", choices=leaderboard.CORRELATE_METRICS, help="metric to sort by")
+    p.add_argument("--from-hub", metavar="DATASET_REPO", help="add the models of the Hub's leaderboard of this dataset")
     p.set_defaults(func=run_leaderboard)
 
 

@@ -1,4 +1,5 @@
-"""``eccv-caption``: evaluate, benchmarks, export-trec, import-trec, build, push, compare, correlate, leaderboard."""
+"""``eccv-caption``: evaluate, benchmarks, export-trec, import-trec, build, push, push-results, compare, correlate,
+leaderboard."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from eccv_metric.cli.data import add_build
 from eccv_metric.cli.data import add_push
 from eccv_metric.cli.evaluate import add_benchmarks
 from eccv_metric.cli.evaluate import add_evaluate
+from eccv_metric.cli.hub import add_push_results
 from eccv_metric.cli.trec import add_export_trec
 from eccv_metric.cli.trec import add_import_trec
 from eccv_metric.core import progress
@@ -30,6 +32,7 @@ SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     add_import_trec,
     add_build,
     add_push,
+    add_push_results,
     add_compare,
     add_correlate,
     add_leaderboard,

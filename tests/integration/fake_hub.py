@@ -1,4 +1,5 @@
-"""A tiny offline stand-in for the Hugging Face Hub, enough for ``evaluate.load("<user>/<space>")``.
+"""A tiny offline stand-in for the Hugging Face Hub: ``evaluate.load``, huggingface_hub's reads, commits and
+pull requests, and the benchmark leaderboard, at the HTTP boundary (nothing below it is faked).
 
 What evaluate 0.4.6 asks of the Hub (evaluate/loading.py HubEvaluationModuleFactory,
 evaluate/utils/file_utils.py get_from_cache) is only:
@@ -7,9 +8,13 @@ evaluate/utils/file_utils.py get_from_cache) is only:
     GET  {HF_ENDPOINT}/spaces/<user>/<space>/resolve/<revision>/<file>   -> the bytes
 
 with <revision> first "v0.4.6" (evaluate's own version: a 404 there makes it retry "main").
-This server answers those for staged Space folders, plus the two small JSON API routes a
-huggingface_hub client would use for the same repo (/api/spaces/<id> and
-/api/spaces/<id>/revision/<rev>), and logs every request it sees.
+This server answers those for staged Space folders (and dataset / model repos: ``/datasets/<id>/resolve/...``,
+``/<id>/resolve/...``), the JSON API routes a huggingface_hub client uses for the same repos
+(``/api/<kind>/<id>`` and ``/api/<kind>/<id>/revision/<rev>``, ``<rev>`` also ``refs/pr/<n>``), the write
+routes of ``HfApi.create_commit`` (``POST /api/validate-yaml``, ``/api/<kind>/<id>/preupload/<rev>``,
+``/api/<kind>/<id>/commit/<rev>`` with ``create_pr=1`` for a pull request) and the leaderboard of a
+benchmark dataset (``GET /api/datasets/<id>/leaderboard``), and logs every request it sees. The rules of
+the write side (tokens, owners, pull requests, leaderboards) are in :mod:`tests.integration.fake_hub_store`.
 
 It is also a *proxy trap*: point HTTPS_PROXY/HTTP_PROXY at it (with NO_PROXY=127.0.0.1,localhost)
 and any request that would have left the machine arrives here as ``CONNECT host:443`` (or an
@@ -21,6 +26,9 @@ Usage as a library::
         env = hub.client_env(tmpdir)      # HF_ENDPOINT, caches in tmpdir, proxy trap, counts off
         ...run evaluate.load("user/toy_metric") in a subprocess with env...
         print(hub.log)                    # [(method, path, status), ...]
+
+    with FakeHub({}, models={"me/clip": folder}, datasets={"me/eccv": build}, tokens={"hf_me": ("me", True)}):
+        ...                               # hub.store.commits: what each commit sent
 
 (Copied from the packaging research, /work/notes/packaging.md section 3; used by test_packaging.py.)
 """
@@ -36,12 +44,22 @@ import threading
 from http.server import BaseHTTPRequestHandler
 from http.server import ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import parse_qs
 from urllib.parse import unquote
 from urllib.parse import urlsplit
 
-FAKE_COMMIT = "0123456789abcdef0123456789abcdef01234567"
-RESOLVE = re.compile(r"^/(?P<kind>spaces|datasets)/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<file>.+)$")
-API_INFO = re.compile(r"^/api/(?P<kind>spaces|datasets)/(?P<repo>[^/]+/[^/]+?)(?:/revision/(?P<rev>[^/]+))?/?$")
+from tests.integration.fake_hub_store import FAKE_COMMIT
+from tests.integration.fake_hub_store import HubError
+from tests.integration.fake_hub_store import Store
+from tests.integration.fake_hub_store import validate_card
+
+KINDS = ("models", "datasets", "spaces")
+# /api/<kind>/<owner>/<name>[/<action>[/<rev>]]: the API routes (the revision is one %-quoted segment)
+API = re.compile(
+    r"^/api/(?P<kind>models|datasets|spaces)/(?P<repo>[^/]+/[^/]+?)(?:/(?P<action>[a-z]+)(?:/(?P<rev>[^/]+))?)?/?$"
+)
+# [/<kind>]/<owner>/<name>/resolve/<rev>/<file>: a file (models have no kind in the path)
+RESOLVE = re.compile(r"^(?:/(?P<kind>spaces|datasets))?/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<file>.+)$")
 
 
 def git_blob_sha1(data: bytes) -> str:
@@ -56,13 +74,23 @@ class FakeHub:
         revisions: tuple[str, ...] = ("main", FAKE_COMMIT),
         host: str = "127.0.0.1",
         port: int = 0,
+        *,
+        models: dict[str, str | os.PathLike] | None = None,
+        datasets: dict[str, str | os.PathLike] | None = None,
+        tokens: dict[str, tuple[str, bool]] | None = None,
     ):
+        """``spaces`` (also served as datasets, as before), ``models``, ``datasets``: repo id -> folder;
+        ``tokens``: token -> (user, may write); None: no token is checked (read-only use)."""
         self.spaces = {repo: Path(folder) for repo, folder in spaces.items()}
-        self.revisions = set(revisions)
+        repos = {(kind, repo): folder for repo, folder in self.spaces.items() for kind in ("spaces", "datasets")}
+        repos |= {("models", repo): Path(folder) for repo, folder in (models or {}).items()}
+        repos |= {("datasets", repo): Path(folder) for repo, folder in (datasets or {}).items()}
+        self.store = Store(repos, set(revisions), tokens)
+        self.revisions = self.store.revisions
         self.log: list[tuple[str, str, int]] = []
         self.escaped: list[tuple[str, str]] = []  # requests meant for other hosts (proxy trap)
         self.user_agents: list[str] = []  # User-Agent of each request, same order as log
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         hub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -86,17 +114,25 @@ class FakeHub:
                 if self.command != "HEAD" and body:
                     self.wfile.write(body)
 
+            def _json(self, payload: object, status: int = 200) -> None:
+                self._send(status, json.dumps(payload).encode(), {"Content-Type": "application/json"})
+
             def _error(self, status: int, code: str, message: str) -> None:
                 body = json.dumps({"error": message}).encode()
-                self._send(
-                    status, body, {"Content-Type": "application/json", "X-Error-Code": code, "X-Error-Message": message}
-                )
+                headers = {"Content-Type": "application/json", "X-Error-Message": message}
+                if code:
+                    headers["X-Error-Code"] = code
+                self._send(status, body, headers)
 
             def _trap(self) -> None:
                 with hub._lock:
                     hub.escaped.append((self.command, self.path))
                 self._send(403, b"fake_hub: outside traffic refused\n", {"Connection": "close"})
                 self.close_connection = True
+
+            def _token(self) -> str | None:
+                auth = self.headers.get("Authorization", "")
+                return auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else None
 
             def do_CONNECT(self):  # an https request that a proxy-aware client tried to send elsewhere
                 self._trap()
@@ -107,31 +143,63 @@ class FakeHub:
             def do_GET(self):
                 self._route()
 
+            def do_POST(self):
+                self._route()
+
             def _route(self):
                 if self.path.startswith(("http://", "https://")):  # absolute URI: a proxied plain-http request
                     return self._trap()
-                path = unquote(urlsplit(self.path).path)
-                m = RESOLVE.match(path)
-                if m:
-                    return self._resolve(m["repo"], m["rev"], m["file"])
-                m = API_INFO.match(path)
-                if m:
-                    return self._info(m["repo"], m["rev"] or "main")
-                return self._error(404, "EntryNotFound", f"fake_hub: no route for {path}")
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0)) if self.command == "POST" else b""
+                parts = urlsplit(self.path)
+                try:
+                    with hub._lock:
+                        return self._answer(parts.path, parse_qs(parts.query), body)
+                except HubError as exc:
+                    return self._error(exc.status, exc.code, exc.message)
 
-            def _repo(self, repo: str) -> Path | None:
-                return hub.spaces.get(repo)
+            def _answer(self, raw: str, query: dict, body: bytes):
+                token = self._token()
+                hub.store.user(token)  # an unknown token is refused on every route
+                if self.command == "POST" and raw == "/api/validate-yaml":
+                    errors = validate_card(json.loads(body)["content"])
+                    return self._json({"errors": [{"message": e} for e in errors]}, 400 if errors else 200)
+                m = API.match(raw)
+                if m:
+                    return self._api(m["kind"], unquote(m["repo"]), m["action"], unquote(m["rev"] or ""), query, body)
+                m = RESOLVE.match(raw)
+                if m and self.command in ("GET", "HEAD"):
+                    name = "/".join(unquote(part) for part in m["file"].split("/"))
+                    return self._resolve(m["kind"] or "models", unquote(m["repo"]), unquote(m["rev"]), name)
+                return self._error(404, "EntryNotFound", f"fake_hub: no route for {unquote(raw)}")
 
-            def _resolve(self, repo: str, rev: str, name: str):
-                folder = self._repo(repo)
-                if folder is None:  # the Hub answers 401 for a missing (or private) repo without a token
-                    return self._error(401, "RepositoryNotFound", "Repository not found")
-                if rev not in hub.revisions:
-                    return self._error(404, "RevisionNotFound", f"Invalid rev id: {rev}")
-                file = (folder / name).resolve()
-                if folder.resolve() not in file.parents or not file.is_file():
+            def _api(self, kind: str, repo: str, action: str | None, rev: str, query: dict, body: bytes):
+                token = self._token()
+                if self.command == "GET" and action in (None, "revision"):
+                    return self._info(kind, repo, rev or "main")
+                if self.command == "GET" and kind == "datasets" and action == "leaderboard":
+                    return self._json(hub.store.leaderboard(repo, token))
+                if self.command == "POST" and action == "preupload":
+                    hub.store.folder(kind, repo, token)
+                    files = json.loads(body)["files"]
+                    return self._json(
+                        {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files]}
+                    )
+                if self.command == "POST" and action == "commit":
+                    items = [json.loads(line) for line in body.splitlines() if line.strip()]
+                    create_pr = query.get("create_pr") == ["1"]
+                    done = hub.store.commit(kind, repo, rev, create_pr, items, token)
+                    prefix = "" if kind == "models" else f"{kind}/"
+                    answer = {"commitUrl": f"{hub.url}/{prefix}{repo}/commit/{done['sha']}", "commitOid": done["sha"]}
+                    if create_pr:
+                        answer["pullRequestUrl"] = f"{hub.url}/{prefix}{repo}/discussions/{done['pr']}"
+                    return self._json(answer)
+                return self._error(404, "", f"fake_hub: no route for {self.command} /api/{kind}/{repo}/{action}")
+
+            def _resolve(self, kind: str, repo: str, rev: str, name: str):
+                sha, files = hub.store.files(kind, repo, rev, self._token())
+                if name not in files:
                     return self._error(404, "EntryNotFound", f"{name} does not exist on {rev}")
-                data = file.read_bytes()
+                data = files[name]
                 ctype = mimetypes.guess_type(name)[0] or "application/octet-stream"
                 return self._send(
                     200,
@@ -139,28 +207,15 @@ class FakeHub:
                     {
                         "Content-Type": ctype,
                         "ETag": f'"{git_blob_sha1(data)}"',
-                        "X-Repo-Commit": FAKE_COMMIT,
+                        "X-Repo-Commit": sha,
                         "Accept-Ranges": "bytes",
                     },
                 )
 
-            def _info(self, repo: str, rev: str):
-                folder = self._repo(repo)
-                if folder is None:
-                    return self._error(401, "RepositoryNotFound", "Repository not found")
-                if rev not in hub.revisions:
-                    return self._error(404, "RevisionNotFound", f"Invalid rev id: {rev}")
-                files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
-                body = json.dumps(
-                    {
-                        "id": repo,
-                        "sha": FAKE_COMMIT,
-                        "sdk": "gradio",
-                        "private": False,
-                        "siblings": [{"rfilename": f} for f in files],
-                    }
-                ).encode()
-                return self._send(200, body, {"Content-Type": "application/json"})
+            def _info(self, kind: str, repo: str, rev: str):
+                sha, files = hub.store.files(kind, repo, rev, self._token())
+                info = {"id": repo, "sha": sha, "private": False, "siblings": [{"rfilename": f} for f in sorted(files)]}
+                return self._json(info | ({"sdk": "gradio"} if kind == "spaces" else {}))
 
         self._server = ThreadingHTTPServer((host, port), Handler)
         self._server.daemon_threads = True

@@ -11,6 +11,7 @@ import datasets
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from eccv_caption_dataset.hub_folder import build
 from eccv_metric import REGISTRY
@@ -124,6 +125,29 @@ def test_dataset_card_is_generated(built):
     assert "https://arxiv.org/abs/2204.03359" in text and "<this repo>" not in text and "- nothing" not in text
     assert f"{len(report['images_missing']):,} of the 5,000 images are stored without pixels" in text
     assert 'load_dataset("eccv_caption", "positives"' in text and "| image pixels | Flickr photos" in text
+
+
+def test_eval_yaml_registers_every_headline_task(built):
+    """A full build is a Hub benchmark of every headline number: eval.yaml's tasks name configs it has."""
+    folder, _ = built
+    meta = yaml.safe_load((folder / "eval.yaml").read_text())
+    assert set(meta) == {"name", "description", "tasks"} and meta["name"] == "ECCV Caption"
+    both = [f"{m}_{d}" for m in ("eccv_map_at_r", "eccv_rprecision", "eccv_r1", "coco_5k_r1", "coco_1k_r1", "cxc_r1",
+                                 "pmrp", "mscoco_fg_r1", "flickr30k_fg_r1") for d in ("i2t", "t2i")]  # fmt: skip
+    correlations = ["cxc_sts_spearman_t2t", "cxc_sis_spearman_i2i", "cxc_sits_spearman_t2i"]
+    assert [t["id"] for t in meta["tasks"]] == both + correlations
+    card = yaml.safe_load((folder / "README.md").read_text().split("\n---\n")[0][4:])
+    splits = {c["config_name"]: [f["split"] for f in c["data_files"]] for c in card["configs"]}
+    assert all(splits[t["config"]] == [t["split"]] == ["test"] for t in meta["tasks"])
+    assert {t["config"] for t in meta["tasks"]} == {
+        "positives",
+        "mscoco_fg_captions",
+        "flickr30k_fg_captions",
+        "cxc_ratings",
+    }
+    text = (folder / "README.md").read_text()
+    assert "| `pmrp_i2t` | PMRP, image-to-text | `positives` | `test` | percent (0-100) |" in text
+    assert "| `cxc_sis_spearman_i2i` | CxC SIS Spearman's rho, image-to-image | `cxc_ratings` | `test` |" in text
 
 
 def test_parquet_is_written_as_the_hub_writes_it(built):

@@ -12,6 +12,7 @@ import json
 
 import numpy as np
 import pytest
+import yaml
 
 from eccv_caption_dataset.hub_folder import build
 from eccv_metric import Embeddings
@@ -20,6 +21,7 @@ from eccv_metric import Resources
 from eccv_metric import evaluate
 from eccv_metric.cli.main import main
 from tests.fixtures import SHARED
+from tests.unit.brute import percent
 from tests.unit.model_world import png
 from tests.unit.model_world import tiny_clip
 
@@ -67,6 +69,21 @@ def test_evaluate_model_cli_on_a_built_folder(image_build, tmp_path, capsys, mon
     capsys.readouterr()
     assert main(["leaderboard", "--with", str(res)]) == 0
     assert "res ranks (of 26)" in capsys.readouterr().out
+    # push-results publishes it (a local build: the repo it was pushed to is given); its dry run sends nothing
+    push = ["push-results", str(res), "--model-repo", "me/tiny-clip", "--dataset-repo", "me/eccv-caption"]
+    assert main([*push, "--dry-run"]) == 0
+    printed = capsys.readouterr().out.split("\n--- ")[1:]
+    files = {block.split("\n", 1)[0]: yaml.safe_load(block.split("\n", 1)[1]) for block in printed}
+    tasks = {t["id"] for t in yaml.safe_load((image_build / "eval.yaml").read_text())["tasks"]}
+    published = {f"{m}_{d}" for m in written for d in written[m] if f"{m}_{d}" in tasks}
+    assert len(files) == len(published) == 13  # the official five and PMRP both ways, CxC SITS rho (std: no task)
+    for path, (entry,) in files.items():
+        task = entry["dataset"]["task_id"]
+        metric, direction = task.rsplit("_", 1)
+        value = written[metric][direction]
+        assert path == f".eval_results/eccv-caption_{task}.yaml" and task in published
+        assert entry["value"] == (value if metric.endswith("spearman") else percent(value))  # percent
+        assert entry["dataset"] == {"id": "me/eccv-caption", "task_id": task}  # a local build: no revision
     # compare reads the per-query file
     assert main(["compare", str(pq), str(pq), "--n-resamples", "50"]) == 0
     assert "eccv_map_at_r" in capsys.readouterr().out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
+from fractions import Fraction
 
 from tests.unit.world import World
 
@@ -123,3 +124,9 @@ def metric_values(
 def aggregate(kind: str, values: dict[int, float]) -> float:
     v = list(values.values())
     return statistics.median(v) if kind == "medr" else sum(v) / len(v)
+
+
+def percent(fraction: float) -> float:
+    """A fraction in percent: the decimal its repr writes times 100, exactly (``Fraction``), rounded once to a
+    float; what a published value must equal (``0.07`` -> ``7.0``; ``100 * 0.07`` is ``7.000000000000001``)."""
+    return float(Fraction(repr(fraction)) * 100)

@@ -1,0 +1,74 @@
+"""Hub repo ids and the Hub's failures, each on one line naming the repo and the next step.
+
+Shared by ``eccv-caption push`` (the dataset and the Space), ``push-results`` and ``leaderboard --from-hub``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from eccv_metric.core.errors import EvaluationError
+
+# the Hub's rule for each half of "<owner>/<name>" (huggingface_hub.utils.validate_repo_id), owner required
+_REPO_PART = re.compile(r"(?!.*(--|\.\.))\w(?:[\w.-]{0,94}\w)?", re.ASCII)
+NETWORK_STEP = "check the network connection (and HF_ENDPOINT, HF_HUB_OFFLINE)"
+TOKEN_STEP = "log in with `hf auth login` or set HF_TOKEN to a token with write access"
+
+
+def is_repo_id(text: object) -> bool:
+    """Whether ``text`` is ``<owner>/<name>`` with the Hub's characters."""
+    if not isinstance(text, str):
+        return False
+    parts = text.split("/")
+    return len(parts) == 2 and all(_REPO_PART.fullmatch(part) for part in parts) and not text.endswith(".git")
+
+
+def check_repo_id(repo: str, keyword: str, example: str) -> None:
+    """``<owner>/<name>`` with the Hub's characters; a name without its owner would be created in whichever
+    account the token belongs to, so it is refused, as is anything else the Hub would reject."""
+    if not is_repo_id(repo):
+        raise EvaluationError(
+            f"{keyword}= {repo!r} is not a Hub repo id: give <owner>/<name> (letters, digits, '-', '_', '.'), "
+            f"e.g. {example}"
+        )
+
+
+def from_the_hub(exc: BaseException) -> bool:
+    """An HTTP answer of the Hub, or no answer at all (huggingface_hub's errors and its HTTP client's: httpx)."""
+    from huggingface_hub.errors import HfHubHTTPError
+
+    module = type(exc).__module__.split(".")[0]
+    return isinstance(exc, HfHubHTTPError | ConnectionError | TimeoutError) or module in ("httpx", "httpx2")
+
+
+def status_of(exc: BaseException) -> int | None:
+    """The HTTP status of a Hub answer; None when the Hub did not answer."""
+    return getattr(getattr(exc, "response", None), "status_code", None)
+
+
+def first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def hub_failure(
+    exc: BaseException,
+    what: str,
+    again: str,
+    refused: str = TOKEN_STEP,
+    answered: str = "check the repo id and your rights to it",
+) -> str:
+    """One line: what failed, why, and the next step (a traceback of the HTTP client helps nobody here).
+
+    ``refused``: the step when the Hub refuses the token (401 / 403); ``answered``: for any other answer;
+    ``again``: how to retry (``push again``)."""
+    from huggingface_hub import constants
+
+    status = status_of(exc)
+    if status in (401, 403):
+        why, step = f"the Hub refused the token ({status}: {first_line(exc)})", refused
+    elif status is not None:
+        why, step = f"the Hub answered {status}: {first_line(exc)}", answered
+    else:
+        why = f"could not reach the Hub at {constants.ENDPOINT} ({type(exc).__name__}: {first_line(exc)})"
+        step = NETWORK_STEP
+    return f"{what} failed: {why}; {step}, then {again}"
