@@ -164,7 +164,12 @@ def per_query_arrays(
 def metric_queries(resources: Resources, metric: str, direction: str) -> np.ndarray:
     """The ids of every query a metric can score in a direction (what ``evaluate`` scores without ``partial``):
     the queries with positives of each relation it reads, on its benchmark's collection (a ranking metric)."""
-    jobs = [j for j in plan(resolve_name(metric, ()), resources, (direction,)) if j.direction == direction]
+    try:
+        jobs = [j for j in plan(resolve_name(metric, ()), resources, (direction,)) if j.direction == direction]
+    except (EvaluationError, OSError) as exc:
+        raise EvaluationError(
+            f"{metric}/{direction}: its queries are told from its ground truth, as evaluate read it: {exc}"
+        ) from None
     found = [job.view.queries.ids[rel.query] for job in jobs if job.view is not None for rel in job.relevances]
     return np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
 

@@ -67,8 +67,8 @@ def test_evaluate_model_cli_on_a_built_folder(image_build, tmp_path, capsys, mon
     capsys.readouterr()
     assert main(["leaderboard", "--with", str(res)]) == 0
     assert "res ranks (of 26)" in capsys.readouterr().out
-    # compare reads the per-query file
-    assert main(["compare", str(pq), str(pq), "--n-resamples", "50"]) == 0
+    # compare reads the per-query file (PMRP's queries from the build's categories, as the model run read them)
+    assert main(["compare", str(pq), str(pq), "--n-resamples", "50", "--ground-truth", str(image_build)]) == 0
     assert "eccv_map_at_r" in capsys.readouterr().out
     # a second run encodes nothing
     assert main([*args, "--benchmarks", "coco_5k", "--json"]) == 0

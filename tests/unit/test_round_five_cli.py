@@ -160,6 +160,19 @@ def test_compare_refuses_ids_that_are_not_queries_of_every_benchmark(world, res,
         compare_files(files[0], files[1], 50, resources=res)
 
 
+def test_compare_says_where_a_metrics_queries_come_from_when_its_ground_truth_is_missing(world, res, tmp_path):
+    from eccv_metric import GroundTruth
+
+    path = tmp_path / "pq.json"
+    path.write_text(json.dumps(quiet_evaluate(Embeddings(*vectors(world)), ["pmrp"], resources=res).per_query_json()))
+    no_categories = Resources(GroundTruth.from_id_lists(world.caption_ids, world.lists))
+    with pytest.raises(
+        EvaluationError, match=r"^pmrp/i2t: its queries are told from its ground truth, .*instances_json="
+    ):
+        compare_files(path, path, 50, resources=no_categories)
+    assert compare_files(path, path, 50, resources=res)
+
+
 def test_compare_names_the_two_files_and_the_wrong_kind_of_file(world, world_evaluate, res, tmp_path, capsys):
     img, cap = vectors(world)
     results = quiet_evaluate(ScoreMatrix(img @ cap.T), ["coco_5k_r1"], resources=res)
