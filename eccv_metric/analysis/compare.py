@@ -5,8 +5,10 @@ R-Precision, PMRP, MeanR of every registered benchmark); the others are
 skipped with the reason (MedR is a median; a correlation's values are
 bootstrap samples, whose mean and spread are already its estimate and
 uncertainty). Queries are aligned by id; both systems must cover the same
-queries. COCO 1K metrics are resampled within their folds (stratified
-bootstrap), and only then.
+queries, and every id must be a query of its metric on its benchmark (told from the benchmark's ground truth,
+:class:`~eccv_metric.benchmarks.resources.Resources`: the FG files for MSCOCO-FG / Flickr30K-FG, the CxC ratings
+for CxC t2t / i2i, COCO categories for PM, as ``evaluate`` reads them). COCO 1K metrics are resampled within
+their folds (stratified bootstrap), and only then.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from eccv_metric.analysis.stats import check_resampling
 from eccv_metric.analysis.stats import holm
 from eccv_metric.analysis.stats import paired_test
 from eccv_metric.benchmarks.names import metric_info
+from eccv_metric.benchmarks.names import resolve_name
+from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.benchmarks.resources import cached_resources
 from eccv_metric.core import progress
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import preview
@@ -31,6 +36,7 @@ from eccv_metric.core.jsonio import int_list
 from eccv_metric.core.jsonio import read_json
 from eccv_metric.core.jsonio import require_object
 from eccv_metric.core.view import DIRECTION_KINDS
+from eccv_metric.engine.plan import plan
 from eccv_metric.groundtruth.split import GroundTruth
 
 PER_QUERY_FORMAT = (
@@ -57,15 +63,19 @@ def compare(
     method: str = "randomization",
     gt: GroundTruth | None = None,
     skipped: dict[str, str] | None = None,
+    resources: Resources | None = None,
 ) -> list[dict]:
     """One row per comparable metric and direction found in both: means, CIs, mean difference, paired p-value.
 
     ``p_holm``: the p-values adjusted over all rows of the comparison
     (Holm-Bonferroni), for claims about several metrics at once. ``skipped``
-    (filled in when given): metric -> why it was not compared.
+    (filled in when given): metric -> why it was not compared. ``resources``: the ground truth that tells each
+    metric's queries (default: ``Resources(gt)``, or the wheel's with CxC and FG from their canonical files).
     """
     check_resampling(n_resamples, confidence)
-    gt = gt or GroundTruth.from_wheel()
+    if resources is None:
+        resources = Resources(gt) if gt is not None else cached_resources()
+    gt = resources.gt
     rows = []
     for metric in progress.iterate([m for m in a if m in b], "comparing", unit="metric", tick=True):
         reason = comparable(metric)
@@ -74,8 +84,8 @@ def compare(
                 skipped[metric] = reason
             continue
         for direction in [d for d in a[metric] if d in b[metric]]:
-            ids_a, va = per_query_arrays(a, metric, direction, gt, "A")
-            ids_b, vb = per_query_arrays(b, metric, direction, gt, "B")
+            ids_a, va = per_query_arrays(a, metric, direction, resources, "A")
+            ids_b, vb = per_query_arrays(b, metric, direction, resources, "B")
             if len(ids_a) != len(ids_b) or (np.sort(ids_a) != np.sort(ids_b)).any():
                 raise EvaluationError(f"{metric}/{direction}: the two systems were scored on different queries")
             order_b = np.argsort(ids_b)[np.searchsorted(np.sort(ids_b), ids_a)]
@@ -115,9 +125,9 @@ def compare(
 
 
 def per_query_arrays(
-    results: Mapping, metric: str, direction: str, gt: GroundTruth, label: str
+    results: Mapping, metric: str, direction: str, resources: Resources, label: str
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(query ids, finite values) of one metric/direction; ids must be distinct items of the query modality."""
+    """(query ids, finite values) of one metric/direction; ids must be distinct queries of the metric."""
     where = f"{label} {metric}/{direction}"
     bench, kind = metric_info(metric)
     if direction not in bench.directions:
@@ -143,27 +153,43 @@ def per_query_arrays(
             f"queries {preview(ids_arr[outside])}"
         )
     require_unique(ids_arr, f"{where} query")
-    if bench.collection == "coco_5k":
-        index = gt.index(DIRECTION_KINDS[direction][0])
-        dense = index.positions(ids_arr)
-        relation = bench.task(direction).relation
-        known = None
-        if relation in gt.positives:  # the split's own relations: the metric's queries are known here
-            known = gt.positives[relation][direction].query  # type: ignore[index]
-        wrong = (dense < 0) if known is None else (dense < 0) | ~np.isin(dense, known)
-        if wrong.any():
-            raise EvaluationError(
-                f"{where}: {int(wrong.sum())} id(s) are not queries of this metric: {preview(ids_arr[wrong])}"
-            )
+    wrong = ~np.isin(ids_arr, metric_queries(resources, metric, direction))
+    if wrong.any():
+        raise EvaluationError(
+            f"{where}: {int(wrong.sum())} id(s) are not queries of this metric: {preview(ids_arr[wrong])}"
+        )
     return ids_arr, vals
+
+
+def metric_queries(resources: Resources, metric: str, direction: str) -> np.ndarray:
+    """The ids of every query a metric can score in a direction (what ``evaluate`` scores without ``partial``):
+    the queries with positives of each relation it reads, on its benchmark's collection (a ranking metric)."""
+    try:
+        jobs = [j for j in plan(resolve_name(metric, ()), resources, (direction,)) if j.direction == direction]
+    except (EvaluationError, OSError) as exc:
+        raise EvaluationError(
+            f"{metric}/{direction}: its queries are told from its ground truth, as evaluate read it: {exc}"
+        ) from None
+    found = [job.view.queries.ids[rel.query] for job in jobs if job.view is not None for rel in job.relevances]
+    return np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
 
 
 def compare_files(a: str | Path, b: str | Path, *args: object, **kwargs: object) -> list[dict]:
     """:func:`compare` of two per-query JSON files (errors name the file)."""
     loaded = [require_object(read_json(p, PER_QUERY_FORMAT), p, PER_QUERY_FORMAT) for p in (a, b)]
     for path, results in zip((a, b), loaded, strict=True):
+        if set(results) and set(results) <= set(DIRECTION_KINDS):
+            raise EvaluationError(
+                f"{path} is a rankings file (evaluate --rankings), not per-query values: give the per-query file "
+                "(evaluate --per-query)"
+            )
         for metric, by_dir in results.items():
             require_object(by_dir, path, f"{metric} to map directions to per-query values")
+            if metric == "provenance" or any(type(v) in (int, float) for v in by_dir.values()):
+                raise EvaluationError(
+                    f"{path} is a results file (evaluate -o), not per-query values: give the per-query file "
+                    "(evaluate --per-query)"
+                )
             try:
                 metric_info(metric)
             except EvaluationError:

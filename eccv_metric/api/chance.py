@@ -182,6 +182,11 @@ def chance_notes(jobs: list[Job], per_query: dict[str, dict[str, QueryScores]], 
     return notes
 
 
+CAUSES = "; common causes: "
+UNTRAINED = "a model that was not trained or whose weights were not loaded"
+MIXED = "image and caption embeddings of different models"
+
+
 def note_text(direction: str, rows: list[tuple[str, float, float]], source: Input) -> str:
     """The note: the numbers, what random rankings give, and the common causes (it cannot tell them apart)."""
     shown = ", ".join(
@@ -193,9 +198,19 @@ def note_text(direction: str, rows: list[tuple[str, float, float]], source: Inpu
         order = "ranked ids that are row numbers, not the benchmark's item ids (COCO image / caption ids)"
     else:
         order = "rows not in the order of the benchmark's ids (give image_ids= / caption_ids=)"
+    return f"{direction}: numbers at chance level ({shown}){CAUSES}{order}, {UNTRAINED}, {MIXED}"
+
+
+def for_model(note: str) -> str:
+    """A note of a model run (``evaluate_model``, ``evaluate --model``) as that front end advises: its items are
+    encoded in the registry's order with their ids, both sides by the one model, so what is left is the model
+    itself (the ids and rows advice of a user's matrix does not apply). Other notes are kept as they are."""
+    head, found, _ = note.partition(CAUSES)
+    if not found:
+        return note
     return (
-        f"{direction}: numbers at chance level ({shown}); common causes: {order}, a model that was not trained "
-        "or whose weights were not loaded, image and caption embeddings of different models"
+        f"{head}; likely cause: {UNTRAINED} (e.g. a checkpoint whose parameter names do not match the architecture "
+        "loads as random weights: check the spec and the loading messages), or a model not made for this task"
     )
 
 

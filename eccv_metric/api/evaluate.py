@@ -77,7 +77,34 @@ def evaluate(
         n_resamples=n_resamples,
         seed=seed,
     )
-    return evaluate_request(source, request, resources)
+    if metrics is not None or benchmarks is not None or not isinstance(source, ScoredInput):
+        return evaluate_request(source, request, resources)
+    try:  # defaults of one modality alone (images: cxc_i2i): a failure names the half that is missing first
+        jobs = plan_request(source, request, resources)
+    except (EvaluationError, OSError) as exc:
+        alone = one_half(source, request)
+        if alone is None:
+            raise
+        raise EvaluationError(f"{alone} (they failed: {exc})") from exc
+    return score_jobs(source, request, jobs)
+
+
+def one_half(source: ScoredInput, request: Request) -> str | None:
+    """For an input of one modality alone scored by its defaults: what it lacks for the image-caption
+    benchmarks, in keywords (front ends put them in their words); None for an image-caption input."""
+    if any(source.cannot_direction(d) is None for d in ("i2t", "t2i")):
+        return None
+    kinds = [k for k in ("image", "caption") if source.n_rows(k) is not None]
+    if source.kind == "embeddings":
+        if len(kinds) != 1:  # both, of different dimensions: the input's own error says so
+            return None
+        given, missing = f"{kinds[0]}_embeddings=", f"{'caption' if kinds[0] == 'image' else 'image'}_embeddings="
+    else:
+        given, missing = " / ".join(f"{k}_scores=" for k in kinds), "the image x caption scores="
+    names = ", ".join(dict.fromkeys(r.benchmark.name for r in request.metrics))
+    was = "was" if len(kinds) == 1 else "were"
+    need = f"the image-caption benchmarks need {missing} too"
+    return f"only {given} {was} given: {need}; scored alone, the defaults are {names}"
 
 
 def check_input(source: object, what: str) -> None:

@@ -8,15 +8,22 @@ import sys
 
 from eccv_metric.analysis import leaderboard
 from eccv_metric.analysis.compare import compare_files
+from eccv_metric.analysis.plots import pyplot
+from eccv_metric.analysis.plots import tau_heatmap
 from eccv_metric.analysis.report import scale_of
 from eccv_metric.analysis.report import shown
 from eccv_metric.analysis.stats import tau_matrix
 from eccv_metric.benchmarks.names import metric_info
 from eccv_metric.cli.common import non_negative_int
+from eccv_metric.cli.evaluate import add_ground_truth_args
+from eccv_metric.cli.evaluate import resources_of
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.files import check_output_path
 from eccv_metric.core.files import write_json_atomic
 from eccv_metric.core.jsonio import read_json
 from eccv_metric.core.jsonio import require_object
+from eccv_metric.formats.mteb import is_mteb_predictions
+from eccv_metric.formats.mteb import is_rankings_json
 
 RESULTS_FORMAT = 'the results JSON of `eccv-caption evaluate -o` {metric: {"i2t": value, "t2i": value}} (fractions)'
 
@@ -35,12 +42,23 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
         help="paired test: sign-flip randomization (default) or paired bootstrap",
     )
     p.add_argument("--output", "-o", help="write the comparison as JSON here")
+    g = p.add_argument_group("ground truth (each metric's queries, as evaluate read them; the same flags)")
+    add_ground_truth_args(g)
     p.set_defaults(func=run_compare)
 
 
 def run_compare(args: argparse.Namespace) -> int:
     skipped: dict[str, str] = {}
-    rows = compare_files(args.a, args.b, args.n_resamples, args.confidence, args.seed, args.method, skipped=skipped)
+    rows = compare_files(
+        args.a,
+        args.b,
+        args.n_resamples,
+        args.confidence,
+        args.seed,
+        args.method,
+        skipped=skipped,
+        resources=resources_of(args),
+    )
     table = [("metric", "A", "CI A", "B", "CI B", "A-B", "p", "p Holm")]
     for r in rows:
         m = r["metric"]
@@ -61,6 +79,7 @@ def run_compare(args: argparse.Namespace) -> int:
     if args.quiet:
         return 0
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    print(f"A: {args.a}\nB: {args.b}")
     for row in table:
         print(
             " ".join(
@@ -97,13 +116,19 @@ def _paper_args(p: argparse.ArgumentParser) -> None:
 def add_correlate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("correlate", help="Kendall tau-b between metrics over the paper's leaderboard (+ yours)")
     _paper_args(p)
-    p.add_argument("--plot", help="write a heatmap PNG here (needs matplotlib: pip install 'eccv-caption-hf[plot]')")
+    p.add_argument(
+        "--plot", help="write a heatmap PNG here (needs matplotlib: pip install matplotlib, the package's [plot] extra)"
+    )
     p.add_argument("--format", choices=["table", "json"], default="table", help="table (default) or JSON")
     p.set_defaults(func=run_correlate)
 
 
 def read_results(path: str) -> dict[str, dict[str, float]]:
     """A results file of ``evaluate -o``: fractions per metric and direction (errors name the file)."""
+    if is_rankings_json(path) or is_mteb_predictions(path):
+        rankings = is_rankings_json(path)
+        what = "a rankings file (evaluate --rankings)" if rankings else "MTEB predictions (evaluate --run)"
+        raise EvaluationError(f"{path} is {what}, not results: give the results file of `eccv-caption evaluate -o`")
     raw = require_object(read_json(path, RESULTS_FORMAT), path, RESULTS_FORMAT)
     out: dict[str, dict[str, float]] = {}
     for metric, by_dir in raw.items():
@@ -150,6 +175,9 @@ def _leaderboard(args: argparse.Namespace) -> tuple[dict[str, dict[str, float]],
 
 def run_correlate(args: argparse.Namespace) -> int:
     metrics = leaderboard.CORRELATE_METRICS
+    if args.plot:  # a missing matplotlib is said before anything is printed
+        check_output_path(args.plot)
+        pyplot()
     taus = tau_matrix(_leaderboard(args)[0], metrics)
     if args.format == "json":
         print(json.dumps(taus, indent=1))
@@ -158,8 +186,6 @@ def run_correlate(args: argparse.Namespace) -> int:
         for m in metrics:
             print(f"{m:<16}" + "".join(f"{taus[m][n]:10.2f}" for n in metrics))
     if args.plot:
-        from eccv_metric.analysis.plots import tau_heatmap
-
         tau_heatmap(taus, args.plot)
         print(f"wrote {args.plot}", file=sys.stderr if args.format == "json" else sys.stdout)
     return 0

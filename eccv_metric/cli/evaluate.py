@@ -51,7 +51,11 @@ from eccv_metric.inputs.matrix import ScoreMatrix
 
 
 def add_evaluate(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("evaluate", help="score rankings, a TREC run, score matrices or embeddings on any benchmark")
+    p = sub.add_parser(
+        "evaluate",
+        help="score rankings, a TREC run, score matrices, embeddings or a model (--model SPEC --data BUILD) on any "
+        "benchmark",
+    )
     src = p.add_mutually_exclusive_group()
     src.add_argument("--rankings", help='JSON {"i2t": {image id: [caption ids]}, "t2i": {caption id: [image ids]}}')
     src.add_argument(
@@ -85,16 +89,10 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--ks", nargs="+", type=positive_int, default=[1, 5, 10], help="K values for *_recalls (default 1 5 10)"
     )
-    p.add_argument("--ground-truth", help="a built dataset folder or Hub repo (default: the eccv_caption wheel)")
-    p.add_argument("--instances-json", help="COCO-format instances JSON or a built dataset folder: PM categories")
-    p.add_argument("--pm-zeta", type=int, default=2, help="pmrp: largest category distance of a plausible match")
+    add_ground_truth_args(p)
     p.add_argument(
         "--pm-r-cap", type=pm_r_cap, default=50, help="PMRP uses R = min(R, cap); 'none' = no cap (default 50)"
     )
-    p.add_argument("--cxc-source", help="CxC ratings: a built dataset or a folder with the CSVs (default: download)")
-    p.add_argument("--cxc-directed", action="store_true", help="CxC intramodal pairs: first column = query")
-    p.add_argument("--fg-source", help="MSCOCO-FG / Flickr30K-FG files or a built dataset (default: download)")
-    p.add_argument("--source-dir", help="a folder searched for both the CxC CSVs and the FG files")
     p.add_argument("--n-resamples", type=int, default=1000, help="bootstrap samples of cxc_*_spearman (default 1000)")
     p.add_argument("--seed", type=non_negative_int, default=0, help="seed of the cxc_*_spearman bootstrap")
     p.add_argument("--partial", action="store_true", help="ranked lists: score only the queries given")
@@ -112,6 +110,17 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     add_model_args(p)
     add_quiet(p)
     p.set_defaults(func=run_evaluate)
+
+
+def add_ground_truth_args(p: argparse._ActionsContainer) -> None:
+    """The flags naming where the ground truth comes from (:func:`resources_of` reads them)."""
+    p.add_argument("--ground-truth", help="a built dataset folder or Hub repo (default: the eccv_caption wheel)")
+    p.add_argument("--instances-json", help="COCO-format instances JSON or a built dataset folder: PM categories")
+    p.add_argument("--pm-zeta", type=int, default=2, help="pmrp: largest category distance of a plausible match")
+    p.add_argument("--cxc-source", help="CxC ratings: a built dataset or a folder with the CSVs (default: download)")
+    p.add_argument("--cxc-directed", action="store_true", help="CxC intramodal pairs: first column = query")
+    p.add_argument("--fg-source", help="MSCOCO-FG / Flickr30K-FG files or a built dataset (default: download)")
+    p.add_argument("--source-dir", help="a folder searched for both the CxC CSVs and the FG files")
 
 
 def pm_r_cap(text: str) -> int | None:
@@ -255,7 +264,9 @@ def _npy(path: str | None, expected: str) -> np.ndarray | None:
 
 def add_benchmarks(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("benchmarks", help="list the registered benchmarks: directions, queries, metrics, citation")
-    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.add_argument(
+        "--format", choices=["table", "json"], default="table", help="a text table (default) or JSON, one object each"
+    )
     p.set_defaults(func=run_benchmarks)
 
 

@@ -39,8 +39,18 @@ SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
 ]
 
 
+DESCRIPTION = (
+    "Image-text retrieval metrics of the ECCV Caption family (COCO 1K/5K, CxC, ECCV Caption, PM/PMRP, "
+    "MSCOCO-FG, Flickr30K-FG). `evaluate` scores ranked lists, TREC runs, score matrices, embeddings, or a model: "
+    "`evaluate --model hf:<repo or folder> --data <build folder>` encodes the benchmarks' images and captions "
+    "with it (transformers, sentence-transformers or open_clip: the package's [models] extra; the build folder: "
+    "`eccv-caption build`). "
+    "`eccv-caption <command> --help` shows each command's flags."
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="eccv-caption", description=__doc__)
+    parser = argparse.ArgumentParser(prog="eccv-caption", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
     for add in SUBCOMMANDS:
         add(sub)

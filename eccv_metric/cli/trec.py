@@ -45,7 +45,13 @@ def add_export_trec(sub: argparse._SubParsersAction) -> None:
     )
     what.add_argument("--rankings", help="rankings JSON (official format) to write as a TREC run")
     what.add_argument("--scores", help=".npy score matrix (images x captions) to write as a top-depth TREC run")
-    p.add_argument("--direction", nargs="+", choices=["i2t", "t2i"], default=["i2t", "t2i"])
+    p.add_argument(
+        "--direction",
+        nargs="+",
+        choices=["i2t", "t2i"],
+        default=["i2t", "t2i"],
+        help="the directions to write (default both: one file each, see --output)",
+    )
     p.add_argument("--image-ids", help="image ids of the score rows; default Karpathy order")
     p.add_argument("--caption-ids", help="caption ids of the score columns; default Karpathy order")
     p.add_argument("--depth", type=int, default=100, help="run depth from a score matrix (default 100)")

@@ -87,7 +87,7 @@ class Embeddings(ScoredInput):
     def cannot_pairs(self, kinds: tuple[str, str]) -> str | None:
         missing = [k for k in dict.fromkeys(kinds) if k not in self.vectors]
         if missing:
-            return f"needs {' and '.join(missing)} embeddings"
+            return f"needs {' and '.join(f'{k}_embeddings=' for k in missing)}"
         if kinds[0] != kinds[1] and self.vectors["image"].shape[1] != self.vectors["caption"].shape[1]:
             return (
                 f"image embeddings have {self.vectors['image'].shape[1]} dimensions but caption embeddings "

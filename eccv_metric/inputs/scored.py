@@ -82,7 +82,7 @@ class ScoredInput:
         """How the row ids came about: given, or the collection's canonical order (the user gave none)."""
         if self._ids.get(kind) is not None:
             return f"{n_ids} {kind} ids were given"
-        return f"no {kind}_ids were given, so the rows are read as the benchmark's {n_ids} {kind}s in canonical order"
+        return f"{kind}_ids= was not given, so the rows are read as the benchmark's {n_ids} {kind}s in canonical order"
 
     def cannot(self, view: View) -> str | None:
         return self.cannot_direction(view.direction)
@@ -155,7 +155,7 @@ class ScoredInput:
             ids = view.collection.index(kind).ids[missing]
             raise EvaluationError(
                 f"the gallery must cover the test split: {len(ids)} test {kind} id(s) are missing from "
-                f"{kind}_ids: {preview(ids)}"
+                f"the {kind} ids given ({kind}_ids=): {preview(ids)}"
             )
         return dense, row
 

@@ -58,10 +58,45 @@ def as_score_matrix(scores: object, what: str = "scores") -> np.ndarray:
         scores = tensor.numpy()
     arr = np.asarray(scores)
     if arr.dtype.kind != "f" or arr.dtype.itemsize not in (2, 4, 8):
-        raise EvaluationError(f"{what} must be float16, float32 or float64, not {arr.dtype}")
+        raise EvaluationError(f"{what}= must be float16, float32 or float64, not {arr.dtype}")
     if arr.ndim != 2:
-        raise EvaluationError(f"{what} must be a 2-D matrix, got shape {arr.shape}")
+        raise EvaluationError(f"{what}= must be a 2-D matrix, got shape {arr.shape}")
     return arr
+
+
+def require_finite(matrix: np.ndarray, keyword: str, skip_diagonal: bool = False) -> None:
+    """Refuse a score matrix holding NaN or inf anywhere (also where no requested metric reads), naming the
+    input as ``keyword=`` (front ends put it in their words: core.errors.in_words) and its first bad cell.
+
+    One vectorised pass: a finite sum proves every entry finite (NaN and inf never cancel out); only a
+    non-finite sum (a bad entry, or finite values whose sum overflows) is looked at block by block.
+    ``skip_diagonal``: a square matrix's diagonal (a query's own score) is never read, so it may hold anything
+    (e.g. ``-inf`` set to keep the query out)."""
+    with np.errstate(over="ignore", invalid="ignore"):  # inf - inf in the sum: looked at below
+        total = matrix.sum(dtype=np.float32 if matrix.dtype == np.float16 else None)
+    if matrix.size == 0 or np.isfinite(total):
+        return
+    n_rows, n_cols = matrix.shape
+    step = max(1, CHUNK_ELEMENTS // max(1, n_cols))
+    first, count = None, 0
+    for start in range(0, n_rows, step):
+        bad = ~np.isfinite(matrix[start : start + step])
+        if skip_diagonal:
+            rows = np.arange(min(len(bad), max(0, n_cols - start)))
+            bad[rows, start + rows] = False
+        count += int(np.count_nonzero(bad))
+        if first is None and count:
+            row, col = np.argwhere(bad)[0]
+            first = (start + int(row), int(col))
+    if first is None:
+        return
+    value = "NaN" if np.isnan(matrix[first]) else str(float(matrix[first]))
+    more = f" ({count:,} non-finite cells in all)" if count > 1 else ""
+    own = "; a square matrix's diagonal, a query's own score, is never read" if skip_diagonal else ""
+    raise EvaluationError(
+        f"{keyword}= holds {value} at row {first[0]}, column {first[1]}{more}: every score must be finite, "
+        f"also where no requested metric reads it (NaN / inf are refused{own})"
+    )
 
 
 class MatrixScorer:
@@ -223,7 +258,13 @@ def as_embeddings(values: object, what: str) -> np.ndarray:
         arr = arr.astype(np.float32)
     bad = ~np.isfinite(arr).all(axis=1)
     if bad.any():
-        raise EvaluationError(f"{what}: rows {preview(np.flatnonzero(bad))} hold NaN or inf")
+        row = int(np.flatnonzero(bad)[0])
+        col = int(np.flatnonzero(~np.isfinite(arr[row]))[0])
+        value = "NaN" if np.isnan(arr[row, col]) else str(float(arr[row, col]))
+        raise EvaluationError(
+            f"{what}: rows {preview(np.flatnonzero(bad))} hold NaN or inf ({value} at row {row}, column {col}): "
+            "every embedding must be finite, also where no requested metric reads it"
+        )
     return arr
 
 

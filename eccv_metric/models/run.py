@@ -18,6 +18,7 @@ asked, a skip with its reason).
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from dataclasses import field
@@ -26,6 +27,8 @@ from pathlib import Path
 import numpy as np
 
 import eccv_metric
+from eccv_metric.api.chance import for_model
+from eccv_metric.api.chance import warn_chance
 from eccv_metric.api.evaluate import evaluate
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.names import MetricRequest
@@ -33,6 +36,7 @@ from eccv_metric.benchmarks.registry import Benchmark
 from eccv_metric.benchmarks.request import Request
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.benchmarks.resources import cached_resources
+from eccv_metric.core.errors import ChanceLevelWarning
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import replace_folder
 from eccv_metric.core.files import temporary_folder
@@ -216,16 +220,19 @@ def evaluate_model(
     for emb, names, _ in groups.values():
         for name in names:
             try:
-                out = evaluate(emb, by_bench[name], ks, resources=res, n_resamples=n_resamples, seed=seed)
+                with warnings.catch_warnings():  # warned below, in the model path's words (api.chance.for_model)
+                    warnings.simplefilter("ignore", ChanceLevelWarning)
+                    out = evaluate(emb, by_bench[name], ks, resources=res, n_resamples=n_resamples, seed=seed)
             except EvaluationError as exc:
                 if not defaulted:
                     raise
                 skipped[name] = f"{name}: {exc}"
                 continue
             per_query.update({m: dict(out[m]) for m in out})
-            notes += out.notes
+            notes += [for_model(note) for note in out.notes]
     if not per_query:
         raise EvaluationError("no benchmark could be scored: " + "; ".join(skipped.values()))
+    warn_chance(notes)
     if save_embeddings is not None:
         write_embeddings(save_embeddings, groups)
     provenance = {

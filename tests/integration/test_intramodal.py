@@ -169,9 +169,9 @@ def test_bad_inputs_name_what_is_missing(world):
     gt, folder, _ = world
     metrics = Metrics(ground_truth=gt, cxc_source=folder)
     captions = np.ones((N_IMG * PER, 4), np.float32)
-    with pytest.raises(EvaluationError, match=r"cxc_i2i_r1 \(i2i\): needs image embeddings"):
+    with pytest.raises(EvaluationError, match=r"cxc_i2i_r1 \(i2i\): needs image_embeddings="):
         metrics.compute_all_metrics_from_embeddings(caption_embeddings=captions, target_metrics=["cxc_i2i_r1"])
-    with pytest.raises(EvaluationError, match=r"cxc_r1 \(i2t\): needs image embeddings"):
+    with pytest.raises(EvaluationError, match=r"cxc_r1 \(i2t\): needs image_embeddings="):
         metrics.compute_all_metrics_from_embeddings(
             caption_embeddings=captions, target_metrics=["cxc_t2t_r1", "cxc_r1"]
         )
@@ -249,9 +249,16 @@ def test_bad_rows_are_counted_over_every_block(world, monkeypatch):
     queries = sorted(brute_positives(rows["sts"], "sts", caption_image=co_captions(CAPTION_IDS)))
     bad = [CAPTION_IDS.index(q) for q in queries[::4]]
     scores[bad, (np.array(bad) + 1) % len(scores)] = np.nan
+    first = f"row {bad[0]}, column {(bad[0] + 1) % len(scores)}"  # a given matrix: refused whole, cells counted
+    with pytest.raises(EvaluationError, match=rf"caption_scores= holds NaN at {first} \({len(bad)} non-finite cells"):
+        metrics.compute_all_metrics_from_scores(caption_scores=scores, target_metrics=["cxc_t2t_r1"])
+    # finite embeddings whose products overflow float32 (between two rows of `bad` only): the rows are found
+    # as they are ranked, block by block
+    captions = np.tile(np.array([[0.0, 1.0]], np.float32), (len(scores), 1))
+    captions[bad, 0] = 1e20
     for target in ("cxc_t2t_r1", "cxc_t2t_medr"):  # the top-k and the exact-rank passes
-        with pytest.raises(EvaluationError, match=rf"the scores of {len(bad)} query caption\(s\) contain NaN"):
-            metrics.compute_all_metrics_from_scores(caption_scores=scores, target_metrics=[target])
+        with pytest.raises(EvaluationError, match=rf"the scores of {len(bad)} query caption\(s\) overflow"):
+            metrics.compute_all_metrics_from_embeddings(caption_embeddings=captions, target_metrics=[target])
 
 
 # ---------------------------------------------------------------------------

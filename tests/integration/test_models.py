@@ -84,8 +84,8 @@ def test_evaluate_model_cli_on_a_built_folder(image_build, tmp_path, capsys, mon
         assert path == f".eval_results/eccv-caption_{task}.yaml" and task in published
         assert entry["value"] == (value if metric.endswith("spearman") else percent(value))  # percent
         assert entry["dataset"] == {"id": "me/eccv-caption", "task_id": task}  # a local build: no revision
-    # compare reads the per-query file
-    assert main(["compare", str(pq), str(pq), "--n-resamples", "50"]) == 0
+    # compare reads the per-query file (PMRP's queries from the build's categories, as the model run read them)
+    assert main(["compare", str(pq), str(pq), "--n-resamples", "50", "--ground-truth", str(image_build)]) == 0
     assert "eccv_map_at_r" in capsys.readouterr().out
     # a second run encodes nothing
     assert main([*args, "--benchmarks", "coco_5k", "--json"]) == 0

@@ -181,14 +181,14 @@ def test_rows_in_the_wrong_order_warn_and_the_right_order_does_not(world, res):
 def test_swapped_embeddings_are_named_embeddings(world, res):
     img, cap = vectors(world)
     message = (
-        r"100 image embeddings \(rows\) but no image_ids were given, so the rows are read as the benchmark's 20 "
+        r"100 image embeddings \(rows\) but image_ids= was not given, so the rows are read as the benchmark's 20 "
         r"images in canonical order: one embedding per image \(were image and caption embeddings swapped\?\)"
     )
     with pytest.raises(EvaluationError, match=message):
         evaluate(Embeddings(cap, img), ["coco_5k_r1"], resources=res)
     with pytest.raises(EvaluationError, match=r"100 image embeddings \(rows\) but 20 image ids were given"):
         evaluate(Embeddings(cap, img, image_ids=world.image_ids), ["coco_5k_r1"], resources=res)
-    with pytest.raises(EvaluationError, match=r"scores have shape \(100, 20\) but no image_ids were given"):
+    with pytest.raises(EvaluationError, match=r"scores= has shape \(100, 20\) but image_ids= was not given"):
         evaluate(ScoreMatrix(cap @ img.T), ["coco_5k_r1"], resources=res)
 
 

@@ -34,7 +34,7 @@ def test_every_per_query_file_is_accepted(world, tmp_path, collection):
         path.write_text(json.dumps(_per_query(world, collection, seed)))
         paths.append(path)
     skipped: dict[str, str] = {}
-    rows = compare_files(*paths, 200, 0.95, 0, "randomization", gt=world.gt, skipped=skipped)
+    rows = compare_files(*paths, 200, 0.95, 0, "randomization", resources=world.resources(), skipped=skipped)
     compared = {r["metric"] for r in rows}
     expected = {
         name

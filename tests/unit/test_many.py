@@ -78,6 +78,6 @@ def test_an_input_that_lacks_a_modality_is_refused_before_any_is_scored(world, m
     images_only = Embeddings(np.ones((4, 3), np.float32))
     ran = []
     monkeypatch.setattr(api_evaluate, "run", lambda *a, **kw: ran.append(a))
-    with pytest.raises(EvaluationError, match=r"^sources\[1\]: coco_5k_r1 \(i2t\): needs caption embeddings"):
+    with pytest.raises(EvaluationError, match=r"^sources\[1\]: coco_5k_r1 \(i2t\): needs caption_embeddings="):
         evaluate_many([good, images_only], ["coco_5k_recalls"], resources=world.resources())
     assert ran == []

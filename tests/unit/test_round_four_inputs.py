@@ -203,8 +203,8 @@ def test_overflowing_products_are_named_with_the_fix(world, res, dtype, scale, m
         ("cxc_t2t_r1", lambda img, cap: ScoreMatrix(img @ cap.T), "give caption_scores"),
         ("cxc_i2i_r1", lambda img, cap: ScoreMatrix(img @ cap.T), "give image_scores"),
         ("cxc_sts_spearman", lambda img, cap: ScoreMatrix(img @ cap.T), "needs caption_scores"),
-        ("cxc_t2t_r1", lambda img, cap: Embeddings(img), "needs caption embeddings"),
-        ("mscoco_fg_map_at_r", lambda img, cap: Embeddings(None, cap), "needs image embeddings"),
+        ("cxc_t2t_r1", lambda img, cap: Embeddings(img), "needs caption_embeddings="),
+        ("mscoco_fg_map_at_r", lambda img, cap: Embeddings(None, cap), "needs image_embeddings="),
     ],
 )
 def test_the_input_is_checked_before_resources_load(world, tmp_path, metric, make, expected):
@@ -415,7 +415,7 @@ def test_products_that_underflow_to_zero_are_refused(world, res, monkeypatch, bu
     ("make", "metric", "expected"),
     [
         (lambda n_i, n_c: ScoreMatrix(np.full((n_i, n_c), 0.5)), "coco_5k_r1", "of the image x caption scores is 0.5"),
-        (lambda n_i, n_c: ScoreMatrix(caption_scores=np.eye(n_c) + 1.0), "cxc_t2t_r1", "of caption_scores is 1.0"),
+        (lambda n_i, n_c: ScoreMatrix(caption_scores=np.eye(n_c) + 1.0), "cxc_t2t_r1", "of caption_scores= is 1.0"),
         (lambda n_i, n_c: Embeddings(np.ones((n_i, 3)), np.ones((n_c, 3))), "coco_5k_r1", "image-caption dot product"),
         (lambda n_i, n_c: Embeddings(None, np.ones((n_c, 3))), "cxc_t2t_r1", "caption-caption dot product"),
     ],

@@ -17,7 +17,7 @@ from eccv_metric.groundtruth.plausible import MISSING_CATEGORIES
         (MISSING_CATEGORIES, "pass --instances-json (a COCO-format instances file"),
         (MISSING_HINT, "give --cxc-source or --source-dir (a folder with the CxC CSVs"),
         ("give fg_source= (a folder)", "give --fg-source or --source-dir (a folder)"),
-        ("missing from image_ids=: 1, 2", "missing from --image-ids: 1, 2"),
+        ("missing from the image ids given (image_ids=): 1, 2", "missing from the image ids given (--image-ids): 1, 2"),
         ("unknown_kw= stays; my_image_ids= is another word", "unknown_kw= stays; my_image_ids= is another word"),
         ("two\nlines\n", "two; lines"),
     ],
