@@ -62,7 +62,11 @@ def encode_items(
     n = len(items.ids)
     bounds = batch_bounds(n, batch_size)
     saved = cache.batches() if cache is not None else {}
-    parts: dict[tuple[int, int], np.ndarray] = {b: np.load(saved[b]) for b in bounds if b in saved}
+    parts: dict[tuple[int, int], np.ndarray] = {}
+    for b in bounds:
+        kept = cache.load_batch(b, saved[b]) if cache is not None and b in saved else None
+        if kept is not None:
+            parts[b] = kept
     todo = [b for b in bounds if b not in parts]
     kind = items.item_set.kind
     what = f"{items.item_set.collection} {kind}s ({items.item_set.label})"

@@ -15,20 +15,22 @@ from eccv_metric.models.spec import Encoder
 from eccv_metric.models.spec import require
 from eccv_metric.models.torchutil import autocast
 from eccv_metric.models.torchutil import check_precision
+from eccv_metric.models.torchutil import hub_unreachable
+from eccv_metric.models.torchutil import load_error
 from eccv_metric.models.torchutil import pick_device
+from eccv_metric.models.torchutil import saved_digest
 from eccv_metric.models.torchutil import weights_digest
 
 
 def load(name: str, spec: str, device: str | None, precision: str) -> Encoder:
     transformers = require("transformers")
     require("torch")
+    unreachable = hub_unreachable(name)
     try:
-        model = transformers.AutoModel.from_pretrained(name)
-        processor = transformers.AutoProcessor.from_pretrained(name)
+        model = transformers.AutoModel.from_pretrained(name, local_files_only=unreachable is not None)
+        processor = transformers.AutoProcessor.from_pretrained(name, local_files_only=unreachable is not None)
     except (OSError, ValueError) as exc:
-        raise EvaluationError(
-            f"{spec}: cannot load the model or its processor ({str(exc).splitlines()[0][:160]})"
-        ) from None
+        raise load_error(spec, exc, unreachable) from None
     device = pick_device(device)
     precision = check_precision(precision, device)
     model = model.to(device).eval()
@@ -45,20 +47,26 @@ def load(name: str, spec: str, device: str | None, precision: str) -> Encoder:
     model_type = str(getattr(model.config, "model_type", ""))
     padding: Any = "max_length" if "siglip" in model_type else True
     image_processor = getattr(processor, "image_processor", None)
+    max_length = text_length(model, getattr(processor, "tokenizer", None))
 
     def encode_prepared(pixels: Any) -> Any:
         with autocast(device, precision):
             return features(model.get_image_features(pixel_values=pixels.to(device)))
 
     def encode_texts(texts: list[str]) -> Any:
-        tokens = processor.tokenizer(list(texts), padding=padding, truncation=True, return_tensors="pt")
+        tokens = processor.tokenizer(
+            list(texts), padding=padding, truncation=True, max_length=max_length, return_tensors="pt"
+        )
         with autocast(device, precision):
             return features(model.get_text_features(**{k: v.to(device) for k, v in tokens.items()}))
 
     preprocessing = {
         "image_processor": image_processor.to_dict() if image_processor is not None else None,
+        "image_processor_class": type(image_processor).__name__ if image_processor is not None else None,
         "tokenizer": type(processor.tokenizer).__name__ if getattr(processor, "tokenizer", None) else None,
+        "processor": saved_digest(processor),  # every file of the tokenizer and the image processor
         "padding": padding,
+        "max_length": max_length,
     }
     return Encoder(
         spec=spec,
@@ -77,6 +85,15 @@ def load(name: str, spec: str, device: str | None, precision: str) -> Encoder:
         device=device,
         precision=precision,
     )
+
+
+def text_length(model: Any, tokenizer: Any) -> int | None:
+    """Tokens a text keeps: the smaller of the tokenizer's ``model_max_length`` (unset: a huge number) and the
+    text model's ``max_position_embeddings`` (longer inputs fail in the model)."""
+    config = getattr(model.config, "text_config", None) or model.config
+    limits = [getattr(config, "max_position_embeddings", None), getattr(tokenizer, "model_max_length", None)]
+    known = [int(x) for x in limits if isinstance(x, (int, float)) and 0 < x < 1_000_000]
+    return min(known) if known else None
 
 
 class Prepare:

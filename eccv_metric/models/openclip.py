@@ -8,6 +8,8 @@ one every adapter shares (:mod:`eccv_metric.models.encode`); only this loader is
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 from eccv_metric.core.errors import EvaluationError
@@ -15,7 +17,10 @@ from eccv_metric.models.spec import Encoder
 from eccv_metric.models.spec import require
 from eccv_metric.models.torchutil import autocast
 from eccv_metric.models.torchutil import check_precision
+from eccv_metric.models.torchutil import hub_unreachable
+from eccv_metric.models.torchutil import load_error
 from eccv_metric.models.torchutil import pick_device
+from eccv_metric.models.torchutil import state_digest
 from eccv_metric.models.torchutil import weights_digest
 
 
@@ -39,11 +44,15 @@ def load(name: str, spec: str, device: str | None, precision: str) -> Encoder:
     device = pick_device(device)
     precision = check_precision(precision, device)
     arch, pretrained = split_name(name)
+    downloads = name.startswith("hf-hub:") or (pretrained is not None and not Path(pretrained).exists())
+    unreachable = hub_unreachable(name.removeprefix("hf-hub:")) if downloads else None
+    if unreachable is not None:  # open_clip has no local-only switch: its download would retry
+        raise load_error(spec, OSError(), unreachable, cache_read=False)
     try:
         model, _, transform = open_clip.create_model_and_transforms(arch, pretrained=pretrained, device=device)
         tokenizer = open_clip.get_tokenizer(arch)
     except (RuntimeError, ValueError, OSError) as exc:
-        raise EvaluationError(f"{spec}: cannot load the model ({str(exc).splitlines()[0][:160]})") from None
+        raise load_error(spec, exc, None) from None
     model.eval()
 
     def encode_prepared(pixels: Any) -> Any:
@@ -65,7 +74,11 @@ def load(name: str, spec: str, device: str | None, precision: str) -> Encoder:
             "library": f"open_clip {open_clip.__version__}",
             "class": type(model).__name__,
             "weights": weights_digest(model),
-            "preprocessing": repr(transform),
+            "preprocessing": {
+                "transform": re.sub(r" at 0x[0-9a-fA-F]+", "", repr(transform)),
+                "transform_state": state_digest(transform),
+                "tokenizer": state_digest(tokenizer),  # vocabulary, merges, context length
+            },
         },
         device=device,
         precision=precision,

@@ -19,8 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from eccv_metric.benchmarks.media import PIXEL_ORIGINS
-from eccv_metric.core.download import sha256_file
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.models.digests import FileDigests
+from eccv_metric.models.digests import stamp
 from eccv_metric.models.items import ItemSet
 
 Location = tuple  # ("parquet", file, row group, row) | ("file", path) | ("zip", zip path, member) | ("missing", origin)
@@ -73,24 +74,38 @@ class Items:
 class DataSource:
     """A built folder or Hub dataset repo (``data=``) plus image folders / zips (``images=``)."""
 
-    def __init__(self, data: str | Path, images: list[str | Path] | None = None, token: str | None = None):
+    def __init__(
+        self,
+        data: str | Path,
+        images: str | Path | list[str | Path] | None = None,
+        token: str | None = None,
+        digests: FileDigests | None = None,
+    ):
         self.data = str(data)
         self.token = token
+        self.digests = digests if digests is not None else FileDigests(None)
         local = Path(data)
         self.revision: str | None = None
         if local.is_dir():
             self.root = local
+            built = (local / "data").is_dir() and any((local / "data").glob("*/*.parquet"))
+            if not built:
+                raise EvaluationError(
+                    f"data= {self.data} is not a folder built by `eccv-caption build` (no data/<config>/*.parquet): "
+                    f"build one from it (`eccv-caption build -o OUT --source-dir {self.data}`) and give OUT"
+                )
         elif local.exists() or self.data.count("/") != 1:
             raise EvaluationError(
                 f"data= {self.data}: neither a folder built by `eccv-caption build` nor a Hub repo id"
             )
         else:
             self.root = None  # fetched per config on use
-        self.image_sources = [Path(p) for p in images or ()]
+        given = [images] if isinstance(images, (str, Path)) else list(images or ())
+        self.image_sources = [Path(p) for p in given]
         for p in self.image_sources:
             if not (p.is_dir() or zipfile.is_zipfile(p)):
                 raise EvaluationError(f"images= {p}: not a folder of images nor a zip file")
-        self._zip_names: dict[Path, dict[str, str]] = {}
+        self._zip_members: dict[Path, dict[str, zipfile.ZipInfo]] = {}
 
     def config_files(self, config: str) -> list[Path]:
         if self.root is not None:
@@ -126,13 +141,25 @@ class DataSource:
                     if path.is_file():
                         return ("file", str(path))
             else:
-                if src not in self._zip_names:
-                    with zipfile.ZipFile(src) as zf:
-                        self._zip_names[src] = {Path(n).name: n for n in zf.namelist() if not n.endswith("/")}
-                member = self._zip_names[src].get(name)
+                member = self.zip_members(src).get(name)
                 if member is not None:
-                    return ("zip", str(src), member)
+                    return ("zip", str(src), member.filename)
         return None
+
+    def zip_members(self, src: Path) -> dict[str, zipfile.ZipInfo]:
+        """The files of an ``images=`` zip by their base name (its directory, read once)."""
+        if src not in self._zip_members:
+            with zipfile.ZipFile(src) as zf:
+                self._zip_members[src] = {Path(i.filename).name: i for i in zf.infolist() if not i.is_dir()}
+        return self._zip_members[src]
+
+    def content(self, loc: Location) -> str:
+        """What an image file holds, for the data digest: its sha256, or a zip member's CRC-32 and size with
+        the zip's stamp (see :mod:`eccv_metric.models.digests`)."""
+        if loc[0] == "file":
+            return self.digests.of(loc[1])
+        info = self.zip_members(Path(loc[1]))[Path(loc[2]).name]
+        return f"{stamp(loc[1])}|{info.CRC:08x}|{info.file_size}"
 
     def read(self, item_set: ItemSet) -> Items:
         src = item_set.source
@@ -179,12 +206,12 @@ class DataSource:
                     loc = ("parquet", str(path), rg, row) if has else self.find_image(name or "")
                     locations.append(loc if loc is not None else ("missing", origin or "val2014"))  # type: ignore[union-attr]
             if self.revision is None:
-                h.update(sha256_file(path).encode())
+                h.update(self.digests.of(path).encode())
         if locations is not None:
             for loc in locations:
                 if loc[0] in ("file", "zip"):
-                    stat = Path(loc[1]).stat()
-                    h.update(f"{loc}|{stat.st_size}|{stat.st_mtime_ns}".encode())
+                    h.update(f"{loc}|{self.content(loc)}".encode())
+        self.digests.save()
         arr = np.asarray(ids, dtype=np.int64)
         h.update(arr.tobytes())
         return Items(item_set, arr, texts, locations, h.hexdigest(), None if texts is not None else all_origins)
@@ -248,10 +275,42 @@ class ImageItems:
             if not data:
                 return i, None, f"{where}: empty image"
             with Image.open(io.BytesIO(data)) as im:
-                image = im.convert("RGB")
+                image = to_rgb(im)
+        except EvaluationError as exc:
+            return i, None, f"{where}: {exc}"
         except Exception as exc:  # a corrupt file: PIL's many error types, reported once as one line
             return i, None, f"{where}: cannot decode ({type(exc).__name__}: {str(exc)[:80]})"
         try:
             return i, (self.prepare(image) if self.prepare is not None else image), None
         except Exception as exc:  # the model's preprocessing failed on this image
             return i, None, f"{where}: the model's preprocessing failed ({type(exc).__name__}: {str(exc)[:80]})"
+
+
+# how an image becomes the RGB picture a model's preprocessing gets (part of the cache key of image items)
+DECODER = "PIL convert RGB; 16-bit grayscale scaled by 255/65535"
+
+
+def decoder() -> str:
+    """The image decoder's identity: Pillow's version and :data:`DECODER`."""
+    import PIL
+
+    return f"Pillow {PIL.__version__}: {DECODER}"
+
+
+def to_rgb(image: object) -> object:
+    """A PIL image as 8-bit RGB. 16-bit grayscale (``I;16*``, or ``I`` within 0..65535) is scaled by its type's
+    range (value * 255 / 65535, rounded: what an 8-bit display shows), never clipped at 255 as PIL's own
+    ``convert`` does (an all-white picture); 32-bit float pixels (``F``) or integers past 16 bits have no
+    such range and are refused."""
+    from PIL import Image
+
+    mode = image.mode  # type: ignore[attr-defined]
+    if mode.startswith("I;16") or mode == "I":
+        values = np.asarray(image)
+        if values.size and (int(values.min()) < 0 or int(values.max()) > 65535):
+            raise EvaluationError(f"{mode} pixels outside 0..65535 have no 8-bit range: convert the image to 8 bit")
+        scaled = (values.astype(np.uint32) * 255 + 32767) // 65535
+        return Image.fromarray(scaled.astype(np.uint8), "L").convert("RGB")
+    if mode == "F":
+        raise EvaluationError("32-bit float pixels (mode F) have no 8-bit range: convert the image to 8 bit")
+    return image.convert("RGB")  # type: ignore[attr-defined]

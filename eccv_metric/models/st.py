@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from eccv_metric.core.errors import EvaluationError
 from eccv_metric.models.spec import Encoder
 from eccv_metric.models.spec import require
 from eccv_metric.models.torchutil import autocast
 from eccv_metric.models.torchutil import check_precision
+from eccv_metric.models.torchutil import hub_unreachable
+from eccv_metric.models.torchutil import load_error
 from eccv_metric.models.torchutil import pick_device
+from eccv_metric.models.torchutil import plain
 from eccv_metric.models.torchutil import weights_digest
 
 
@@ -23,10 +25,11 @@ def load(name: str, spec: str, device: str | None, precision: str) -> Encoder:
     require("torch")
     device = pick_device(device)
     precision = check_precision(precision, device)
+    unreachable = hub_unreachable(name)
     try:
-        model = st.SentenceTransformer(name, device=device)
+        model = st.SentenceTransformer(name, device=device, local_files_only=unreachable is not None)
     except (OSError, ValueError) as exc:
-        raise EvaluationError(f"{spec}: cannot load the model ({str(exc).splitlines()[0][:160]})") from None
+        raise load_error(spec, exc, unreachable) from None
     model.eval()
     # sentence-transformers 5+ names its modalities; before, a CLIP model is its CLIPModel module
     modalities = [str(m) for m in getattr(model, "modalities", ["text"])]
@@ -51,8 +54,23 @@ def load(name: str, spec: str, device: str | None, precision: str) -> Encoder:
             "library": f"sentence-transformers {st.__version__}",
             "class": type(model[0]).__name__,
             "weights": weights_digest(model),
-            "preprocessing": json.loads(json.dumps({"modules": [repr(m) for m in model]}, default=str)),
+            "preprocessing": json.loads(json.dumps(preprocessing(model), default=str, sort_keys=True)),
         },
         device=device,
         precision=precision,
     )
+
+
+def preprocessing(model: Any) -> dict:
+    """What turns an item into the model's input and its output into the embedding, beside the weights: the
+    modules (pooling, normalisation), the tokenizer (or processor) in full, the sequence length, the prompts."""
+    tokenizer = getattr(model, "tokenizer", None)
+    return {
+        "modules": [repr(m) for m in model],
+        "tokenizer": plain(tokenizer) if tokenizer is not None else None,
+        "max_seq_length": getattr(model, "max_seq_length", None),
+        "prompts": getattr(model, "prompts", None),
+        "default_prompt_name": getattr(model, "default_prompt_name", None),
+        "truncate_dim": getattr(model, "truncate_dim", None),
+        "similarity_fn_name": str(getattr(model, "similarity_fn_name", None)),
+    }
