@@ -37,6 +37,7 @@ MODEL_WORDS = {
     "batch_size": "--batch-size",
     "workers": "--workers",
     "save_embeddings": "--save-embeddings",
+    "cache_dir": "--cache-dir",
 }
 INPUT_FLAGS = ("rankings", "run", "scores", "demo", "image_embeddings", "caption_embeddings", "caption_scores",
                "image_scores", "image_ids", "caption_ids")  # fmt: skip
@@ -75,7 +76,6 @@ def run_model(args: argparse.Namespace) -> int:
         raise EvaluationError("--model needs --data: a folder built by `eccv-caption build` or its Hub dataset repo")
     check_output_path(args.output)
     check_output_path(args.per_query)
-    check_output_path(args.save_embeddings)
     from eccv_metric.models.pixels import DataSource
     from eccv_metric.models.run import evaluate_model
 
@@ -87,6 +87,7 @@ def run_model(args: argparse.Namespace) -> int:
         resources = _resources(args, DataSource(args.data, args.images))
         with warnings.catch_warnings():  # the notes are printed below, in the CLI's words
             warnings.simplefilter("ignore", ChanceLevelWarning)
+            warnings.showwarning = _warning_line
             out = evaluate_model(
                 args.model,
                 args.data,
@@ -108,16 +109,18 @@ def run_model(args: argparse.Namespace) -> int:
     except EvaluationError as exc:
         raise EvaluationError(in_words(exc, MODEL_WORDS)) from None
     means = out.results.means()
+    skipped = {name: in_words(why, MODEL_WORDS) for name, why in out.skipped.items()}
+    provenance = {**out.provenance, "skipped": skipped}
     if args.json:
-        print(json.dumps({**means, "provenance": out.provenance}, indent=1))
+        print(json.dumps({**means, "provenance": provenance}, indent=1))
     elif not args.quiet:
         print(format_table(means))
-    for name, why in out.skipped.items():
-        print(f"skipped {name}: {in_words(why, MODEL_WORDS).removeprefix(name + ': ')}", file=sys.stderr)
+    for name, why in skipped.items():
+        print(f"skipped {name}: {why.removeprefix(name + ': ')}", file=sys.stderr)
     for note in out.results.notes:
         print(f"warning: {in_words(note, CLI_WORDS)}", file=sys.stderr)
     if args.output:
-        write_json_atomic(args.output, {**means, "provenance": out.provenance})
+        write_json_atomic(args.output, {**means, "provenance": provenance})
         say(args, f"wrote {args.output}")
     if args.per_query:
         write_json_atomic(args.per_query, out.results.per_query_json())
@@ -125,6 +128,11 @@ def run_model(args: argparse.Namespace) -> int:
     if args.save_embeddings:
         say(args, f"wrote {args.save_embeddings}")
     return 0
+
+
+def _warning_line(message: Warning | str, *_: object, **__: object) -> None:
+    """A warning during the run (a cache entry re-encoded, a library's notice): one ``warning:`` line, CLI words."""
+    print(f"warning: {in_words(str(message), MODEL_WORDS)}", file=sys.stderr)
 
 
 def _resources(args: argparse.Namespace, source: object) -> Resources | None:

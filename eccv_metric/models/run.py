@@ -17,6 +17,7 @@ asked, a skip with its reason).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -41,17 +42,22 @@ from eccv_metric.groundtruth.split import GroundTruth
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.measures.results import Results
 from eccv_metric.models.cache import EmbeddingCache
+from eccv_metric.models.cache import cache_root
+from eccv_metric.models.digests import FileDigests
 from eccv_metric.models.encode import default_workers
 from eccv_metric.models.encode import encode_items
 from eccv_metric.models.items import ItemSet
 from eccv_metric.models.items import item_sets
+from eccv_metric.models.items import ranked_ids
 from eccv_metric.models.pixels import DataSource
 from eccv_metric.models.pixels import Items
+from eccv_metric.models.pixels import decoder
 from eccv_metric.models.pixels import missing_message
 from eccv_metric.models.spec import Encoder
 from eccv_metric.models.spec import load_model
 
 KIND_WORDS = {"image": "images", "caption": "texts"}
+EMBEDDING_FILES = {f"{kind}_{what}.npy" for kind in ("image", "caption") for what in ("embeddings", "ids")}
 
 
 @dataclass
@@ -127,7 +133,7 @@ def evaluate_model(
     ks: Iterable[int] | int = (1, 5, 10),
     *,
     benchmarks: Iterable[str] | str | None = None,
-    images: Iterable[str | Path] | None = None,
+    images: Iterable[str | Path] | str | Path | None = None,
     resources: Resources | None = None,
     device: str | None = None,
     precision: str = "fp32",
@@ -154,8 +160,11 @@ def evaluate_model(
     workers = default_workers() if workers is None else workers
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 0:
         raise EvaluationError(f"workers= must be an integer >= 0, not {workers!r:.20}")
-    source = DataSource(data, list(images or ()), token)
+    memo = (cache_dir if cache_dir is not None else cache_root()) if cache else None
+    source = DataSource(data, images, token, FileDigests(memo))
     requests, defaulted = _requests(metrics, ks, benchmarks)
+    if save_embeddings is not None:
+        check_embeddings_folder(save_embeddings)
     if not defaulted:  # a config the data lacks is known before the model loads
         for bench in [REGISTRY.get(n) for n in dict.fromkeys(r.benchmark.name for r in requests)]:
             absent = next((s for s in item_sets(bench) if not source.has(s.source.config)), None)
@@ -166,8 +175,11 @@ def evaluate_model(
     wanted: dict[str, list[ItemSet]] = {}
     skipped: dict[str, str] = {}
     for bench in [REGISTRY.get(n) for n in dict.fromkeys(r.benchmark.name for r in requests)]:
-        sets = item_sets(bench)
-        why = _unavailable(bench, sets, encoder, source, res)
+        try:
+            sets = item_sets(bench, res)
+            why = _unavailable(bench, sets, encoder, source, res)
+        except EvaluationError as exc:  # the resources of a restricted view (FG files) cannot be read
+            sets, why = [], f"{bench.name}: {exc}"
         if why is not None and not defaulted:
             raise EvaluationError(why)
         if why is not None:
@@ -175,7 +187,7 @@ def evaluate_model(
         else:
             wanted[bench.name] = sets
     distinct = list(dict.fromkeys(s for sets in wanted.values() for s in sets))
-    read = {s: source.read(s) for s in distinct}
+    read = _read(source, distinct, wanted, res)
     for name, sets in list(wanted.items()):  # pixels and texts present, before any encoding
         why = next((m for m in (missing_message(name, read[s]) for s in sets) if m), None)
         if why is not None and not defaulted:
@@ -185,19 +197,28 @@ def evaluate_model(
             del wanted[name]
     if not wanted:
         raise EvaluationError("no benchmark can be scored: " + "; ".join(skipped.values()))
-    needed = list(dict.fromkeys(s for sets in wanted.values() for s in sets))
+    whole = {s for sets in wanted.values() for s in sets if s.restriction is None}
+    wanted = {name: [s.whole if s.whole in whole else s for s in sets] for name, sets in wanted.items()}
+    # captions first: a text side that fails (a tokenizer, a text tower) fails before the images are encoded
+    needed = sorted(dict.fromkeys(s for sets in wanted.values() for s in sets), key=lambda s: s.kind != "caption")
     encoded: dict[ItemSet, np.ndarray] = {}
     report: dict[str, dict] = {}
     seen: dict[tuple, tuple[ItemSet, int]] = {}  # an item (Items.keys) -> the set and row that encoded it
     for s in needed:  # each item once, even when several item sets hold it (the 5K images in MSCOCO-FG's gallery)
         keys = read[s].keys()
         fresh = [row for row, key in enumerate(keys) if key not in seen]
-        whole = EmbeddingCache(_key(encoder, read[s], precision), cache_dir) if cache and encoder.identity else None
+        whole = (
+            EmbeddingCache(_key(encoder, read[s], precision), cache_dir, len(keys))
+            if cache and encoder.identity
+            else None
+        )
         if whole is not None and whole.is_finished():
             fresh = list(range(len(keys)))  # the whole set is cached (an earlier run): read it, encode nothing
         items = read[s] if len(fresh) == len(keys) else read[s].subset(fresh)
         store = (
-            whole if whole is None or items is read[s] else EmbeddingCache(_key(encoder, items, precision), cache_dir)
+            whole
+            if whole is None or items is read[s]
+            else EmbeddingCache(_key(encoder, items, precision), cache_dir, len(items.ids))
         )
         values, meta = (
             encode_items(encoder, items, batch_size, workers, store)
@@ -278,11 +299,55 @@ def _assemble(
     return out
 
 
+def _read(
+    source: DataSource, distinct: list[ItemSet], wanted: dict[str, list[ItemSet]], res: Resources
+) -> dict[ItemSet, Items]:
+    """Each item set's items; a restricted set: the items of its whole set that its benchmark's views rank."""
+    whole: dict[ItemSet, Items] = {}
+    read: dict[ItemSet, Items] = {}
+    for s in distinct:
+        if s.whole not in whole:
+            whole[s.whole] = source.read(s.whole)
+        items = whole[s.whole]
+        if s.restriction is not None:
+            bench = REGISTRY.get(next(n for n, sets in wanted.items() if s in sets))
+            ranked = ranked_ids(bench, s.kind, res)
+            rows = np.flatnonzero(np.isin(items.ids, ranked)).tolist()
+            items = items.subset(rows)
+            items.item_set = s
+        read[s] = items
+    return read
+
+
+def check_embeddings_folder(folder: str | Path) -> None:
+    """``save_embeddings=``: a new folder, or one this function wrote before (replaced whole); else an error."""
+    path = Path(folder)
+    if path.exists() and not path.is_dir():
+        raise EvaluationError(f"save_embeddings= {path} is a file: give a folder (it receives <set>/*_embeddings.npy)")
+    if path.is_dir():
+        foreign = [
+            p.name
+            for p in sorted(path.iterdir())
+            if not (p.is_dir() and {f.name for f in p.iterdir()} <= EMBEDDING_FILES)
+        ]
+        if foreign:
+            raise EvaluationError(
+                f"save_embeddings= {path} holds {foreign[0]}, which no earlier save_embeddings= wrote: give a new "
+                "folder (an earlier one is replaced whole)"
+            )
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not os.access(parent, os.W_OK):
+        raise EvaluationError(f"save_embeddings= {path}: cannot create it under {parent}")
+
+
 def _key(encoder: Encoder, items: Items, precision: str) -> dict:
     return {
         "model": encoder.identity,
         "items": items.item_set.label,
         "digest": items.digest,
+        "decoder": decoder() if items.texts is None else None,
         "device": encoder.device.split(":")[0],
         "precision": precision,
         "package": eccv_metric.__version__,

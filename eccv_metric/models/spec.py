@@ -85,6 +85,8 @@ def parse_spec(spec: str) -> tuple[str, str]:
 
 def load_model(model: object, device: str | None = None, precision: str = "fp32") -> Encoder:
     """An :class:`Encoder` from a spec string or an object (see the module docstring)."""
+    if isinstance(model, Encoder):
+        return model
     if not isinstance(model, str):
         return ObjectEncoder.wrap(model)
     prefix, rest = parse_spec(model)
@@ -103,16 +105,40 @@ def require(module: str) -> Any:
 
 
 def as_rows(values: object, n: int, what: str) -> np.ndarray:
-    """A model's output as a float32 (n, d) array, or one error naming what is wrong (NaN, shape)."""
+    """A model's output as a float32 (n, d) array of its own (copied: an encoder may reuse one output buffer for
+    every batch), or one error naming ``what`` (the encoder and the batch) and what is wrong."""
     if hasattr(values, "detach"):
-        values = values.detach().float().cpu().numpy()  # type: ignore[attr-defined]
+        try:
+            values = values.detach().float().cpu().numpy()  # type: ignore[attr-defined]
+        except (NotImplementedError, RuntimeError, TypeError) as exc:  # a meta-device tensor, a sparse one...
+            first = str(exc).splitlines()[0][:100] if str(exc) else ""
+            raise EvaluationError(
+                f"{what}: cannot copy the model's output to the CPU ({type(exc).__name__}: {first}); check "
+                "that the model's weights are loaded and on a real device"
+            ) from None
     try:
-        arr = np.asarray(values, dtype=np.float32)
+        given = np.asarray(values)
+        with np.errstate(over="ignore", under="ignore"):
+            arr = np.array(given, dtype=np.float32, copy=True)
     except (TypeError, ValueError):
         raise EvaluationError(f"{what}: the model returned {type(values).__name__}, not an array of numbers") from None
     if arr.ndim != 2 or len(arr) != n:
         raise EvaluationError(f"{what}: the model returned shape {arr.shape} for {n} items, not ({n}, dimensions)")
     bad = ~np.isfinite(arr).all(axis=1)
     if bad.any():
+        finite = np.isfinite(given.astype(np.float64, copy=False)) if given.dtype.kind in "fiu" else None
+        if finite is not None and finite[bad].all():
+            raise EvaluationError(
+                f"{what}: the model's values overflow float32 (|x| > {np.finfo(np.float32).max:.3g}) for "
+                f"{int(bad.sum())} of {n} items of a batch; scale its outputs"
+            )
         raise EvaluationError(f"{what}: the model returned NaN or inf for {int(bad.sum())} of {n} items of a batch")
+    if given.dtype.kind == "f" and given.dtype.itemsize > 4:
+        lost = ~arr.any(axis=1) & np.asarray(given != 0).any(axis=1)
+        lost |= (np.abs(arr).max(axis=1, initial=0) < np.finfo(np.float32).tiny) & ~lost & arr.any(axis=1)
+        if lost.any():
+            raise EvaluationError(
+                f"{what}: the model's values underflow float32 (|x| < {np.finfo(np.float32).tiny:.3g}) for "
+                f"{int(lost.sum())} of {n} items of a batch; scale its outputs"
+            )
     return arr
