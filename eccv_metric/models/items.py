@@ -7,15 +7,14 @@ item kind, the built dataset config that lists the items in order, its id column
 ``mscoco_fg_original_texts``) replaces the caption column. Images whose pixels a build does not embed
 (COCO unlabeled2017 distractors, Flickr30K photos, or COCO val2014 images of a build made without them) are
 looked up by file name in the image folders / zips given (``images=``); ``PIXEL_ORIGINS``
-(:mod:`eccv_metric.benchmarks.media`) names, per ``source`` column value, what provides them. Nothing here
-imports torch.
+(:mod:`eccv_metric.benchmarks.media`) names, per ``source`` column value, what provides them. An image item
+becomes the 8-bit RGB picture :data:`DECODER` says. Nothing here imports torch.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,9 +22,6 @@ from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.media import ItemSource
 from eccv_metric.benchmarks.registry import Benchmark
 from eccv_metric.core.view import DIRECTION_KINDS
-
-if TYPE_CHECKING:
-    from eccv_metric.benchmarks.resources import Resources
 
 
 @dataclass(frozen=True)
@@ -35,17 +31,18 @@ class ItemSet:
     collection: str
     kind: str  # image / caption
     source: ItemSource
-    restriction: str | None = None  # only the items a restricted view ranks (FG's original pool)
-
-    @property
-    def label(self) -> str:
-        column = self.source.text_column or self.source.pixel_column
-        return f"{self.source.config}.{column}" + (f"[{self.restriction}]" if self.restriction else "")
+    restriction: str | None = None  # the restriction of the views reading them (FG's original pool)...
+    only: frozenset[int] | None = None  # ... when it leaves items out: the ids they rank (else every item)
 
     @property
     def whole(self) -> ItemSet:
         """The same items without the restriction."""
-        return replace(self, restriction=None)
+        return replace(self, restriction=None, only=None)
+
+    @property
+    def label(self) -> str:
+        column = self.source.text_column or self.source.pixel_column
+        return f"{self.source.config}.{column}" + (f"[{self.restriction}]" if self.only is not None else "")
 
 
 # the registry's collections with their item sources (benchmarks.collections): collection -> kind -> source
@@ -54,10 +51,10 @@ ITEM_SOURCES: dict[str, dict[str, ItemSource]] = {
 }
 
 
-def item_sets(bench: Benchmark, resources: Resources | None = None) -> list[ItemSet]:
-    """The item sets a benchmark's directions read (images and / or captions of its collection); with
-    ``resources``, only the items its views rank (:func:`ranked_ids`: MSCOCO-FG's original pool ranks the
-    5,000 test images, not the distractors)."""
+def item_sets(bench: Benchmark) -> list[ItemSet]:
+    """The item sets a benchmark's directions read (images and / or captions of its collection), each marked
+    with the restriction every task reading it shares (the data source resolves it against the resources:
+    :meth:`~eccv_metric.models.source.DataSource.read`)."""
     kinds = dict.fromkeys(kind for task in bench.tasks for kind in DIRECTION_KINDS[task.direction])
     table = REGISTRY.collection(bench.collection).item_sources
     if not table:
@@ -67,29 +64,27 @@ def item_sets(bench: Benchmark, resources: Resources | None = None) -> list[Item
         source = table[kind]
         if kind == "caption" and bench.texts:
             source = ItemSource(source.config, source.id_column, text_column=bench.texts)
-        item_set = ItemSet(bench.collection, kind, source)
-        if resources is not None and ranked_ids(bench, kind, resources) is not None:
-            item_set = replace(item_set, restriction=restriction_of(bench, kind))
-        out.append(item_set)
+        restrictions = {t.restriction for t in bench.tasks if kind in DIRECTION_KINDS[t.direction]}
+        out.append(ItemSet(bench.collection, kind, source, restrictions.pop() if len(restrictions) == 1 else None))
     return out
 
 
-def restriction_of(bench: Benchmark, kind: str) -> str | None:
-    """The restriction every task reading ``kind`` items shares (None: some task reads them unrestricted)."""
-    names = {t.restriction for t in bench.tasks if kind in DIRECTION_KINDS[t.direction]}
-    return names.pop() if len(names) == 1 else None
+Location = tuple  # ("parquet", file, row group, row) | ("file", path) | ("zip", zip path, member) | ("missing", origin)
 
 
-def ranked_ids(bench: Benchmark, kind: str, resources: Resources) -> np.ndarray | None:
-    """The ids of the ``kind`` items the benchmark's views rank, when that is not every item of the collection
-    (queries or gallery items of a group >= 0 of each restricted view), else None."""
-    if restriction_of(bench, kind) is None:
-        return None
-    index = resources.collection(bench.collection).index(kind)
-    taken = np.zeros(len(index), dtype=bool)
-    for task in bench.tasks:
-        view = resources.view(bench, task)
-        for side, group in ((view.query_kind, view.query_group), (view.gallery_kind, view.gallery_group)):
-            if side == kind:
-                taken |= True if group is None else group >= 0
-    return None if taken.all() else index.ids[taken]
+@dataclass
+class Items:
+    """One item set read from the data: ids in the config's order, texts or image locations, a digest, and what
+    each item is across item sets (``keys``: a text by its string, an image by its origin and id: COCO val2014
+    image 391895 of the 5K split and of MSCOCO-FG's gallery is one image, encoded once)."""
+
+    item_set: ItemSet
+    ids: np.ndarray
+    texts: list[str] | None
+    locations: list[Location] | None
+    digest: str
+    keys: list[tuple]
+
+
+# how an image item becomes the RGB picture a model's preprocessing gets (part of the cache key of image items)
+DECODER = "PIL convert RGB; 16-bit grayscale scaled by 255/65535"

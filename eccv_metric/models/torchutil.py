@@ -1,23 +1,34 @@
-"""What every torch adapter shares: the device (CUDA, then MPS, then CPU), precision, weights digest.
+"""What every torch family shares, so that an adapter holds only its library's calls: the extra, the device
+(CUDA, then MPS, then CPU), the precision (autocast on a GPU, always ``torch.inference_mode``), loading (a
+Hub that cannot be reached is told at once; the library's errors become one line), the weights digest and
+the identity, and the :class:`~eccv_metric.models.encoder.Encoder` built from the adapter's two functions.
 
-Imported only by the adapters and the encoder, after the extra is known to be installed.
+Imported by the family modules; torch itself is imported inside the functions, after the extra is known to
+be installed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+from collections.abc import Callable
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.models.spec import require
+from eccv_metric.models.encoder import FunctionEncoder
+from eccv_metric.models.families import LoadOptions
+from eccv_metric.models.families import require
 
+EXTRA = 'pip install "eccv-caption-hf[models]"'
 PRECISIONS = {"fp32": None, "fp16": "float16", "bf16": "bfloat16"}
+HUB_TIMEOUT = 5.0  # seconds for the one request that tells whether the Hub can be reached
 
 
 def pick_device(device: str | None) -> str:
     """``device`` as given (checked), else CUDA, then MPS, then CPU."""
-    torch = require("torch")
+    torch = require("torch", EXTRA)
     if device:
         try:
             torch.empty(0, device=device)
@@ -42,7 +53,7 @@ def check_precision(precision: str, device: str) -> str:
 
 def autocast(device: str, precision: str) -> Any:
     """``torch.autocast`` in fp16 / bf16 on a GPU, else nothing; always under ``torch.inference_mode``."""
-    torch = require("torch")
+    torch = require("torch", EXTRA)
     stack = contextlib.ExitStack()
     stack.enter_context(torch.inference_mode())
     if PRECISIONS.get(precision):
@@ -52,7 +63,7 @@ def autocast(device: str, precision: str) -> Any:
 
 def weights_digest(module: Any) -> str:
     """sha256 of a torch module's state dict (names, dtypes, shapes, values): what identifies its weights."""
-    torch = require("torch")
+    torch = require("torch", EXTRA)
     h = hashlib.sha256()
     for name, tensor in module.state_dict().items():
         t = tensor.detach().cpu().contiguous()
@@ -61,77 +72,60 @@ def weights_digest(module: Any) -> str:
     return h.hexdigest()
 
 
-# keys of a saved tokenizer / processor config that say where it was loaded from, not what it does
-WHERE_FROM = frozenset({"is_local", "local_files_only", "name_or_path", "_name_or_path", "_commit_hash"})
+class Loading:
+    """Where a family loads its model: the device and precision checked, and whether only the local cache can
+    be read (:func:`hub_unreachable`); :meth:`errors` turns the library's errors into one line."""
 
+    def __init__(self, spec: str, name: str, options: LoadOptions, from_hub: bool = True):
+        require("torch", EXTRA)
+        self.spec = spec
+        self.device = pick_device(options.device)
+        self.precision = check_precision(options.precision, self.device)
+        self.batch_size = options.batch_size
+        self.unreachable = hub_unreachable(name) if from_hub else None
+        self.local_only = self.unreachable is not None
 
-def saved_digest(obj: Any) -> str:
-    """sha256 of everything ``obj.save_pretrained`` writes (a tokenizer's or processor's full serialisation:
-    vocabulary, merges, special tokens, normalisation, image processor config), JSON files read without the
-    keys that only say where it was loaded from (:data:`WHERE_FROM`)."""
-    import json
-    import tempfile
-    from pathlib import Path
+    @contextlib.contextmanager
+    def errors(self, *kinds: type[BaseException], cache_read: bool = True) -> Iterator[None]:
+        """Inside: the library loads; an error of ``kinds`` (default: OSError, ValueError) is one line."""
+        caught = kinds or (OSError, ValueError)
+        try:
+            yield
+        except caught as exc:
+            raise load_error(self.spec, exc, self.unreachable, cache_read) from None
 
-    h = hashlib.sha256()
-    with tempfile.TemporaryDirectory() as tmp:
-        obj.save_pretrained(tmp)
-        for path in sorted(p for p in Path(tmp).rglob("*") if p.is_file()):
-            data = path.read_bytes()
-            if path.suffix == ".json":
-                try:
-                    loaded = json.loads(data)
-                except ValueError:
-                    loaded = None
-                if isinstance(loaded, dict):
-                    loaded = {k: v for k, v in loaded.items() if k not in WHERE_FROM}
-                    data = json.dumps(loaded, sort_keys=True, default=str).encode()
-            name = path.relative_to(tmp).as_posix()
-            h.update(f"{name}|{len(data)}|".encode())
-            h.update(data)
-    return h.hexdigest()
+    def autocast(self) -> Any:
+        return autocast(self.device, self.precision)
 
-
-def state_digest(obj: Any) -> str:
-    """sha256 of what an object is made of, for preprocessing that has no ``save_pretrained`` (an open_clip
-    tokenizer: its vocabulary, merges, context length; a transform): see :func:`plain`."""
-    import json
-
-    return hashlib.sha256(json.dumps(plain(obj), sort_keys=True).encode()).hexdigest()
-
-
-def plain(value: Any, depth: int = 0) -> Any:
-    """``value`` as JSON-able data that is the same in every process (no memory addresses): containers item by
-    item, objects by their class and attributes (a memo named ``cache`` left out), functions by name, objects
-    with ``save_pretrained`` by :func:`saved_digest`."""
-    import json
-    import re
-
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    if isinstance(value, dict):
-        pairs = [[plain(k, depth + 1), plain(v, depth + 1)] for k, v in value.items()]
-        return sorted(pairs, key=lambda kv: json.dumps(kv[0], sort_keys=True))
-    if isinstance(value, (set, frozenset)):
-        return sorted((plain(v, depth + 1) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
-    if isinstance(value, (list, tuple)):
-        return [plain(v, depth + 1) for v in value]
-    if isinstance(value, re.Pattern):
-        return {"pattern": value.pattern, "flags": value.flags}
-    kind = f"{type(value).__module__}.{type(value).__qualname__}"
-    if callable(getattr(value, "save_pretrained", None)):
-        return {"class": kind, "saved": saved_digest(value)}
-    if hasattr(value, "tolist") and hasattr(value, "dtype"):  # numpy arrays, tensors
-        return {"class": kind, "values": value.tolist()}
-    attrs = getattr(value, "__dict__", None)
-    if isinstance(attrs, dict) and depth < 6:
-        return {"class": kind, "state": plain({k: v for k, v in attrs.items() if k != "cache"}, depth + 1)}
-    if callable(value):
-        return {"function": f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', kind)}"}
-    return {"class": kind, "repr": re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))}
-
-
-HUB_TIMEOUT = 5.0  # seconds for the one request that tells whether the Hub can be reached
+    def encoder(
+        self,
+        model: Any,
+        library: str,
+        preprocessing: dict,
+        texts: Callable[[list[str]], Any] | None = None,
+        images: Callable[[Any], Any] | None = None,
+        prepare_image: Callable[[Any], Any] | None = None,
+        class_name: str | None = None,
+        **extra: Any,
+    ) -> FunctionEncoder:
+        """The encoder of a loaded torch model: kinds from the functions given, the identity (spec, library
+        and version, class, weights digest, preprocessing, revision), device and precision; ``extra``: the
+        encoder's other fields (``similarity``, ``batches_itself``) and ``revision``."""
+        kinds = tuple(kind for kind, fn in (("image", images), ("caption", texts)) if fn is not None)
+        identity = {
+            "spec": self.spec,
+            "library": library,
+            "class": class_name or type(model).__name__,
+            "weights": weights_digest(model),
+            "preprocessing": preprocessing,
+        }
+        revision = extra.pop("revision", None)
+        if revision is not None:
+            identity["revision"] = revision
+        return FunctionEncoder(
+            self.spec, kinds, texts, images, prepare_image, identity, device=self.device, precision=self.precision,
+            **extra,
+        )  # fmt: skip
 
 
 def hub_unreachable(name: str) -> str | None:
@@ -139,8 +133,6 @@ def hub_unreachable(name: str) -> str | None:
     (a local folder, offline mode: ``HF_HUB_OFFLINE=1``, or a Hub that answers). The libraries' own download
     retries for half a minute or more on a connection error; with this answer the adapters read the local
     cache only (``local_files_only``) and fail at once when the model is not there."""
-    from pathlib import Path
-
     if Path(name).exists():
         return None
     import huggingface_hub

@@ -177,8 +177,9 @@ def tiny_siglip(folder: Path, seed: int = 0) -> Path:
     return folder
 
 
-def tiny_st(folder: Path, seed: int = 0) -> Path:
-    """A sentence-transformers text model (a 1-layer BERT with mean pooling), saved locally."""
+def tiny_st(folder: Path, seed: int = 0, similarity: str | None = None) -> Path:
+    """A sentence-transformers text model (a 1-layer BERT with mean pooling, not normalised), saved locally;
+    ``similarity``: the ``similarity_fn_name`` it declares (None: the library's default, cosine)."""
     import torch
     from sentence_transformers import SentenceTransformer
 
@@ -195,7 +196,7 @@ def tiny_st(folder: Path, seed: int = 0) -> Path:
     BertModel(BertConfig(vocab_size=len(tokenizer), max_position_embeddings=32, **SMALL)).save_pretrained(bert)
     tokenizer.save_pretrained(bert)
     word = models.Transformer(str(bert), max_seq_length=32)
-    SentenceTransformer(modules=[word, models.Pooling(16, "mean")]).save(str(folder))
+    SentenceTransformer(modules=[word, models.Pooling(16, "mean")], similarity_fn_name=similarity).save(str(folder))
     return folder
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eccv_metric.models.cache import CacheWarning
+from eccv_metric.models.store import CacheWarning
 from tests.unit.model_world import Counting
 from tests.unit.model_world import png
 from tests.unit.model_world import run_model
@@ -128,24 +128,29 @@ def test_an_entry_of_other_items_or_damaged_is_not_used(kind, world, data, clip,
 
 
 def test_a_damaged_or_foreign_batch_of_an_interrupted_run_is_encoded_again(world, data, clip, tmp_path):
-    from eccv_metric.models.cache import EmbeddingCache
-
+    """The batches an interrupted run left (written here as the store writes them): a damaged one is encoded
+    again, the others kept; batches of another key (another run's) are all encoded again."""
     first = _means(f"hf:{clip}", data, world, tmp_path)
     entry = _entry(first, "images.image")
     payload = json.loads((entry / "meta.json").read_text())["key"]
-    cache = EmbeddingCache(payload, entry.parent, 20)
     values = np.load(entry / "embeddings.npy")
-    shutil.rmtree(entry)
-    cache.save_batch(0, 8, values[:8])
-    cache.save_batch(8, 16, values[8:16])
-    (cache.partial / "000000008-000000016.npy").write_bytes(b"\x93NUMPY broken")
+
+    def interrupted(key: dict, batches: dict[str, bytes | np.ndarray]) -> None:
+        shutil.rmtree(entry)
+        (entry / "partial").mkdir(parents=True)
+        (entry / "partial" / "key.json").write_text(json.dumps(key))
+        for name, content in batches.items():
+            if isinstance(content, bytes):
+                (entry / "partial" / name).write_bytes(content)
+            else:
+                np.save(entry / "partial" / name, content)
+
+    interrupted(payload, {"000000000-000000008.npy": values[:8], "000000008-000000016.npy": b"\x93NUMPY broken"})
     with pytest.warns(CacheWarning, match=r"does not match a finished batch \(unreadable: ValueError\): re-encoding$"):
         again = _means(f"hf:{clip}", data, world, tmp_path)
     assert again.provenance["items"]["images.image"]["resumed"] == 8
     assert again.results.means() == first.results.means()
-    shutil.rmtree(entry)
-    cache.save_batch(0, 8, values[:8])
-    (cache.partial / "key.json").write_text(json.dumps({**payload, "precision": "bf16"}))  # another run's batches
+    interrupted({**payload, "precision": "bf16"}, {"000000000-000000008.npy": values[:8]})  # another run's batches
     with pytest.warns(CacheWarning, match=r"partial does not match the model and items it stands for \(key\.precision"):
         again = _means(f"hf:{clip}", data, world, tmp_path)
     assert again.provenance["items"]["images.image"]["resumed"] == 0
@@ -166,7 +171,7 @@ def test_items_replaced_with_the_same_size_and_mtime_are_encoded_again(container
     """images= files replaced by others of the same size whose modification time is set back: the data digest
     follows the contents (a file's sha256, a zip member's CRC-32), so the cache is not used."""
     import eccv_metric.models.digests
-    from eccv_metric.models.spec import ObjectEncoder
+    from eccv_metric.models.encoder import wrap_object
 
     bare = write_data(world, tmp_path / "bare", skip_pixels=tuple(world.image_ids))
     folder = tmp_path / "val2014"
@@ -182,7 +187,7 @@ def test_items_replaced_with_the_same_size_and_mtime_are_encoded_again(container
                 zf.write(folder / name, f"val2014/{name}")
 
     def run(**kwargs):  # noqa: ANN003, ANN202
-        model = ObjectEncoder.wrap(Counting(), identity={"spec": "counting", "weights": "none"})  # cached
+        model = wrap_object(Counting(), identity={"spec": "counting", "weights": "none"})  # cached
         return run_model(model, bare, world, tmp_path, benchmarks=["coco_5k"], images=[given], **kwargs)
 
     first = run()

@@ -109,7 +109,7 @@ def test_a_16_bit_grayscale_png_keeps_its_picture(tmp_path):
     """A real I;16 PNG: scaled by the 16-bit range (v * 255 / 65535, rounded), not clipped to white."""
     from PIL import Image
 
-    from eccv_metric.models.pixels import ImageItems
+    from eccv_metric.models.encode import ImageItems
 
     values = np.arange(64).reshape(8, 8) * 1000 + 17
     path = _sixteen_bit(tmp_path / "deep.png", values)
@@ -220,10 +220,10 @@ except eccv_metric.EvaluationError as exc:
 
 
 def test_cli_source_folder_save_embeddings_twice_and_skipped_words(world, data, clip, tmp_path, capsys, monkeypatch):
-    import eccv_metric.models.run
+    import eccv_metric.models.plan
     from eccv_metric.cli.main import main
 
-    monkeypatch.setattr(eccv_metric.models.run, "default_resources", lambda source: world.resources())
+    monkeypatch.setattr(eccv_metric.models.plan, "default_resources", lambda source, **_: world.resources())
     monkeypatch.setenv("ECCV_CAPTION_CACHE", str(tmp_path / "cache"))
     base = ["evaluate", "--model", f"hf:{clip}", "--data", str(data), "--workers", "0", "--n-resamples", "20",
             "--batch-size", "8"]  # fmt: skip
