@@ -14,6 +14,7 @@ from eccv_metric.api.many import evaluate_many
 from eccv_metric.api.metrics import Metrics
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.core.about import __version__ as __version__
 from eccv_metric.core.errors import ChanceLevelWarning
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.groundtruth.plausible import PlausibleMatch
@@ -46,6 +47,5 @@ __all__ = [
     "evaluate_many",
     "means",
 ]
-__version__ = "0.2.0"
 # the evaluate module's folder (evaluate.load(str(EVALUATE_MODULE_DIR))); importing eccv_metric loads no pyarrow
 EVALUATE_MODULE_DIR = Path(__file__).resolve().parent / "hub" / "eccv_map_at_r"

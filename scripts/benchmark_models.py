@@ -6,7 +6,7 @@ download; ``--model hf:<folder>`` to time yours), then times on the same batches
 
 1. bare: the model's ``get_image_features`` on pixel tensors prepared beforehand, in memory (no decoding,
    no preprocessing: the forward pass alone);
-2. pipeline: ``eccv_metric.models.encode.encode_items`` (Parquet reading, JPEG decoding and the model's
+2. pipeline: ``eccv_metric.models.encode.encode_batches`` (Parquet reading, JPEG decoding and the model's
    own processor in DataLoader workers, the forward pass, the checks), cache off.
 
 Prints items/s of both, their ratio (target: >= 0.9 on CPU with a small model), the device, the peak
@@ -32,11 +32,12 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from eccv_metric.models.encode import encode_items  # noqa: E402
+from eccv_metric.models.encode import encode_batches  # noqa: E402
 from eccv_metric.models.items import ITEM_SOURCES  # noqa: E402
 from eccv_metric.models.items import ItemSet  # noqa: E402
-from eccv_metric.models.pixels import DataSource  # noqa: E402
+from eccv_metric.models.source import DataSource  # noqa: E402
 from eccv_metric.models.spec import load_model  # noqa: E402
+from eccv_metric.models.store import batch_bounds  # noqa: E402
 
 
 def write_images(folder: Path, n: int, size: int) -> Path:
@@ -117,14 +118,15 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="eccv_models_bench_"))
     data = write_images(tmp / "data", args.n, args.size)
     spec = args.model or f"hf:{small_clip(tmp / 'clip', args.size, args.preset)}"
-    encoder = load_model(spec, args.device)
+    encoder = load_model(spec, args.device, batch_size=args.batch_size)
     items = DataSource(data).read(ItemSet("coco_5k", "image", ITEM_SOURCES["coco_5k"]["image"]))
     encoder.encode_prepared(  # warm-up
         torch.from_numpy(np.stack([encoder.prepare_image(Image.new("RGB", (args.size, args.size))).numpy()] * 2))
     )
     before = reset_peak()
     start = time.perf_counter()
-    values, _ = encode_items(encoder, items, args.batch_size, args.workers, None)
+    todo = batch_bounds(len(items.ids), args.batch_size)
+    values = np.concatenate([rows for _, rows in encode_batches(encoder, items, todo, args.workers)])
     pipeline = args.n / (time.perf_counter() - start)
     pipeline_peak = read_peak() - before
     # bare: the same batches, prepared beforehand, forward pass only

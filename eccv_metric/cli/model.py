@@ -15,8 +15,7 @@ import sys
 import warnings
 
 from eccv_metric.analysis.report import format_table
-from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
-from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.benchmarks.request import Request
 from eccv_metric.cli.common import CLI_WORDS
 from eccv_metric.cli.common import positive_int
 from eccv_metric.cli.common import say
@@ -37,18 +36,17 @@ MODEL_WORDS = {
     "batch_size": "--batch-size",
     "workers": "--workers",
     "save_embeddings": "--save-embeddings",
+    "cache_dir": "--cache-dir",
 }
 INPUT_FLAGS = ("rankings", "run", "scores", "demo", "image_embeddings", "caption_embeddings", "caption_scores",
                "image_scores", "image_ids", "caption_ids")  # fmt: skip
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
+    from eccv_metric.models.spec import spec_help
+
     g = p.add_argument_group('from a model (pip install "eccv-caption-hf[models]")')
-    g.add_argument(
-        "--model",
-        help="open_clip:<arch>/<pretrained>, open_clip:hf-hub:<repo>, hf:<repo or folder> (transformers) or "
-        "st:<name or folder> (sentence-transformers): encode the benchmarks' images and captions with it",
-    )
+    g.add_argument("--model", help=spec_help())
     g.add_argument("--data", help="--model: a folder built by `eccv-caption build` or its Hub dataset repo")
     g.add_argument(
         "--images",
@@ -65,7 +63,8 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_model(args: argparse.Namespace) -> int:
-    """``evaluate --model``: encode, score, print the table, write the results with their provenance."""
+    """``evaluate --model``: the flags mapped onto a Request and evaluate_model's keywords; the table, the
+    results with their provenance, every message in the CLI's words."""
     if not args.model:
         raise EvaluationError("--data is where --model's items come from: give --model SPEC too")
     given = [f"--{name.replace('_', '-')}" for name in INPUT_FLAGS if getattr(args, name, None)]
@@ -73,28 +72,31 @@ def run_model(args: argparse.Namespace) -> int:
         raise EvaluationError(f"--model is an input of its own: drop {', '.join(given)}")
     if not args.data:
         raise EvaluationError("--model needs --data: a folder built by `eccv-caption build` or its Hub dataset repo")
-    check_output_path(args.output)
-    check_output_path(args.per_query)
-    check_output_path(args.save_embeddings)
-    from eccv_metric.models.pixels import DataSource
-    from eccv_metric.models.run import evaluate_model
+    for path in (args.output, args.per_query):
+        check_output_path(path)
+    from eccv_metric.models.plan import EVERY
+    from eccv_metric.models.run import evaluate_model_request
 
-    benchmarks = [b for b in args.benchmarks or () if b != "eccv_caption"]
-    metrics = list(args.metrics or ())
-    if "eccv_caption" in (args.benchmarks or ()):
-        metrics += list(DEFAULT_TARGETS)
     try:
-        resources = _resources(args, DataSource(args.data, args.images))
+        request = Request.parse(args.metrics, args.ks, benchmarks=args.benchmarks, n_resamples=args.n_resamples,
+                                seed=args.seed, made_for=EVERY)  # fmt: skip
         with warnings.catch_warnings():  # the notes are printed below, in the CLI's words
             warnings.simplefilter("ignore", ChanceLevelWarning)
-            out = evaluate_model(
+            warnings.showwarning = _warning_line
+            out = evaluate_model_request(
                 args.model,
                 args.data,
-                metrics or None,
-                args.ks,
-                benchmarks=benchmarks or None,
+                request,
+                skip_unavailable=not (args.metrics or args.benchmarks),
                 images=args.images,
-                resources=resources,
+                resource_options={
+                    "ground_truth": args.ground_truth,
+                    "instances_json": args.instances_json,
+                    "cxc_source": args.cxc_source or args.source_dir,
+                    "fg_source": args.fg_source or args.source_dir,
+                    "pm": PMOptions(args.pm_zeta, False, args.pm_r_cap),
+                    "cxc_directed": args.cxc_directed,
+                },
                 device=args.device,
                 precision=args.precision,
                 batch_size=args.batch_size,
@@ -102,44 +104,28 @@ def run_model(args: argparse.Namespace) -> int:
                 cache=not args.no_cache,
                 cache_dir=args.cache_dir,
                 save_embeddings=args.save_embeddings,
-                n_resamples=args.n_resamples,
-                seed=args.seed,
             )
     except EvaluationError as exc:
         raise EvaluationError(in_words(exc, MODEL_WORDS)) from None
     means = out.results.means()
+    skipped = {name: in_words(why, MODEL_WORDS) for name, why in out.skipped.items()}
+    written = {**means, "provenance": {**out.provenance, "skipped": skipped}}
     if args.json:
-        print(json.dumps({**means, "provenance": out.provenance}, indent=1))
+        print(json.dumps(written, indent=1))
     elif not args.quiet:
         print(format_table(means))
-    for name, why in out.skipped.items():
-        print(f"skipped {name}: {in_words(why, MODEL_WORDS).removeprefix(name + ': ')}", file=sys.stderr)
-    for note in out.results.notes:
-        print(f"warning: {in_words(note, CLI_WORDS)}", file=sys.stderr)
-    if args.output:
-        write_json_atomic(args.output, {**means, "provenance": out.provenance})
-        say(args, f"wrote {args.output}")
-    if args.per_query:
-        write_json_atomic(args.per_query, out.results.per_query_json())
-        say(args, f"wrote {args.per_query}")
-    if args.save_embeddings:
-        say(args, f"wrote {args.save_embeddings}")
+    lines = [f"skipped {name}: {why.removeprefix(name + ': ')}" for name, why in skipped.items()]
+    for line in lines + [f"warning: {in_words(note, CLI_WORDS)}" for note in out.results.notes]:
+        print(line, file=sys.stderr)
+    for path, payload in ((args.output, written), (args.per_query, None)):
+        if path:
+            write_json_atomic(path, payload if payload is not None else out.results.per_query_json())
+    for path in (args.output, args.per_query, args.save_embeddings):
+        if path:
+            say(args, f"wrote {path}")
     return 0
 
 
-def _resources(args: argparse.Namespace, source: object) -> Resources | None:
-    """The ground-truth flags when given, else the data's own (None: evaluate_model's default)."""
-    flags = (args.ground_truth, args.instances_json, args.cxc_source, args.fg_source, args.source_dir)
-    if not any(flags) and (args.pm_zeta, args.pm_r_cap, args.cxc_directed) == (2, 50, False):
-        return None
-    from eccv_metric.models.run import default_resources
-
-    return default_resources(
-        source,  # type: ignore[arg-type]
-        args.cxc_source or args.source_dir,
-        args.fg_source or args.source_dir,
-        ground_truth=args.ground_truth,
-        instances_json=args.instances_json,
-        pm=PMOptions(args.pm_zeta, False, args.pm_r_cap),
-        cxc_directed=args.cxc_directed,
-    )
+def _warning_line(message: Warning | str, *_: object, **__: object) -> None:
+    """A warning during the run (a cache entry re-encoded, a library's notice): one ``warning:`` line, CLI words."""
+    print(f"warning: {in_words(str(message), MODEL_WORDS)}", file=sys.stderr)

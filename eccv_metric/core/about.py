@@ -3,9 +3,11 @@
 The distribution (``pip install eccv-caption-hf``) installs two import packages,
 ``eccv_metric`` and ``eccv_caption_dataset``; evaluate's missing-module hint in
 the Hub-loaded script names the distribution (``# From: eccv-caption-hf`` on
-each ``eccv_metric`` import line). The version is ``eccv_metric.__version__``
-(pyproject reads it from there).
+each ``eccv_metric`` import line). The version is :data:`__version__` here, the one source: pyproject reads it
+(statically: this module imports nothing) and ``eccv_metric.__version__`` is this one.
 """
+
+__version__ = "0.2.0"
 
 DISTRIBUTION = "eccv-caption-hf"
 PYPI_URL = "https://pypi.org/project/eccv-caption-hf/"

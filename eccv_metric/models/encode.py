@@ -1,26 +1,30 @@
-"""Encoding one item set, fast and bounded: a torch DataLoader decodes and preprocesses images in worker
-processes, the model sees batches under ``torch.inference_mode`` (fp16 / bf16 autocast on a GPU when
-asked), every finished batch goes to the cache at once, and a tqdm bar shows items per second.
+"""Encoding batches, fast and bounded: a torch DataLoader decodes and preprocesses images in worker processes
+(:class:`ImageItems`: a map-style dataset, torch-free and picklable, keeping the row group it last read; each
+image becomes the 8-bit RGB picture :data:`~eccv_metric.models.items.DECODER` says, :func:`to_rgb`), the
+model sees batches (under ``torch.inference_mode``, fp16 / bf16 autocast on a GPU when asked: its family's
+doing), and each batch's output comes back as float32 rows of its own (:func:`as_rows`).
 
-Memory: the model, a few batches in flight (``workers * prefetch``) and the embeddings; never the images.
-Batches are fixed ranges ``[start, start + batch_size)`` of the config's order, so a resumed run encodes
-exactly the batches an interrupted one did not finish, on the same boundaries.
+Which batches to encode, and what becomes of them (the cache, resuming), is the store's
+(:mod:`eccv_metric.models.store`); this module only encodes the ranges it is given. Memory: the model, a few
+batches in flight (``workers * prefetch``); never the images.
 """
 
 from __future__ import annotations
 
+import io
 import os
-import time
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 
-from eccv_metric.core import progress
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.models.cache import EmbeddingCache
-from eccv_metric.models.pixels import ImageItems
-from eccv_metric.models.pixels import Items
-from eccv_metric.models.spec import Encoder
-from eccv_metric.models.spec import as_rows
+from eccv_metric.models.encoder import Encoder
+from eccv_metric.models.items import Items
+from eccv_metric.models.items import Location
+
+Bounds = tuple[int, int]
 
 
 def default_workers() -> int:
@@ -42,57 +46,17 @@ def collate(batch: list) -> tuple[list[int], object, list[str]]:
     return index, values, errors
 
 
-def batch_bounds(n: int, batch_size: int) -> list[tuple[int, int]]:
-    return [(s, min(s + batch_size, n)) for s in range(0, n, batch_size)]
+def encode_batches(
+    encoder: Encoder, items: Items, todo: list[Bounds], workers: int
+) -> Iterator[tuple[Bounds, np.ndarray]]:
+    """``(bounds, rows)`` of each range of ``todo`` in turn, rows as :func:`as_rows` gives them."""
+    what = f"{items.item_set.collection} {items.item_set.kind}s ({items.item_set.label})"
+    for (start, stop), values in outputs(encoder, items, todo, workers):
+        yield (start, stop), as_rows(values, stop - start, f"{encoder.spec} on {what} {start}..{stop - 1}")
 
 
-def encode_items(
-    encoder: Encoder,
-    items: Items,
-    batch_size: int,
-    workers: int,
-    cache: EmbeddingCache | None,
-) -> tuple[np.ndarray, dict]:
-    """Embeddings of every item (config order) and what made them: from the cache or encoded now."""
-    if cache is not None:
-        hit = cache.finished()
-        if hit is not None:
-            made = {k: v for k, v in hit[1].items() if k != "key"}
-            return hit[0], {**made, "encoded": 0, "resumed": 0, "cached": True}
-    n = len(items.ids)
-    bounds = batch_bounds(n, batch_size)
-    saved = cache.batches() if cache is not None else {}
-    parts: dict[tuple[int, int], np.ndarray] = {b: np.load(saved[b]) for b in bounds if b in saved}
-    todo = [b for b in bounds if b not in parts]
-    kind = items.item_set.kind
-    what = f"{items.item_set.collection} {kind}s ({items.item_set.label})"
-    started = time.perf_counter()
-    with progress.bar(f"encoding {what}", total=n, unit="item") as bar:
-        bar.update(sum(e - s for s, e in parts))
-        for (start, stop), values in _batches(encoder, items, todo, workers):
-            arr = as_rows(values, stop - start, f"{encoder.spec} on {what} {start}..{stop - 1}")
-            if cache is not None:
-                cache.save_batch(start, stop, arr)
-            parts[(start, stop)] = arr
-            bar.update(stop - start)
-    dims = {a.shape[1] for a in parts.values()}
-    if len(dims) > 1:
-        raise EvaluationError(f"{encoder.spec}: {what} came back with different dimensions {sorted(dims)}")
-    values = np.concatenate([parts[b] for b in bounds]) if bounds else np.zeros((0, 0), np.float32)
-    meta = {
-        "items": len(values),
-        "dimensions": int(values.shape[1]) if values.ndim == 2 else 0,
-        "batch_size": batch_size,
-        "encoded": sum(e - s for s, e in todo),
-        "resumed": sum(e - s for s, e in bounds) - sum(e - s for s, e in todo),
-        "seconds": round(time.perf_counter() - started, 3),
-    }
-    if cache is not None:
-        cache.finish(values, meta)
-    return values, {**meta, "cached": False}
-
-
-def _batches(encoder: Encoder, items: Items, todo: list[tuple[int, int]], workers: int):  # noqa: ANN202
+def outputs(encoder: Encoder, items: Items, todo: list[Bounds], workers: int) -> Iterator[tuple[Bounds, object]]:
+    """The encoder's raw output for each range: texts sliced, images decoded and prepared by a DataLoader."""
     if items.texts is not None:
         for start, stop in todo:
             yield (start, stop), encoder.encode_texts(items.texts[start:stop])
@@ -114,3 +78,117 @@ def _batches(encoder: Encoder, items: Items, todo: list[tuple[int, int]], worker
             more = f" (and {len(errors) - 1} more in this batch)" if len(errors) > 1 else ""
             raise EvaluationError(errors[0] + more)
         yield (start, stop), encoder.encode_prepared(values)
+
+
+def as_rows(values: object, n: int, what: str) -> np.ndarray:
+    """A model's output as a float32 (n, d) array of its own (copied: an encoder may reuse one output buffer for
+    every batch), or one error naming ``what`` (the encoder and the batch) and what is wrong."""
+    if hasattr(values, "detach"):
+        try:
+            values = values.detach().float().cpu().numpy()  # type: ignore[attr-defined]
+        except (NotImplementedError, RuntimeError, TypeError) as exc:  # a meta-device tensor, a sparse one...
+            first = str(exc).splitlines()[0][:100] if str(exc) else ""
+            raise EvaluationError(
+                f"{what}: cannot copy the model's output to the CPU ({type(exc).__name__}: {first}); check "
+                "that the model's weights are loaded and on a real device"
+            ) from None
+    try:
+        given = np.asarray(values)
+        with np.errstate(over="ignore", under="ignore"):
+            arr = np.array(given, dtype=np.float32, copy=True)
+    except (TypeError, ValueError):
+        raise EvaluationError(f"{what}: the model returned {type(values).__name__}, not an array of numbers") from None
+    if arr.ndim != 2 or len(arr) != n:
+        raise EvaluationError(f"{what}: the model returned shape {arr.shape} for {n} items, not ({n}, dimensions)")
+    bad = ~np.isfinite(arr).all(axis=1)
+    if bad.any():
+        finite = np.isfinite(given.astype(np.float64, copy=False)) if given.dtype.kind in "fiu" else None
+        if finite is not None and finite[bad].all():
+            raise EvaluationError(
+                f"{what}: the model's values overflow float32 (|x| > {np.finfo(np.float32).max:.3g}) for "
+                f"{int(bad.sum())} of {n} items of a batch; scale its outputs"
+            )
+        raise EvaluationError(f"{what}: the model returned NaN or inf for {int(bad.sum())} of {n} items of a batch")
+    if given.dtype.kind == "f" and given.dtype.itemsize > 4:
+        nonzero = arr.any(axis=1)
+        lost = ~nonzero & np.asarray(given != 0).any(axis=1)  # every value underflowed to 0
+        lost |= nonzero & (np.abs(arr).max(axis=1, initial=0) < np.finfo(np.float32).tiny)  # subnormal: bits lost
+        if lost.any():
+            raise EvaluationError(
+                f"{what}: the model's values underflow float32 (|x| < {np.finfo(np.float32).tiny:.3g}) for "
+                f"{int(lost.sum())} of {n} items of a batch; scale its outputs"
+            )
+    return arr
+
+
+class ImageItems:
+    """Map-style dataset over image locations: ``dataset[i]`` -> (i, prepared image or None, error or None).
+
+    ``prepare``: the model's preprocessing (PIL RGB image -> its input), run in the worker; None keeps the
+    PIL image. Errors (an empty or corrupt image) come back as a message, raised once in the main process.
+    """
+
+    def __init__(self, locations: list[Location], ids: np.ndarray, prepare: object = None, pixel_column: str = "image"):
+        self.locations = locations
+        self.ids = ids
+        self.prepare = prepare
+        self.pixel_column = pixel_column
+        self._group: tuple[str, int] | None = None
+        self._rows: list | None = None
+
+    def __len__(self) -> int:
+        return len(self.locations)
+
+    def _bytes(self, loc: Location) -> bytes | None:
+        if loc[0] == "parquet":
+            if self._group != (loc[1], loc[2]):
+                import pyarrow.parquet as pq
+
+                table = pq.ParquetFile(loc[1]).read_row_group(loc[2], columns=[f"{self.pixel_column}.bytes"])
+                self._rows = [v["bytes"] if v else None for v in table.column(self.pixel_column).to_pylist()]
+                self._group = (loc[1], loc[2])
+            return self._rows[loc[3]]  # type: ignore[index]
+        if loc[0] == "file":
+            return Path(loc[1]).read_bytes()
+        if loc[0] == "zip":
+            with zipfile.ZipFile(loc[1]) as zf:
+                return zf.read(loc[2])
+        return None
+
+    def __getitem__(self, i: int) -> tuple[int, object, str | None]:
+        from PIL import Image
+
+        where = f"image {int(self.ids[i])} ({self.locations[i][1]})"
+        try:
+            data = self._bytes(self.locations[i])
+            if not data:
+                return i, None, f"{where}: empty image"
+            with Image.open(io.BytesIO(data)) as im:
+                image = to_rgb(im)
+        except EvaluationError as exc:
+            return i, None, f"{where}: {exc}"
+        except Exception as exc:  # a corrupt file: PIL's many error types, reported once as one line
+            return i, None, f"{where}: cannot decode ({type(exc).__name__}: {str(exc)[:80]})"
+        try:
+            return i, (self.prepare(image) if self.prepare is not None else image), None
+        except Exception as exc:  # the model's preprocessing failed on this image
+            return i, None, f"{where}: the model's preprocessing failed ({type(exc).__name__}: {str(exc)[:80]})"
+
+
+def to_rgb(image: object) -> object:
+    """A PIL image as 8-bit RGB. 16-bit grayscale (``I;16*``, or ``I`` within 0..65535) is scaled by its type's
+    range (value * 255 / 65535, rounded: what an 8-bit display shows), never clipped at 255 as PIL's own
+    ``convert`` does (an all-white picture); 32-bit float pixels (``F``) or integers past 16 bits have no
+    such range and are refused."""
+    from PIL import Image
+
+    mode = image.mode  # type: ignore[attr-defined]
+    if mode.startswith("I;16") or mode == "I":
+        values = np.asarray(image)
+        if values.size and (int(values.min()) < 0 or int(values.max()) > 65535):
+            raise EvaluationError(f"{mode} pixels outside 0..65535 have no 8-bit range: convert the image to 8 bit")
+        scaled = (values.astype(np.uint32) * 255 + 32767) // 65535
+        return Image.fromarray(scaled.astype(np.uint8), "L").convert("RGB")
+    if mode == "F":
+        raise EvaluationError("32-bit float pixels (mode F) have no 8-bit range: convert the image to 8 bit")
+    return image.convert("RGB")  # type: ignore[attr-defined]

@@ -1,8 +1,9 @@
 """``hf:<repo or folder>``: a transformers model with ``get_image_features`` / ``get_text_features`` and its own
 ``AutoProcessor`` (the model's preprocessing, never ours): CLIPModel, SiglipModel and the like.
 
-Text: the processor's tokenizer, truncated to the model's length; SigLIP-family models pad to
-``max_length`` as they were trained (their model card's usage), others pad to the longest in the batch.
+Text: the processor's tokenizer, cut to the smaller of its ``model_max_length`` and the text model's
+``max_position_embeddings``; SigLIP-family models pad to ``max_length`` as they were trained (their model
+card's usage), others pad to the longest in the batch. Similarity: cosine.
 """
 
 from __future__ import annotations
@@ -11,72 +12,66 @@ import json
 from typing import Any
 
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.models.spec import Encoder
-from eccv_metric.models.spec import require
-from eccv_metric.models.torchutil import autocast
-from eccv_metric.models.torchutil import check_precision
-from eccv_metric.models.torchutil import pick_device
-from eccv_metric.models.torchutil import weights_digest
+from eccv_metric.models.families import Family
+from eccv_metric.models.families import LoadOptions
+from eccv_metric.models.families import register
+from eccv_metric.models.families import require
+from eccv_metric.models.identity import saved_digest
+from eccv_metric.models.torchutil import EXTRA
+from eccv_metric.models.torchutil import Loading
 
 
-def load(name: str, spec: str, device: str | None, precision: str) -> Encoder:
-    transformers = require("transformers")
-    require("torch")
-    try:
-        model = transformers.AutoModel.from_pretrained(name)
-        processor = transformers.AutoProcessor.from_pretrained(name)
-    except (OSError, ValueError) as exc:
-        raise EvaluationError(
-            f"{spec}: cannot load the model or its processor ({str(exc).splitlines()[0][:160]})"
-        ) from None
-    device = pick_device(device)
-    precision = check_precision(precision, device)
-    model = model.to(device).eval()
-    kinds = tuple(
-        kind
-        for kind, method, part in (
-            ("image", "get_image_features", "image_processor"),
-            ("caption", "get_text_features", "tokenizer"),
-        )
-        if callable(getattr(model, method, None)) and getattr(processor, part, None) is not None
-    )
-    if not kinds:
-        raise EvaluationError(f"{spec}: {type(model).__name__} has neither get_image_features nor get_text_features")
-    model_type = str(getattr(model.config, "model_type", ""))
-    padding: Any = "max_length" if "siglip" in model_type else True
+def load(name: str, spec: str, options: LoadOptions) -> Any:
+    transformers = require("transformers", EXTRA)
+    at = Loading(spec, name, options)
+    with at.errors():
+        model = transformers.AutoModel.from_pretrained(name, local_files_only=at.local_only)
+        processor = transformers.AutoProcessor.from_pretrained(name, local_files_only=at.local_only)
+    model = model.to(at.device).eval()
     image_processor = getattr(processor, "image_processor", None)
+    tokenizer = getattr(processor, "tokenizer", None)
+    has_images = callable(getattr(model, "get_image_features", None)) and image_processor is not None
+    has_texts = callable(getattr(model, "get_text_features", None)) and tokenizer is not None
+    if not (has_images or has_texts):
+        raise EvaluationError(f"{spec}: {type(model).__name__} has neither get_image_features nor get_text_features")
+    padding: Any = "max_length" if "siglip" in str(getattr(model.config, "model_type", "")) else True
+    max_length = text_length(model, tokenizer)
 
-    def encode_prepared(pixels: Any) -> Any:
-        with autocast(device, precision):
-            return features(model.get_image_features(pixel_values=pixels.to(device)))
+    def images(pixels: Any) -> Any:
+        with at.autocast():
+            return features(model.get_image_features(pixel_values=pixels.to(at.device)))
 
-    def encode_texts(texts: list[str]) -> Any:
-        tokens = processor.tokenizer(list(texts), padding=padding, truncation=True, return_tensors="pt")
-        with autocast(device, precision):
-            return features(model.get_text_features(**{k: v.to(device) for k, v in tokens.items()}))
+    def texts(batch: list[str]) -> Any:
+        tokens = tokenizer(list(batch), padding=padding, truncation=True, max_length=max_length, return_tensors="pt")
+        with at.autocast():
+            return features(model.get_text_features(**{k: v.to(at.device) for k, v in tokens.items()}))
 
     preprocessing = {
         "image_processor": image_processor.to_dict() if image_processor is not None else None,
-        "tokenizer": type(processor.tokenizer).__name__ if getattr(processor, "tokenizer", None) else None,
+        "image_processor_class": type(image_processor).__name__ if image_processor is not None else None,
+        "tokenizer": type(tokenizer).__name__ if tokenizer is not None else None,
+        "processor": saved_digest(processor),  # every file of the tokenizer and the image processor
         "padding": padding,
+        "max_length": max_length,
     }
-    return Encoder(
-        spec=spec,
-        kinds=kinds,
-        encode_texts=encode_texts if "caption" in kinds else None,
-        encode_prepared=encode_prepared if "image" in kinds else None,
-        prepare_image=Prepare(image_processor) if "image" in kinds else None,
-        identity={
-            "spec": spec,
-            "library": f"transformers {transformers.__version__}",
-            "class": type(model).__name__,
-            "weights": weights_digest(model),
-            "revision": getattr(model.config, "_commit_hash", None),
-            "preprocessing": json.loads(json.dumps(preprocessing, default=str, sort_keys=True)),
-        },
-        device=device,
-        precision=precision,
+    return at.encoder(
+        model,
+        f"transformers {transformers.__version__}",
+        json.loads(json.dumps(preprocessing, default=str, sort_keys=True)),
+        texts=texts if has_texts else None,
+        images=images if has_images else None,
+        prepare_image=Prepare(image_processor) if has_images else None,
+        revision=getattr(model.config, "_commit_hash", None),
     )
+
+
+def text_length(model: Any, tokenizer: Any) -> int | None:
+    """Tokens a text keeps: the smaller of the tokenizer's ``model_max_length`` (unset: a huge number) and the
+    text model's ``max_position_embeddings`` (longer inputs fail in the model)."""
+    config = getattr(model.config, "text_config", None) or model.config
+    limits = [getattr(config, "max_position_embeddings", None), getattr(tokenizer, "model_max_length", None)]
+    known = [int(x) for x in limits if isinstance(x, (int, float)) and 0 < x < 1_000_000]
+    return min(known) if known else None
 
 
 class Prepare:
@@ -92,3 +87,13 @@ class Prepare:
 def features(output: Any) -> Any:
     """transformers 5 returns a model output whose ``pooler_output`` is the projected feature; 4.x a tensor."""
     return getattr(output, "pooler_output", output) if not hasattr(output, "detach") else output
+
+
+FAMILY = register(
+    Family(
+        "hf",
+        (("hf:<repo or folder>", "transformers AutoModel + AutoProcessor: CLIPModel, SiglipModel, ..."),),
+        load,
+        EXTRA,
+    )
+)

@@ -7,13 +7,16 @@ item kind, the built dataset config that lists the items in order, its id column
 ``mscoco_fg_original_texts``) replaces the caption column. Images whose pixels a build does not embed
 (COCO unlabeled2017 distractors, Flickr30K photos, or COCO val2014 images of a build made without them) are
 looked up by file name in the image folders / zips given (``images=``); ``PIXEL_ORIGINS``
-(:mod:`eccv_metric.benchmarks.media`) names, per ``source`` column value, what provides them. Nothing here
-imports torch.
+(:mod:`eccv_metric.benchmarks.media`) names, per ``source`` column value, what provides them. An image item
+becomes the 8-bit RGB picture :data:`DECODER` says. Nothing here imports torch.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import replace
+
+import numpy as np
 
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.media import ItemSource
@@ -28,11 +31,18 @@ class ItemSet:
     collection: str
     kind: str  # image / caption
     source: ItemSource
+    restriction: str | None = None  # the restriction of the views reading them (FG's original pool)...
+    only: frozenset[int] | None = None  # ... when it leaves items out: the ids they rank (else every item)
+
+    @property
+    def whole(self) -> ItemSet:
+        """The same items without the restriction."""
+        return replace(self, restriction=None, only=None)
 
     @property
     def label(self) -> str:
         column = self.source.text_column or self.source.pixel_column
-        return f"{self.source.config}.{column}"
+        return f"{self.source.config}.{column}" + (f"[{self.restriction}]" if self.only is not None else "")
 
 
 # the registry's collections with their item sources (benchmarks.collections): collection -> kind -> source
@@ -42,7 +52,9 @@ ITEM_SOURCES: dict[str, dict[str, ItemSource]] = {
 
 
 def item_sets(bench: Benchmark) -> list[ItemSet]:
-    """The item sets a benchmark's directions read (images and / or captions of its collection)."""
+    """The item sets a benchmark's directions read (images and / or captions of its collection), each marked
+    with the restriction every task reading it shares (the data source resolves it against the resources:
+    :meth:`~eccv_metric.models.source.DataSource.read`)."""
     kinds = dict.fromkeys(kind for task in bench.tasks for kind in DIRECTION_KINDS[task.direction])
     table = REGISTRY.collection(bench.collection).item_sources
     if not table:
@@ -52,5 +64,27 @@ def item_sets(bench: Benchmark) -> list[ItemSet]:
         source = table[kind]
         if kind == "caption" and bench.texts:
             source = ItemSource(source.config, source.id_column, text_column=bench.texts)
-        out.append(ItemSet(bench.collection, kind, source))
+        restrictions = {t.restriction for t in bench.tasks if kind in DIRECTION_KINDS[t.direction]}
+        out.append(ItemSet(bench.collection, kind, source, restrictions.pop() if len(restrictions) == 1 else None))
     return out
+
+
+Location = tuple  # ("parquet", file, row group, row) | ("file", path) | ("zip", zip path, member) | ("missing", origin)
+
+
+@dataclass
+class Items:
+    """One item set read from the data: ids in the config's order, texts or image locations, a digest, and what
+    each item is across item sets (``keys``: a text by its string, an image by its origin and id: COCO val2014
+    image 391895 of the 5K split and of MSCOCO-FG's gallery is one image, encoded once)."""
+
+    item_set: ItemSet
+    ids: np.ndarray
+    texts: list[str] | None
+    locations: list[Location] | None
+    digest: str
+    keys: list[tuple]
+
+
+# how an image item becomes the RGB picture a model's preprocessing gets (part of the cache key of image items)
+DECODER = "PIL convert RGB; 16-bit grayscale scaled by 255/65535"

@@ -1,22 +1,26 @@
 """``open_clip:<arch>/<pretrained>`` or ``open_clip:hf-hub:<org>/<repo>``: an open_clip model, its own transform
-and tokenizer (``create_model_and_transforms``, ``get_tokenizer``).
+and tokenizer (``create_model_and_transforms``, ``get_tokenizer``). Similarity: cosine.
 
 open_clip needs torchvision (its transforms); PyPI's torchvision wheels link against the CUDA torch, so
-beside the CPU-only torch ``import open_clip`` fails: the error names the fix. The encoding path is the
-one every adapter shares (:mod:`eccv_metric.models.encode`); only this loader is open_clip's own.
+beside the CPU-only torch ``import open_clip`` fails: the error names the fix. open_clip has no switch to
+read only the local cache: with the Hub unreachable the error says at once to set ``HF_HUB_OFFLINE=1``.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.models.spec import Encoder
-from eccv_metric.models.spec import require
-from eccv_metric.models.torchutil import autocast
-from eccv_metric.models.torchutil import check_precision
-from eccv_metric.models.torchutil import pick_device
-from eccv_metric.models.torchutil import weights_digest
+from eccv_metric.models.families import Family
+from eccv_metric.models.families import LoadOptions
+from eccv_metric.models.families import register
+from eccv_metric.models.identity import state_digest
+from eccv_metric.models.identity import without_addresses
+from eccv_metric.models.torchutil import Loading
+from eccv_metric.models.torchutil import load_error
+
+EXTRA = 'pip install "eccv-caption-hf[open_clip]"'
 
 
 def split_name(name: str) -> tuple[str, str | None]:
@@ -27,46 +31,49 @@ def split_name(name: str) -> tuple[str, str | None]:
     return arch, pretrained or None
 
 
-def load(name: str, spec: str, device: str | None, precision: str) -> Encoder:
+def load(name: str, spec: str, options: LoadOptions) -> Any:
     try:
         import open_clip  # noqa: PLC0415
     except ImportError as exc:
         raise EvaluationError(
-            f"{spec}: open_clip cannot be imported ({str(exc)[:100]}): pip install open_clip_torch with the "
-            "torchvision built for your torch"
+            f"{spec}: open_clip cannot be imported ({str(exc)[:100]}): {EXTRA} with the torchvision built for "
+            "your torch"
         ) from None
-    require("torch")
-    device = pick_device(device)
-    precision = check_precision(precision, device)
     arch, pretrained = split_name(name)
-    try:
-        model, _, transform = open_clip.create_model_and_transforms(arch, pretrained=pretrained, device=device)
+    downloads = name.startswith("hf-hub:") or (pretrained is not None and not Path(pretrained).exists())
+    at = Loading(spec, name.removeprefix("hf-hub:"), options, from_hub=downloads)
+    if at.unreachable is not None:  # open_clip's download would retry
+        raise load_error(spec, OSError(), at.unreachable, cache_read=False)
+    with at.errors(RuntimeError, ValueError, OSError):
+        model, _, transform = open_clip.create_model_and_transforms(arch, pretrained=pretrained, device=at.device)
         tokenizer = open_clip.get_tokenizer(arch)
-    except (RuntimeError, ValueError, OSError) as exc:
-        raise EvaluationError(f"{spec}: cannot load the model ({str(exc).splitlines()[0][:160]})") from None
     model.eval()
 
-    def encode_prepared(pixels: Any) -> Any:
-        with autocast(device, precision):
-            return model.encode_image(pixels.to(device))
+    def images(pixels: Any) -> Any:
+        with at.autocast():
+            return model.encode_image(pixels.to(at.device))
 
-    def encode_texts(texts: list[str]) -> Any:
-        with autocast(device, precision):
-            return model.encode_text(tokenizer(list(texts)).to(device))
+    def texts(batch: list[str]) -> Any:
+        with at.autocast():
+            return model.encode_text(tokenizer(list(batch)).to(at.device))
 
-    return Encoder(
-        spec=spec,
-        kinds=("image", "caption"),
-        encode_texts=encode_texts,
-        encode_prepared=encode_prepared,
-        prepare_image=transform,
-        identity={
-            "spec": spec,
-            "library": f"open_clip {open_clip.__version__}",
-            "class": type(model).__name__,
-            "weights": weights_digest(model),
-            "preprocessing": repr(transform),
-        },
-        device=device,
-        precision=precision,
+    preprocessing = {
+        "transform": without_addresses(repr(transform)),
+        "transform_state": state_digest(transform),
+        "tokenizer": state_digest(tokenizer),  # vocabulary, merges, context length
+    }
+    library = f"open_clip {open_clip.__version__}"
+    return at.encoder(model, library, preprocessing, texts=texts, images=images, prepare_image=transform)
+
+
+FAMILY = register(
+    Family(
+        "open_clip",
+        (
+            ("open_clip:<arch>/<pretrained>", "open_clip.create_model_and_transforms(arch, pretrained=...)"),
+            ("open_clip:hf-hub:<repo>", "open_clip's Hub names"),
+        ),
+        load,
+        EXTRA,
     )
+)

@@ -1,118 +1,57 @@
-"""Models as data: a spec string (or any object with two methods) -> an :class:`Encoder`.
+"""Models as data: a spec string (or any object with two methods) -> an :class:`~eccv_metric.models.encoder.Encoder`.
 
-Specs::
+Specs name a registered family (:mod:`eccv_metric.models.families`); the built-in ones register themselves
+when imported here::
 
-    open_clip:<arch>/<pretrained>      open_clip.create_model_and_transforms(arch, pretrained=...)
-    open_clip:hf-hub:<org>/<repo>      open_clip's Hub names
     hf:<repo id or local folder>       transformers AutoModel + AutoProcessor (CLIPModel, SiglipModel, any
                                        model with get_image_features / get_text_features)
     st:<name or local folder>          sentence-transformers (text-only models, or its CLIP models)
+    open_clip:<arch>/<pretrained>      open_clip.create_model_and_transforms(arch, pretrained=...)
+    open_clip:hf-hub:<org>/<repo>      open_clip's Hub names
 
 A Python object with ``encode_images(list of PIL images) -> array`` and / or ``encode_texts(list of str)
--> array`` is used as it is (:class:`ObjectEncoder`). Each adapter lives in its own module and imports
-its library inside functions, so this module imports no torch.
+-> array`` is used as it is; an :class:`~eccv_metric.models.encoder.Encoder` too. The family modules import
+their libraries inside functions, so this module imports no torch.
 """
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass
-from dataclasses import field
-from typing import Any
-
-import numpy as np
-
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.models.encoder import KIND_METHODS
+from eccv_metric.models.encoder import Encoder
+from eccv_metric.models.encoder import wrap_object
+from eccv_metric.models.families import FAMILIES
+from eccv_metric.models.families import LoadOptions
+from eccv_metric.models.families import parse_spec
+from eccv_metric.models.hf import FAMILY as HF
+from eccv_metric.models.openclip import FAMILY as OPEN_CLIP
+from eccv_metric.models.st import FAMILY as ST
 
-EXTRA = 'pip install "eccv-caption-hf[models]"'
-PREFIXES = {"open_clip": "eccv_metric.models.openclip", "hf": "eccv_metric.models.hf", "st": "eccv_metric.models.st"}
-KIND_METHODS = {"image": "encode_images", "caption": "encode_texts"}
-
-
-@dataclass
-class Encoder:
-    """A loaded model: what it encodes and how, plus what identifies it (for the cache and the provenance).
-
-    ``prepare_image`` runs in the DataLoader's worker processes (PIL image -> the model's input, e.g. its
-    processor's pixel tensor); ``encode_prepared`` runs in the main process on a batch of prepared images
-    (a stacked tensor when ``prepare_image`` gives tensors, else the list). ``encode_texts`` takes a list of
-    str. Both return one row per item (numpy or torch). ``identity``: spec, library and version, weights
-    digest and preprocessing (None: nothing identifies the weights, so nothing is cached).
-    """
-
-    spec: str
-    kinds: tuple[str, ...]
-    encode_texts: Any = None
-    encode_prepared: Any = None
-    prepare_image: Any = None
-    identity: dict | None = None
-    device: str = "cpu"
-    precision: str = "fp32"
-    info: dict = field(default_factory=dict)
+BUILTIN = (HF, ST, OPEN_CLIP)  # each registered by its own module when imported
 
 
-class ObjectEncoder:
-    """Wraps a user's object with ``encode_images`` and / or ``encode_texts`` (see the module docstring)."""
-
-    @staticmethod
-    def wrap(model: object, identity: dict | None = None) -> Encoder:
-        kinds = tuple(k for k, method in KIND_METHODS.items() if callable(getattr(model, method, None)))
-        if not kinds:
-            raise EvaluationError(
-                f"model: a {type(model).__name__} has neither encode_images nor encode_texts; give a spec "
-                "(open_clip:, hf:, st:) or an object with encode_images(list of PIL images) / encode_texts(list of str)"
-            )
-        return Encoder(
-            spec=f"python:{type(model).__module__}.{type(model).__qualname__}",
-            kinds=kinds,
-            encode_texts=getattr(model, "encode_texts", None),
-            encode_prepared=getattr(model, "encode_images", None),
-            prepare_image=None,
-            identity=identity,
-        )
-
-
-def parse_spec(spec: str) -> tuple[str, str]:
-    """``prefix:rest`` with a known prefix, else one error naming the forms."""
-    prefix, sep, rest = str(spec).partition(":")
-    if not sep or prefix not in PREFIXES or not rest.strip():
+def load_model(model: object, device: str | None = None, precision: str = "fp32", batch_size: int = 64) -> Encoder:
+    """An encoder from a spec string, an :class:`Encoder` or an object with ``encode_images`` / ``encode_texts``."""
+    if isinstance(model, str):
+        family, name = parse_spec(model)
+        return family.load(name, model, LoadOptions(device, precision, batch_size))
+    if isinstance(model, Encoder):
+        return model
+    if not any(callable(getattr(model, method, None)) for method in KIND_METHODS.values()):
         raise EvaluationError(
-            f"unknown model spec {str(spec)!r:.80}: use open_clip:<arch>/<pretrained>, open_clip:hf-hub:<repo>, "
-            "hf:<repo or folder> or st:<name or folder>"
+            f"model: a {type(model).__name__} has neither encode_images nor encode_texts; give a spec "
+            f"({', '.join(f'{p}:' for p in FAMILIES)}) or an object with encode_images(list of PIL images) / "
+            "encode_texts(list of str)"
         )
-    return prefix, rest.strip()
+    return wrap_object(model)
 
 
-def load_model(model: object, device: str | None = None, precision: str = "fp32") -> Encoder:
-    """An :class:`Encoder` from a spec string or an object (see the module docstring)."""
-    if not isinstance(model, str):
-        return ObjectEncoder.wrap(model)
-    prefix, rest = parse_spec(model)
-    adapter = importlib.import_module(PREFIXES[prefix])
-    return adapter.load(rest, model, device, precision)
-
-
-def require(module: str) -> Any:
-    """Import a model library, or one error line naming the extra that brings it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise EvaluationError(
-            f"the model path needs {module.split('.')[0]} ({type(exc).__name__}: {str(exc)[:120]}): {EXTRA}"
-        ) from None
-
-
-def as_rows(values: object, n: int, what: str) -> np.ndarray:
-    """A model's output as a float32 (n, d) array, or one error naming what is wrong (NaN, shape)."""
-    if hasattr(values, "detach"):
-        values = values.detach().float().cpu().numpy()  # type: ignore[attr-defined]
-    try:
-        arr = np.asarray(values, dtype=np.float32)
-    except (TypeError, ValueError):
-        raise EvaluationError(f"{what}: the model returned {type(values).__name__}, not an array of numbers") from None
-    if arr.ndim != 2 or len(arr) != n:
-        raise EvaluationError(f"{what}: the model returned shape {arr.shape} for {n} items, not ({n}, dimensions)")
-    bad = ~np.isfinite(arr).all(axis=1)
-    if bad.any():
-        raise EvaluationError(f"{what}: the model returned NaN or inf for {int(bad.sum())} of {n} items of a batch")
-    return arr
+def spec_help() -> str:
+    """The CLI's help for ``--model``: every registered family's forms, with what it declares."""
+    words = {"image": "images", "caption": "texts"}
+    families = [
+        f"{' or '.join(form for form, _ in family.forms)} ({'; '.join(what for _, what in family.forms)}: "
+        f"{' and '.join(words[m] for m in family.modalities)}, {family.similarity} similarity)"
+        for family in FAMILIES.values()
+    ]
+    return f"a model spec: {'; '.join(families)}. Its images and captions are encoded and scored"

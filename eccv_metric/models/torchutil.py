@@ -1,23 +1,34 @@
-"""What every torch adapter shares: the device (CUDA, then MPS, then CPU), precision, weights digest.
+"""What every torch family shares, so that an adapter holds only its library's calls: the extra, the device
+(CUDA, then MPS, then CPU), the precision (autocast on a GPU, always ``torch.inference_mode``), loading (a
+Hub that cannot be reached is told at once; the library's errors become one line), the weights digest and
+the identity, and the :class:`~eccv_metric.models.encoder.Encoder` built from the adapter's two functions.
 
-Imported only by the adapters and the encoder, after the extra is known to be installed.
+Imported by the family modules; torch itself is imported inside the functions, after the extra is known to
+be installed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+from collections.abc import Callable
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.models.spec import require
+from eccv_metric.models.encoder import FunctionEncoder
+from eccv_metric.models.families import LoadOptions
+from eccv_metric.models.families import require
 
+EXTRA = 'pip install "eccv-caption-hf[models]"'
 PRECISIONS = {"fp32": None, "fp16": "float16", "bf16": "bfloat16"}
+HUB_TIMEOUT = 5.0  # seconds for the one request that tells whether the Hub can be reached
 
 
 def pick_device(device: str | None) -> str:
     """``device`` as given (checked), else CUDA, then MPS, then CPU."""
-    torch = require("torch")
+    torch = require("torch", EXTRA)
     if device:
         try:
             torch.empty(0, device=device)
@@ -42,7 +53,7 @@ def check_precision(precision: str, device: str) -> str:
 
 def autocast(device: str, precision: str) -> Any:
     """``torch.autocast`` in fp16 / bf16 on a GPU, else nothing; always under ``torch.inference_mode``."""
-    torch = require("torch")
+    torch = require("torch", EXTRA)
     stack = contextlib.ExitStack()
     stack.enter_context(torch.inference_mode())
     if PRECISIONS.get(precision):
@@ -52,10 +63,99 @@ def autocast(device: str, precision: str) -> Any:
 
 def weights_digest(module: Any) -> str:
     """sha256 of a torch module's state dict (names, dtypes, shapes, values): what identifies its weights."""
-    torch = require("torch")
+    torch = require("torch", EXTRA)
     h = hashlib.sha256()
     for name, tensor in module.state_dict().items():
         t = tensor.detach().cpu().contiguous()
         h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
         h.update(t.view(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
     return h.hexdigest()
+
+
+class Loading:
+    """Where a family loads its model: the device and precision checked, and whether only the local cache can
+    be read (:func:`hub_unreachable`); :meth:`errors` turns the library's errors into one line."""
+
+    def __init__(self, spec: str, name: str, options: LoadOptions, from_hub: bool = True):
+        require("torch", EXTRA)
+        self.spec = spec
+        self.device = pick_device(options.device)
+        self.precision = check_precision(options.precision, self.device)
+        self.batch_size = options.batch_size
+        self.unreachable = hub_unreachable(name) if from_hub else None
+        self.local_only = self.unreachable is not None
+
+    @contextlib.contextmanager
+    def errors(self, *kinds: type[BaseException], cache_read: bool = True) -> Iterator[None]:
+        """Inside: the library loads; an error of ``kinds`` (default: OSError, ValueError) is one line."""
+        caught = kinds or (OSError, ValueError)
+        try:
+            yield
+        except caught as exc:
+            raise load_error(self.spec, exc, self.unreachable, cache_read) from None
+
+    def autocast(self) -> Any:
+        return autocast(self.device, self.precision)
+
+    def encoder(
+        self,
+        model: Any,
+        library: str,
+        preprocessing: dict,
+        texts: Callable[[list[str]], Any] | None = None,
+        images: Callable[[Any], Any] | None = None,
+        prepare_image: Callable[[Any], Any] | None = None,
+        class_name: str | None = None,
+        **extra: Any,
+    ) -> FunctionEncoder:
+        """The encoder of a loaded torch model: kinds from the functions given, the identity (spec, library
+        and version, class, weights digest, preprocessing, revision), device and precision; ``extra``: the
+        encoder's other fields (``similarity``, ``batches_itself``) and ``revision``."""
+        kinds = tuple(kind for kind, fn in (("image", images), ("caption", texts)) if fn is not None)
+        identity = {
+            "spec": self.spec,
+            "library": library,
+            "class": class_name or type(model).__name__,
+            "weights": weights_digest(model),
+            "preprocessing": preprocessing,
+        }
+        revision = extra.pop("revision", None)
+        if revision is not None:
+            identity["revision"] = revision
+        return FunctionEncoder(
+            self.spec, kinds, texts, images, prepare_image, identity, device=self.device, precision=self.precision,
+            **extra,
+        )  # fmt: skip
+
+
+def hub_unreachable(name: str) -> str | None:
+    """Why the Hugging Face Hub cannot be reached for the Hub name ``name`` (one request, no retries), else None
+    (a local folder, offline mode: ``HF_HUB_OFFLINE=1``, or a Hub that answers). The libraries' own download
+    retries for half a minute or more on a connection error; with this answer the adapters read the local
+    cache only (``local_files_only``) and fail at once when the model is not there."""
+    if Path(name).exists():
+        return None
+    import huggingface_hub
+    from huggingface_hub import constants
+
+    if huggingface_hub.is_offline_mode():
+        return None
+    try:
+        huggingface_hub.get_session().head(constants.ENDPOINT, timeout=HUB_TIMEOUT)
+    except Exception as exc:  # the HTTP client's transport errors (httpx or requests) or a socket error
+        kinds = {c.__name__ for c in type(exc).__mro__}
+        if kinds & {"TransportError", "RequestException", "OSError", "TimeoutException"}:
+            return f"cannot reach the Hugging Face Hub at {constants.ENDPOINT} ({type(exc).__name__})"
+    return None
+
+
+def load_error(spec: str, exc: BaseException, unreachable: str | None, cache_read: bool = True) -> EvaluationError:
+    """The one error line of a model that did not load: what the library said, or (Hub unreachable) what to do;
+    ``cache_read``: the local cache was tried (the model is not there)."""
+    if unreachable is not None:
+        tried = " and the model is not in the local cache" if cache_read else ""
+        return EvaluationError(
+            f"{spec}: {unreachable}{tried}: connect, set HF_HUB_OFFLINE=1 to use cached models only, or give a "
+            "local folder"
+        )
+    return EvaluationError(f"{spec}: cannot load the model ({str(exc).splitlines()[0][:160] if str(exc) else ''})")

@@ -77,7 +77,7 @@ def load(python: str, hub: FakeHub, home: Path, target: str, block: tuple[str, .
 def test_one_name_and_one_version_everywhere():
     text = (ROOT / "pyproject.toml").read_text()
     assert re.search(r'^name = "([^"]+)"', text, re.M).group(1) == DISTRIBUTION
-    assert 'dynamic = ["version"]' in text and 'version = { attr = "eccv_metric.__version__" }' in text
+    assert 'dynamic = ["version"]' in text and 'version = { attr = "eccv_metric.core.about.__version__" }' in text
     assert importlib.metadata.version(DISTRIBUTION) == eccv_metric.__version__  # the installed metadata
     changelog = (ROOT / "CHANGELOG.md").read_text()
     assert re.search(r"^## (\S+)", changelog, re.M).group(1) == eccv_metric.__version__

@@ -1,4 +1,5 @@
-"""Fixtures of the unit layer: the synthetic world (tests/unit/world.py) and its ground truth, once per module."""
+"""Fixtures of the unit layer: the synthetic world (tests/unit/world.py) and its ground truth, once per module; the
+model path's built-like folder and tiny CLIP (tests/unit/model_world.py)."""
 
 from __future__ import annotations
 
@@ -15,3 +16,19 @@ def world(tmp_path_factory):
 @pytest.fixture(scope="module")
 def res(world):
     return world.resources()
+
+
+@pytest.fixture(scope="module")
+def data(world, tmp_path_factory):
+    """A built-like folder over the world, with pixels (tests/unit/model_world.py)."""
+    from tests.unit.model_world import write_data
+
+    return write_data(world, tmp_path_factory.mktemp("data"))
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory):
+    """A tiny random transformers CLIPModel folder with its processor."""
+    from tests.unit.model_world import tiny_clip
+
+    return tiny_clip(tmp_path_factory.mktemp("clip"))

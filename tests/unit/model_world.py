@@ -177,8 +177,9 @@ def tiny_siglip(folder: Path, seed: int = 0) -> Path:
     return folder
 
 
-def tiny_st(folder: Path, seed: int = 0) -> Path:
-    """A sentence-transformers text model (a 1-layer BERT with mean pooling), saved locally."""
+def tiny_st(folder: Path, seed: int = 0, similarity: str | None = None) -> Path:
+    """A sentence-transformers text model (a 1-layer BERT with mean pooling, not normalised), saved locally;
+    ``similarity``: the ``similarity_fn_name`` it declares (None: the library's default, cosine)."""
     import torch
     from sentence_transformers import SentenceTransformer
 
@@ -195,5 +196,30 @@ def tiny_st(folder: Path, seed: int = 0) -> Path:
     BertModel(BertConfig(vocab_size=len(tokenizer), max_position_embeddings=32, **SMALL)).save_pretrained(bert)
     tokenizer.save_pretrained(bert)
     word = models.Transformer(str(bert), max_seq_length=32)
-    SentenceTransformer(modules=[word, models.Pooling(16, "mean")]).save(str(folder))
+    SentenceTransformer(modules=[word, models.Pooling(16, "mean")], similarity_fn_name=similarity).save(str(folder))
     return folder
+
+
+def run_model(model: object, data: Path, world: World, tmp_path: Path, **kwargs: object) -> object:
+    """evaluate_model on the world's resources, small batches in the main process, a cache under ``tmp_path``."""
+    from eccv_metric.models import evaluate_model
+
+    kwargs.setdefault("cache_dir", tmp_path / "cache")
+    return evaluate_model(model, data, resources=world.resources(), workers=0, batch_size=8, n_resamples=20, **kwargs)  # type: ignore[arg-type]
+
+
+class Counting:
+    """A Python model (no weights) whose embeddings are a function of the pixels / the text alone, counting every
+    item it encodes."""
+
+    def __init__(self) -> None:
+        self.images: list[bytes] = []
+        self.texts: list[str] = []
+
+    def encode_images(self, images):  # noqa: ANN001, ANN201
+        self.images += [im.tobytes() for im in images]
+        return np.stack([np.asarray(im, np.float32).reshape(-1, 3).mean(0) for im in images])
+
+    def encode_texts(self, texts):  # noqa: ANN001, ANN201
+        self.texts += list(texts)
+        return np.stack([[len(t), t.count("a") + 1, sum(map(ord, t)) % 97] for t in texts]).astype(np.float32)

@@ -9,6 +9,7 @@ and leaves nothing half-written; the base install never imports torch.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -19,8 +20,10 @@ import pytest
 from eccv_metric import Embeddings
 from eccv_metric import EvaluationError
 from eccv_metric import evaluate
+from tests.unit.model_world import Counting
 from tests.unit.model_world import caption_text
 from tests.unit.model_world import png
+from tests.unit.model_world import run_model
 from tests.unit.model_world import write_data
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,24 +60,9 @@ print("OK", sorted(m for m, v in sys.modules.items() if v is not None and m.spli
     assert 'pip install "eccv-caption-hf[models]"' in err and "\n" not in err
 
 
-@pytest.fixture(scope="module")
-def data(world, tmp_path_factory):
-    return write_data(world, tmp_path_factory.mktemp("data"))
-
-
-@pytest.fixture(scope="module")
-def clip(tmp_path_factory):
-    from tests.unit.model_world import tiny_clip
-
-    return tiny_clip(tmp_path_factory.mktemp("clip"))
-
-
 def _run(model, data, world, tmp_path, **kwargs):  # noqa: ANN001, ANN202
-    from eccv_metric.models import evaluate_model
-
     kwargs.setdefault("benchmarks", COCO)
-    kwargs.setdefault("cache_dir", tmp_path / "cache")
-    return evaluate_model(model, data, resources=world.resources(), workers=0, batch_size=8, n_resamples=20, **kwargs)
+    return run_model(model, data, world, tmp_path, **kwargs)
 
 
 def _hf_forward(folder: Path, images: list[bytes], texts: list[str], siglip: bool = False):  # noqa: ANN202
@@ -183,7 +171,8 @@ def test_second_run_encodes_nothing_and_a_killed_run_resumes(world, data, clip, 
     with pytest.raises(KeyboardInterrupt):
         _run(f"hf:{clip}", data, world, tmp_path)
     partial = list((tmp_path / "cache").glob("*/partial/*.npy"))
-    assert len(partial) == 2 and not list((tmp_path / "cache").glob("*/embeddings.npy"))
+    assert len(partial) == 2  # the images: two batches; the captions (encoded first) are finished
+    assert [p.parent for p in partial[:1]] != list((tmp_path / "cache").glob("*/embeddings.npy"))[:1]
     monkeypatch.setattr(CLIPModel, "get_image_features", real)
     resumed = _run(f"hf:{clip}", data, world, tmp_path)
     assert resumed.provenance["items"]["images.image"]["resumed"] == 16  # two batches of 8 kept
@@ -242,7 +231,7 @@ class Bad:
 @pytest.mark.parametrize(
     ("model", "match"),
     [
-        ("clip:ViT-B-32", r"^unknown model spec 'clip:ViT-B-32': use open_clip:"),
+        ("clip:ViT-B-32", r"^unknown model spec 'clip:ViT-B-32': use hf:<repo or folder>, open_clip:"),
         (Bad(nan=True), r"returned NaN or inf for 1 of 8 items of a batch$"),
         (Bad(image_dim=3), r"image embeddings have 3 dimensions but caption embeddings 4"),
         (object(), r"has neither encode_images nor encode_texts"),
@@ -259,7 +248,7 @@ def test_missing_and_corrupt_pixels(world, tmp_path, clip):
     missing = write_data(world, tmp_path / "missing", skip_pixels=tuple(world.image_ids[:3]))
     with pytest.raises(EvaluationError, match=r"^coco_5k: 3 of 20 images have no pixels \(3 val2014: .*images= "):
         _run(f"hf:{clip}", missing, world, tmp_path, benchmarks=["coco_5k"])
-    assert not (tmp_path / "cache").exists()  # checked before any encoding
+    assert not list((tmp_path / "cache").glob("*/"))  # checked before any encoding (no entry; the file digests)
     folder = tmp_path / "val2014"
     folder.mkdir()
     for i in world.image_ids[:3]:
@@ -270,7 +259,8 @@ def test_missing_and_corrupt_pixels(world, tmp_path, clip):
     (folder / f"COCO_val2014_{world.image_ids[2]:012d}.jpg").write_bytes(b"not a jpeg")
     with pytest.raises(EvaluationError, match=rf"^image {world.image_ids[1]} \(.*\): empty image \(and 1 more in this"):
         _run(f"hf:{clip}", missing, world, tmp_path, benchmarks=["coco_5k"], images=[folder])
-    assert not list((tmp_path / "cache").glob("*/embeddings.npy"))
+    finished = [json.loads(p.read_text())["key"]["items"] for p in (tmp_path / "cache").glob("*/meta.json")]
+    assert finished == ["captions.caption"]  # encoded first; no image entry
 
 
 def test_open_clip_adapter_shares_the_path(world, data, tmp_path, monkeypatch):
@@ -310,6 +300,9 @@ def test_open_clip_adapter_shares_the_path(world, data, tmp_path, monkeypatch):
         get_tokenizer=lambda arch: tokenizer,
     )
     monkeypatch.setitem(sys.modules, "open_clip", stub)
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # a stand-in's pretrained tag: nothing to download
     out = _run("open_clip:ViT-T/laion", data, world, tmp_path, benchmarks=["coco_5k"], save_embeddings=tmp_path / "e")
     assert calls == [("ViT-T", "laion")]
     model = Model().eval()
@@ -332,7 +325,7 @@ def test_cli_words(world, data, clip, tmp_path, capsys):
     from eccv_metric.cli.main import main
 
     base = ["evaluate", "--model", "hf:nowhere", "--data", str(data)]
-    spec = "open_clip:<arch>/<pretrained>, open_clip:hf-hub:<repo>, hf:<repo or folder> or st:<name or folder>"
+    spec = "hf:<repo or folder>, open_clip:<arch>/<pretrained>, open_clip:hf-hub:<repo> or st:<name or folder>"
     nowhere = tmp_path / "no"
     built = "a folder built by `eccv-caption build`"
     cases = [
@@ -347,23 +340,6 @@ def test_cli_words(world, data, clip, tmp_path, capsys):
     for argv, expected in cases:
         assert main(argv) == 2
         assert capsys.readouterr().err.strip().splitlines()[-1].startswith(f"error: {expected}")
-
-
-class Counting:
-    """A Python model (no weights) whose embeddings are a function of the pixels / the text alone, counting every
-    item it encodes."""
-
-    def __init__(self) -> None:
-        self.images: list[bytes] = []
-        self.texts: list[str] = []
-
-    def encode_images(self, images):  # noqa: ANN001, ANN201
-        self.images += [im.tobytes() for im in images]
-        return np.stack([np.asarray(im, np.float32).reshape(-1, 3).mean(0) for im in images])
-
-    def encode_texts(self, texts):  # noqa: ANN001, ANN201
-        self.texts += list(texts)
-        return np.stack([[len(t), t.count("a") + 1, sum(map(ord, t)) % 97] for t in texts]).astype(np.float32)
 
 
 def test_an_item_several_benchmarks_share_is_encoded_once(world, data, tmp_path):

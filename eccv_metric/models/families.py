@@ -1,0 +1,80 @@
+"""Model families as registry entries: what a spec prefix means, declared before anything loads.
+
+A :class:`Family` is one library's way to a model: its ``prefix`` (``hf``, ``st``, ``open_clip``), the spec
+forms it accepts (each with what it means: the help text and the "unknown spec" error are made from them),
+the extra that installs its library, the modalities it can encode and the similarity it ranks by (as MTEB's
+``ModelMeta`` declares them), and ``load(name, spec, options)`` -> an
+:class:`~eccv_metric.models.encoder.Encoder`. Each family is one module that calls :func:`register` when
+imported (:mod:`eccv_metric.models.hf`, :mod:`~eccv_metric.models.st`, :mod:`~eccv_metric.models.openclip`;
+:mod:`eccv_metric.models.spec` imports them); a new one (an ONNX or a JAX family) is one more such module
+and its extra in ``pyproject.toml``, and works in Python and in the CLI, whose help lists it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from eccv_metric.core.errors import EvaluationError
+from eccv_metric.models.encoder import Encoder
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How a family loads its model: the device (None: CUDA, then MPS, then CPU), the precision (fp32, or
+    fp16 / bf16 autocast on a GPU) and the items per forward pass (for a library that batches itself)."""
+
+    device: str | None = None
+    precision: str = "fp32"
+    batch_size: int = 64
+
+
+@dataclass(frozen=True)
+class Family:
+    """One model family (see the module docstring). ``similarity``: ``cosine``, ``dot``, or ``declared`` (each
+    model says: sentence-transformers' ``similarity_fn_name``)."""
+
+    prefix: str
+    forms: tuple[tuple[str, str], ...]  # (form, what it names), e.g. ("hf:<repo or folder>", "transformers ...")
+    load: Callable[[str, str, LoadOptions], Encoder]
+    extra: str | None = None  # the pip install line that brings the library (None: nothing to install)
+    modalities: tuple[str, ...] = ("image", "caption")
+    similarity: str = "cosine"
+
+
+FAMILIES: dict[str, Family] = {}
+
+
+def register(family: Family) -> Family:
+    """Add a family (its prefix must be new); returns it."""
+    if family.prefix in FAMILIES and FAMILIES[family.prefix] is not family:
+        raise ValueError(f"a model family with prefix {family.prefix!r} is registered already")
+    FAMILIES[family.prefix] = family
+    return family
+
+
+def forms_text() -> str:
+    """Every family's spec forms, for help texts and errors: ``a, b or c``."""
+    forms = [form for family in FAMILIES.values() for form, _ in family.forms]
+    return ", ".join(forms[:-1]) + (" or " if len(forms) > 1 else "") + forms[-1] if forms else "(none registered)"
+
+
+def parse_spec(spec: str) -> tuple[Family, str]:
+    """(the family of ``prefix:rest``, rest), else one error naming every registered form."""
+    prefix, sep, rest = str(spec).partition(":")
+    if not sep or prefix not in FAMILIES or not rest.strip():
+        raise EvaluationError(f"unknown model spec {str(spec)!r:.80}: use {forms_text()}")
+    return FAMILIES[prefix], rest.strip()
+
+
+def require(module: str, extra: str | None) -> Any:
+    """Import a model library, or one error line naming the extra that brings it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        hint = f": {extra}" if extra else ""
+        raise EvaluationError(
+            f"the model path needs {module.split('.')[0]} ({type(exc).__name__}: {str(exc)[:120]}){hint}"
+        ) from None

@@ -1,0 +1,112 @@
+"""The last step of a model run: the embeddings as :class:`~eccv_metric.inputs.embeddings.Embeddings`, one per
+collection and caption text (benchmarks sharing items share one image-caption product), each scored by one
+:func:`eccv_metric.evaluate` call with every metric of its benchmarks, ranked by the model's similarity
+(cosine: L2-normalised rows; dot: the rows as they are).
+
+When nothing was asked (the plan skips what cannot be scored), a group whose call fails is scored benchmark by
+benchmark, so that one benchmark's reason (e.g. ratings a build lacks) skips that benchmark alone.
+``save_embeddings=`` writes ``<folder>/<group>/{image,caption}_{embeddings,ids}.npy`` (the vectors as
+ranked) once everything is scored, replacing the folder whole (the plan refused a folder holding anything
+else before any encoding).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from eccv_metric.api.chance import for_model
+from eccv_metric.api.chance import warn_chance
+from eccv_metric.api.evaluate import evaluate
+from eccv_metric.core.errors import ChanceLevelWarning
+from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.files import replace_folder
+from eccv_metric.core.files import temporary_folder
+from eccv_metric.inputs.embeddings import Embeddings
+from eccv_metric.measures.results import Results
+from eccv_metric.models.items import ItemSet
+from eccv_metric.models.plan import Plan
+
+
+@dataclass
+class Group:
+    """One Embeddings input and the benchmarks scored on it."""
+
+    embeddings: Embeddings
+    benchmarks: list[str]
+    ids: dict[str, np.ndarray]
+
+
+def score(
+    plan: Plan, encoded: dict[ItemSet, np.ndarray], similarity: str, save_embeddings: str | Path | None = None
+) -> tuple[Results, dict[str, Group]]:
+    """Every requested metric of every planned benchmark (see the module docstring); skips go to ``plan``."""
+    groups = make_groups(plan, encoded, similarity)
+    per_query: dict = {}
+    notes: list[str] = []
+    request = plan.request
+    for group in groups.values():
+        calls = [group.benchmarks]
+        if plan.skip_unavailable and len(group.benchmarks) > 1:
+            calls = [group.benchmarks] + [[name] for name in group.benchmarks]  # the one call first
+        for names in calls:
+            metrics = [r.name for r in request.metrics if r.benchmark.name in names]
+            try:
+                with warnings.catch_warnings():  # warned below, in the model path's words (api.chance.for_model)
+                    warnings.simplefilter("ignore", ChanceLevelWarning)
+                    out = evaluate(group.embeddings, metrics, resources=plan.resources,
+                                   n_resamples=request.n_resamples, seed=request.seed)  # fmt: skip
+            except EvaluationError as exc:
+                if not plan.skip_unavailable:
+                    raise
+                if len(names) == 1:
+                    plan.skipped[names[0]] = f"{names[0]}: {exc}"
+                continue
+            per_query.update({m: dict(out[m]) for m in out})
+            notes += [for_model(note) for note in out.notes]
+            break
+    if not per_query:
+        raise EvaluationError("no benchmark could be scored: " + "; ".join(plan.skipped.values()))
+    warn_chance(notes)
+    if save_embeddings is not None:
+        write_embeddings(save_embeddings, groups)
+    return Results(per_query, notes), groups
+
+
+def make_groups(plan: Plan, encoded: dict[ItemSet, np.ndarray], similarity: str) -> dict[str, Group]:
+    """One Embeddings per collection and caption text (benchmarks sharing items share its similarity matrix)."""
+    members: dict[str, tuple[list[str], dict[str, ItemSet]]] = {}
+    for name, sets in plan.wanted.items():
+        captions = next((s for s in sets if s.kind == "caption"), None)
+        column = captions.source.text_column if captions else "caption"
+        names, kinds = members.setdefault(sets[0].collection + ("" if column == "caption" else f"_{column}"), ([], {}))
+        names.append(name)
+        kinds.update({s.kind: s for s in sets})
+    out = {}
+    for group, (names, kinds) in members.items():
+        ids = {kind: plan.items[s].ids for kind, s in kinds.items()}
+        image, caption = kinds.get("image"), kinds.get("caption")
+        emb = Embeddings(
+            encoded[image] if image else None,
+            encoded[caption] if caption else None,
+            ids.get("image"),
+            ids.get("caption"),
+            normalize=similarity == "cosine",
+        )
+        out[group] = Group(emb, names, ids)
+    return out
+
+
+def write_embeddings(folder: str | Path, groups: dict[str, Group]) -> None:
+    """``<folder>/<group>/{image,caption}_embeddings.npy`` (the vectors ranked) and ``{image,caption}_ids.npy``."""
+    dest = Path(folder)
+    tmp = temporary_folder(dest)
+    for name, group in groups.items():
+        (tmp / name).mkdir()
+        for kind, values in group.embeddings.vectors.items():
+            np.save(tmp / name / f"{kind}_embeddings.npy", values)
+            np.save(tmp / name / f"{kind}_ids.npy", group.ids[kind])
+    replace_folder(tmp, dest)

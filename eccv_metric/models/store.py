@@ -1,0 +1,316 @@
+"""The embedding store: the one owner of cache keys, whole-set hits, shared items, batches and resuming.
+
+For each item set of a plan, in order, the store gives its embeddings (float32, one row per item, the
+set's order):
+
+- an item already encoded in this run for another set (the 5,000 test images are in ``coco_5k`` and in
+  MSCOCO-FG's gallery; an image is known by its origin and id, a text by its string) is not encoded again:
+  its row is copied;
+- a set whose whole entry is in the cache (:class:`EmbeddingCache`, checked before use) is read,
+  nothing encoded;
+- otherwise the items not shared (the whole set, or the rest as a subset with an entry of its own) are cut
+  into fixed ranges ``[start, start + step)`` (``step``: the batch size; several batches for an encoder that
+  batches itself), the ranges an interrupted run finished are read back, the others encoded
+  (:func:`~eccv_metric.models.encode.encode_batches`) and each saved at once; the finished set becomes the
+  entry.
+
+The key of an entry: the model's identity, the items' label and digest (with the image decoder), the device
+type, the precision and this package's version. An encoder without an identity (a Python object) is never
+cached.
+
+The cache: ``$ECCV_CAPTION_CACHE`` or ``<huggingface_hub HF_HOME>/eccv_caption/embeddings``, one folder per
+key, named by its sha256 (:class:`EmbeddingCache`). Each finished batch is written at once
+(``partial/<start>-<stop>.npy``, atomically, beside ``partial/key.json``); when every batch is there they
+become ``embeddings.npy`` and ``meta.json`` (what made them, with the key), and the partial files go.
+Nothing half-written is ever read: files appear by rename only. An entry is used only when it is what the
+key says: ``meta.json``'s key equals the key expected, the array has one finite row per item and the
+dimensions ``meta.json`` records, and every file reads. Anything else (a folder copied from another model or
+data, a damaged file) is named in one :class:`CacheWarning` line and encoded afresh; an entry that cannot
+be replaced (a read-only cache) is left alone and not written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+import warnings
+from collections.abc import Iterator
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from eccv_metric.core import progress
+from eccv_metric.core.about import __version__
+from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.files import atomic_open
+from eccv_metric.core.files import write_json_atomic
+from eccv_metric.models.encode import Bounds
+from eccv_metric.models.encode import encode_batches
+from eccv_metric.models.encoder import Encoder
+from eccv_metric.models.items import DECODER
+from eccv_metric.models.items import Items
+from eccv_metric.models.items import ItemSet
+
+CHUNK = 8  # batches handed at once to an encoder that batches (and length-sorts) itself
+
+
+def batch_bounds(n: int, step: int) -> list[Bounds]:
+    return [(s, min(s + step, n)) for s in range(0, n, step)]
+
+
+def subset(items: Items, rows: list[int]) -> Items:
+    """The items at ``rows`` (in that order), as an item set of their own (its digest names the rows)."""
+    pick = np.asarray(rows, dtype=np.int64)
+    digest = hashlib.sha256(f"{items.digest}|subset".encode() + pick.tobytes()).hexdigest()
+    texts = None if items.texts is None else [items.texts[r] for r in rows]
+    locations = None if items.locations is None else [items.locations[r] for r in rows]
+    return Items(items.item_set, items.ids[pick], texts, locations, digest, [items.keys[r] for r in rows])
+
+
+class EmbeddingStore:
+    """Embeddings of item sets by one encoder (see the module docstring); ``root=None``: no cache."""
+
+    def __init__(self, encoder: Encoder, root: str | Path | None, batch_size: int, workers: int):
+        self.encoder = encoder
+        self.root = Path(root) if root is not None and encoder.identity is not None else None
+        self.batch_size = batch_size
+        self.step = batch_size * (CHUNK if encoder.batches_itself else 1)
+        self.workers = workers
+        self.seen: dict[tuple, tuple[ItemSet, int]] = {}  # an item (Items.keys) -> the set and row that has it
+
+    def embed(self, sets: list[ItemSet], items: dict[ItemSet, Items]) -> tuple[dict[ItemSet, np.ndarray], dict]:
+        """(embeddings of each set, what made them: per set label, counts, digest and cache folder)."""
+        report, done = {}, {}
+        for s in sets:
+            keys = items[s].keys
+            whole = self.entry(items[s])
+            fresh = [row for row, key in enumerate(keys) if key not in self.seen]
+            if whole is not None and whole.finished() is not None:
+                fresh = list(range(len(keys)))  # the whole set is cached (an earlier run): read it, encode nothing
+            part = items[s] if len(fresh) == len(keys) else subset(items[s], fresh)
+            entry = whole if part is items[s] else self.entry(part)
+            values, meta = self.values(part, entry) if fresh else (None, {"encoded": 0, "resumed": 0, "cached": False})
+            if len(fresh) < len(keys):  # in its order: the rows encoded now, the others from the set that had them
+                fresh_rows = set(fresh)
+                by_set: dict[ItemSet, tuple[list[int], list[int]]] = {}  # that set -> (rows here, rows there)
+                for row, key in enumerate(keys):
+                    if row not in fresh_rows:
+                        first, at = self.seen[key]
+                        by_set.setdefault(first, ([], []))[0].append(row)
+                        by_set[first][1].append(at)
+                dims = {done[first].shape[1] for first in by_set} | ({values.shape[1]} if values is not None else set())
+                if len(dims) != 1:
+                    raise EvaluationError(f"item sets came back with different dimensions {sorted(dims)}")
+                out = np.empty((len(keys), dims.pop()), dtype=np.float32)
+                if values is not None:
+                    out[fresh] = values
+                for first, (here, there) in by_set.items():
+                    out[here] = done[first][there]
+                values = out
+            done[s] = values
+            for row, key in enumerate(keys):
+                self.seen.setdefault(key, (s, row))
+            counts = {"items": len(keys), "dimensions": int(done[s].shape[1]), "shared": len(keys) - len(fresh)}
+            report[s.label] = {**meta, **counts, "digest": items[s].digest, "cache": str(entry.dir) if entry else None}
+        return done, report
+
+    def key(self, items: Items) -> dict:
+        return {
+            "model": self.encoder.identity,
+            "items": items.item_set.label,
+            "digest": items.digest,
+            "decoder": f"Pillow {version('pillow')}: {DECODER}" if items.texts is None else None,
+            "device": self.encoder.device.split(":")[0],
+            "precision": self.encoder.precision,
+            "package": __version__,
+        }
+
+    def entry(self, items: Items) -> EmbeddingCache | None:
+        return EmbeddingCache(self.key(items), self.root, len(items.ids)) if self.root is not None else None
+
+    def values(self, items: Items, entry: EmbeddingCache | None) -> tuple[np.ndarray, dict]:
+        """Every item's embedding (config order) and what made them: from the entry, resumed, encoded now."""
+        hit = entry.finished() if entry is not None else None
+        if hit is not None:
+            made = {k: v for k, v in hit[1].items() if k != "key"}
+            return hit[0], {**made, "encoded": 0, "resumed": 0, "cached": True}
+        bounds = batch_bounds(len(items.ids), self.step)
+        parts = entry.resumed(bounds) if entry is not None else {}
+        todo = [b for b in bounds if b not in parts]
+        what = f"{items.item_set.collection} {items.item_set.kind}s ({items.item_set.label})"
+        with progress.bar(f"encoding {what}", total=len(items.ids), unit="item") as bar:
+            bar.update(sum(e - s for s, e in parts))
+            return self.collect(encode_batches(self.encoder, items, todo, self.workers), entry, bounds, parts, bar)
+
+    def collect(
+        self, encoded: Iterator[tuple[Bounds, np.ndarray]], entry: EmbeddingCache | None, bounds: list[Bounds],
+        parts: dict[Bounds, np.ndarray], bar: Any,
+    ) -> tuple[np.ndarray, dict]:  # fmt: skip
+        """Each batch kept as it comes (in the entry at once: a killed run resumes from it), then the whole set,
+        stored as the finished entry."""
+        started = time.perf_counter()
+        resumed = sum(e - s for s, e in parts)
+        keep = entry is not None and entry.writable
+        if keep and bounds and not (entry.partial / "key.json").is_file():  # type: ignore[union-attr]
+            write_json_atomic(entry.partial / "key.json", entry.expected)  # type: ignore[union-attr]
+        for (start, stop), rows in encoded:
+            if keep:
+                with atomic_open(entry.partial / f"{start:09d}-{stop:09d}.npy", "wb", encoding=None) as fout:  # type: ignore[union-attr]
+                    np.save(fout, rows)
+            parts[(start, stop)] = rows
+            bar.update(stop - start)
+        dims = {a.shape[1] for a in parts.values()}
+        if len(dims) > 1:
+            raise EvaluationError(f"{self.encoder.spec}: a set's batches came back with dimensions {sorted(dims)}")
+        values = np.concatenate([parts[b] for b in bounds]) if bounds else np.zeros((0, 0), np.float32)
+        meta = {
+            "items": len(values),
+            "dimensions": int(values.shape[1]) if values.ndim == 2 else 0,
+            "batch_size": self.batch_size,
+            "encoded": len(values) - resumed,
+            "resumed": resumed,
+            "seconds": round(time.perf_counter() - started, 3),
+        }
+        if keep:  # the finished entry: its array, then meta.json (written last: the mark of a finished entry)
+            with atomic_open(entry.dir / "embeddings.npy", "wb", encoding=None) as fout:  # type: ignore[union-attr]
+                np.save(fout, values)
+            write_json_atomic(entry.dir / "meta.json", {**meta, "key": entry.expected})  # type: ignore[union-attr]
+            shutil.rmtree(entry.partial, ignore_errors=True)  # type: ignore[union-attr]
+        return values, {**meta, "cached": False}
+
+
+class CacheWarning(UserWarning):
+    """A cache entry that does not hold what its key says: not used, encoded afresh."""
+
+
+CacheWarning.__module__ = "eccv_metric.models"
+
+
+def cache_root() -> Path:
+    given = os.environ.get("ECCV_CAPTION_CACHE")
+    if given:
+        return Path(given)
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HOME) / "eccv_caption" / "embeddings"
+
+
+def canonical(payload: dict) -> dict:
+    """The key as JSON would give it back (what ``meta.json`` stores, compared as stored)."""
+    return json.loads(json.dumps(payload, sort_keys=True, default=str))
+
+
+def cache_key(payload: dict) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:40]
+
+
+def difference(stored: object, expected: object, at: str = "key") -> str | None:
+    """The first place (a dotted path) where two keys differ, or None."""
+    if isinstance(stored, dict) and isinstance(expected, dict):
+        for name in sorted(set(stored) | set(expected)):
+            if name not in stored or name not in expected:
+                return f"{at}.{name}"
+            found = difference(stored[name], expected[name], f"{at}.{name}")
+            if found:
+                return found
+        return None
+    return None if stored == expected else at
+
+
+class EmbeddingCache:
+    """One item set (``rows`` items) encoded by one model (see the module docstring); ``root=None``: the
+    default root."""
+
+    def __init__(self, payload: dict, root: str | Path | None = None, rows: int | None = None):
+        self.payload = payload
+        self.expected = canonical(payload)
+        self.rows = rows
+        self.dir = Path(root if root is not None else cache_root()) / cache_key(payload)
+        self.partial = self.dir / "partial"
+        self.writable = True
+        self.hit: tuple[np.ndarray, dict] | None = None
+
+    def is_finished(self) -> bool:
+        """Whether every item's embedding is stored and is what the key says (a mismatch: warned, cleared)."""
+        return self.finished() is not None
+
+    def finished(self) -> tuple[np.ndarray, dict] | None:
+        """(embeddings, what made them) of a finished entry that matches (read once), else None."""
+        if self.hit is not None:
+            return self.hit
+        if not (self.dir / "meta.json").is_file():  # written last: until then the entry is unfinished
+            return None
+        values, meta, why = self._read()
+        if why is not None:
+            self.discard(self.dir, why)
+            return None
+        self.hit = (values, meta)  # type: ignore[assignment]
+        return self.hit
+
+    def _read(self) -> tuple[np.ndarray | None, dict, str | None]:
+        try:
+            meta = json.loads((self.dir / "meta.json").read_text())
+            values = np.load(self.dir / "embeddings.npy", allow_pickle=False)
+        except (OSError, ValueError, EOFError) as exc:
+            return None, {}, f"its files (unreadable: {type(exc).__name__})"
+        if not isinstance(meta, dict) or meta.get("key") != self.expected:
+            where = difference(meta.get("key") if isinstance(meta, dict) else None, self.expected)
+            return None, {}, f"the model and items it stands for ({where} differs)"
+        return values, meta, self.check_rows(values, self.rows, meta.get("dimensions"))
+
+    @staticmethod
+    def check_rows(values: np.ndarray, rows: int | None, dims: object = None) -> str | None:
+        """Why an array is not ``rows`` finite float32 embeddings (of ``dims`` dimensions when known), or None."""
+        if values.dtype != np.float32 or values.ndim != 2:
+            return f"an array of embeddings ({values.dtype} of shape {values.shape})"
+        if rows is not None and len(values) != rows:
+            return f"the items ({len(values)} rows for {rows} items)"
+        if dims is not None and values.shape[1] != dims:
+            return f"its meta.json ({values.shape[1]} dimensions, not {dims})"
+        if not np.isfinite(values).all():
+            return "finite embeddings (NaN or inf rows)"
+        return None
+
+    def discard(self, path: Path, why: str) -> None:
+        """Warn once that ``path`` does not match, then remove it (or, when it cannot be removed, stop writing)."""
+        try:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+            tail = "re-encoding"
+        except OSError as exc:
+            self.writable = False
+            tail = f"re-encoding without the cache (it cannot be replaced: {type(exc).__name__})"
+        warnings.warn(f"cache {path} does not match {why}: {tail}", CacheWarning, stacklevel=4)
+
+    def resumed(self, bounds: list[Bounds]) -> dict[Bounds, np.ndarray]:
+        """The batches of ``bounds`` an interrupted run of this key finished (each checked; one that does not
+        match is warned about and removed: encoded again)."""
+        if not self.partial.is_dir():
+            return {}
+        try:
+            stored = json.loads((self.partial / "key.json").read_text())
+        except (OSError, ValueError):
+            stored = None
+        if stored != self.expected:
+            where = difference(stored, self.expected)
+            self.discard(self.partial, f"the model and items it stands for ({where} differs)")
+            return {}
+        out = {}
+        for start, stop in bounds:
+            path = self.partial / f"{start:09d}-{stop:09d}.npy"
+            if not path.is_file():
+                continue
+            try:
+                values = np.load(path, allow_pickle=False)
+                why = self.check_rows(values, stop - start)
+            except (OSError, ValueError, EOFError) as exc:
+                why = f"a finished batch (unreadable: {type(exc).__name__})"
+            if why is None:
+                out[(start, stop)] = values
+            else:
+                self.discard(path, why)
+        return out
