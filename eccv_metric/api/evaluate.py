@@ -25,8 +25,8 @@ from eccv_metric.api.chance import tie_notes
 from eccv_metric.api.chance import warn_chance
 from eccv_metric.benchmarks.request import Request
 from eccv_metric.benchmarks.request import directions_given
+from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.benchmarks.resources import Resources
-from eccv_metric.benchmarks.resources import cached_resources
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.engine.plan import Job
 from eccv_metric.engine.plan import plan
@@ -39,7 +39,7 @@ from eccv_metric.measures.results import Results
 
 def default_resources() -> Resources:
     """The ground truth of the ``eccv_caption`` wheel, CxC and FG from their canonical files (loaded once)."""
-    return cached_resources()
+    return ResourceOptions().resources()
 
 
 def evaluate(

@@ -17,12 +17,10 @@ import numpy as np
 from eccv_metric.api.evaluate import evaluate
 from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
 from eccv_metric.benchmarks.definitions import REGISTRY
-from eccv_metric.benchmarks.resources import Resources
-from eccv_metric.benchmarks.resources import cached_resources
+from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.groundtruth.cxc import RATING_ITEMS
 from eccv_metric.groundtruth.cxc import Ratings
-from eccv_metric.groundtruth.plausible import PMOptions
 from eccv_metric.groundtruth.split import GroundTruth
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.inputs.given import Rankings
@@ -111,17 +109,17 @@ class Metrics:
         cxc_directed: bool = False,
         fg_source: str | Path | None = None,
     ):
-        make = (
-            cached_resources if ground_truth is None else functools.partial(Resources, ground_truth)
-        )  # a given split: its own
-        self.resources = make(
-            instances_json=instances_json,
-            extra_file_dir=extra_file_dir,
-            pm=PMOptions(pm_zeta, pm_include_own, pm_r_cap),
-            cxc_source=cxc_source,
-            cxc_directed=cxc_directed,
-            fg_source=fg_source,
-        )
+        self.resources = ResourceOptions(
+            ground_truth,  # a given split: its own Resources; else the one cache
+            instances_json,
+            extra_file_dir,
+            pm_zeta,
+            pm_include_own,
+            pm_r_cap,
+            cxc_source,
+            cxc_directed,
+            fg_source,
+        ).resources()
         self.gt = self.resources.gt
         self.pm_options = self.resources.pm
         self.verbose = verbose

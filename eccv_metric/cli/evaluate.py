@@ -17,7 +17,6 @@ from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.docs import sizes
 from eccv_metric.benchmarks.request import OFFICIAL
 from eccv_metric.benchmarks.resources import Resources
-from eccv_metric.benchmarks.resources import cached_resources
 from eccv_metric.cli.common import CLI_WORDS
 from eccv_metric.cli.common import add_quiet
 from eccv_metric.cli.common import non_negative_int
@@ -25,6 +24,9 @@ from eccv_metric.cli.common import positive_int
 from eccv_metric.cli.common import say
 from eccv_metric.cli.model import add_model_args
 from eccv_metric.cli.model import run_model
+from eccv_metric.cli.resource_flags import add_resource_flags
+from eccv_metric.cli.resource_flags import flag
+from eccv_metric.cli.resource_flags import options_of
 from eccv_metric.core import progress
 from eccv_metric.core.errors import ChanceLevelWarning
 from eccv_metric.core.errors import EvaluationError
@@ -41,7 +43,6 @@ from eccv_metric.formats.mteb import read_predictions
 from eccv_metric.formats.rankings import load_rankings
 from eccv_metric.formats.trec import TIES
 from eccv_metric.formats.trec import read_run_arrays
-from eccv_metric.groundtruth.plausible import PMOptions
 from eccv_metric.groundtruth.split import GroundTruth
 from eccv_metric.inputs.choose import PARTS
 from eccv_metric.inputs.choose import input_from_parts
@@ -85,16 +86,7 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--ks", nargs="+", type=positive_int, default=[1, 5, 10], help="K values for *_recalls (default 1 5 10)"
     )
-    p.add_argument("--ground-truth", help="a built dataset folder or Hub repo (default: the eccv_caption wheel)")
-    p.add_argument("--instances-json", help="COCO-format instances JSON or a built dataset folder: PM categories")
-    p.add_argument("--pm-zeta", type=int, default=2, help="pmrp: largest category distance of a plausible match")
-    p.add_argument(
-        "--pm-r-cap", type=pm_r_cap, default=50, help="PMRP uses R = min(R, cap); 'none' = no cap (default 50)"
-    )
-    p.add_argument("--cxc-source", help="CxC ratings: a built dataset or a folder with the CSVs (default: download)")
-    p.add_argument("--cxc-directed", action="store_true", help="CxC intramodal pairs: first column = query")
-    p.add_argument("--fg-source", help="MSCOCO-FG / Flickr30K-FG files or a built dataset (default: download)")
-    p.add_argument("--source-dir", help="a folder searched for both the CxC CSVs and the FG files")
+    add_resource_flags(p)
     p.add_argument("--n-resamples", type=int, default=1000, help="bootstrap samples of cxc_*_spearman (default 1000)")
     p.add_argument("--seed", type=non_negative_int, default=0, help="seed of the cxc_*_spearman bootstrap")
     p.add_argument("--partial", action="store_true", help="ranked lists: score only the queries given")
@@ -112,15 +104,6 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     add_model_args(p)
     add_quiet(p)
     p.set_defaults(func=run_evaluate)
-
-
-def pm_r_cap(text: str) -> int | None:
-    """``--pm-r-cap``: a positive integer, or ``none`` for the uncapped R-Precision (0 is refused, as in the API)."""
-    if text.strip().lower() == "none":
-        return None
-    if not text.strip().isascii() or not text.strip().isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer or 'none', not {text!r}")
-    return int(text)
 
 
 DEMO_NOTE = (
@@ -141,15 +124,8 @@ def demo_scores(gt: GroundTruth, seed: int = 0) -> np.ndarray:
 
 
 def resources_of(args: argparse.Namespace) -> Resources:
-    """The ground truth the flags name (the one cache: :func:`~eccv_metric.benchmarks.resources.cached_resources`)."""
-    return cached_resources(
-        getattr(args, "ground_truth", None),
-        instances_json=args.instances_json,
-        pm=PMOptions(getattr(args, "pm_zeta", 2), False, getattr(args, "pm_r_cap", 50)),
-        cxc_source=getattr(args, "cxc_source", None) or getattr(args, "source_dir", None),
-        cxc_directed=getattr(args, "cxc_directed", False),
-        fg_source=getattr(args, "fg_source", None) or getattr(args, "source_dir", None),
-    )
+    """The ground truth the flags name (:meth:`~eccv_metric.benchmarks.resource_options.ResourceOptions.resources`)."""
+    return options_of(args).resources()
 
 
 def input_of(args: argparse.Namespace, resources: Resources) -> Rankings | ScoreMatrix | Embeddings:
@@ -214,6 +190,9 @@ def _given(args: argparse.Namespace, name: str) -> bool:
 
 def run_evaluate(args: argparse.Namespace) -> int:
     if args.model or args.data:
+        unread = [flag(n) for n in ("extra_file_dir", "pm_include_own") if getattr(args, n)]
+        if unread:  # until the model path reads every ResourceOptions field (cli.model)
+            raise EvaluationError(f"{' and '.join(unread)}: not yet with --model; score --save-embeddings instead")
         return run_model(args)
     check_output_path(args.output)
     check_output_path(args.per_query)

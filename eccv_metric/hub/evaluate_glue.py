@@ -13,7 +13,6 @@ import inspect
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -22,11 +21,9 @@ import pyarrow.compute as pc
 from eccv_metric.api.evaluate import evaluate
 from eccv_metric.benchmarks.request import benchmark_names
 from eccv_metric.benchmarks.resources import Resources
-from eccv_metric.benchmarks.resources import cached_resources
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.ids import int_ids
 from eccv_metric.core.view import DIRECTION_KINDS
-from eccv_metric.groundtruth.plausible import PMOptions
 from eccv_metric.inputs.choose import input_from_parts
 from eccv_metric.inputs.lists import ranked_to_arrays
 from eccv_metric.measures.results import Results
@@ -126,27 +123,6 @@ def nest(flat: Mapping[str, float]) -> dict[str, dict[str, float]]:
         name, direction = key.rsplit("/", 1)
         out.setdefault(name, {})[direction] = value
     return out
-
-
-def resources_for(
-    ground_truth: str | Path | None = None,
-    instances_json: str | Path | None = None,
-    pm_zeta: int = 2,
-    pm_include_own: bool = False,
-    pm_r_cap: int | None = 50,
-    cxc_source: str | Path | None = None,
-    cxc_directed: bool = False,
-    fg_source: str | Path | None = None,
-) -> Resources:
-    """The module's keywords as the library's one cache of :class:`Resources` (default: the eccv_caption wheel)."""
-    return cached_resources(
-        ground_truth,
-        instances_json=instances_json,
-        pm=PMOptions(pm_zeta, pm_include_own, pm_r_cap),
-        cxc_source=cxc_source,
-        cxc_directed=cxc_directed,
-        fg_source=fg_source,
-    )
 
 
 def compute(

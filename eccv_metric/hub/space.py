@@ -35,8 +35,8 @@ from eccv_metric.api.evaluate import evaluate
 from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
 from eccv_metric.benchmarks.definitions import OFFICIAL_TARGETS
 from eccv_metric.benchmarks.definitions import REGISTRY
+from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.benchmarks.resources import Resources
-from eccv_metric.benchmarks.resources import cached_resources
 from eccv_metric.core.download import sha256_file
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import in_words
@@ -181,7 +181,7 @@ def source_folder(uploads: object) -> Path | None:
 
 def resources_for(instances: Path | None, sources: Path | None) -> Resources:
     """Ground truth for this request (the library's one cache)."""
-    return cached_resources(instances_json=instances, cxc_source=sources, fg_source=sources)
+    return ResourceOptions(instances_json=instances, cxc_source=sources, fg_source=sources).resources()
 
 
 def read_input(

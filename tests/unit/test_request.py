@@ -18,8 +18,6 @@ from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.request import OFFICIAL
 from eccv_metric.benchmarks.request import Request
 from eccv_metric.benchmarks.request import default_benchmarks
-from eccv_metric.benchmarks.resources import cached_resources
-from eccv_metric.groundtruth.plausible import PMOptions
 from eccv_metric.hub import space
 from tests.unit.world import int_embeddings
 
@@ -105,15 +103,6 @@ def test_partial_lists_that_give_every_query_are_full(world):
     assert part.partial and len(part["coco_5k_r1"]["i2t"].values) == 3
 
 
-def test_one_cache_of_resources_for_a_set_of_sources(world, tmp_path):
-    first = cached_resources(cxc_source=world.cxc_dir, fg_source=world.fg_dir)
-    assert cached_resources(cxc_source=world.cxc_dir, fg_source=world.fg_dir) is first
-    assert cached_resources(cxc_source=world.cxc_dir, fg_source=world.fg_dir, pm=PMOptions(1)) is not first
-    assert space.resources_for(None, world.cxc_dir) is cached_resources(
-        cxc_source=world.cxc_dir, fg_source=world.cxc_dir
-    )
-
-
 def test_the_space_takes_ks_as_text_and_leaves_their_rule_to_the_library():
     assert space.parse_ks("1, 5 10") == [1, 5, 10] and space.parse_ks("") == [1, 5, 10]
     assert space.parse_ks(str(10**12)) == [10**12]  # R@(gallery size), as in the library
@@ -126,25 +115,6 @@ def test_a_score_matrix_defaults_to_the_official_metrics(world):
     scores = np.zeros((len(world.image_ids), len(world.caption_ids)), np.float32)
     request = Request.parse(given=["i2t", "t2i"], made_for=ScoreMatrix(scores).made_for)
     assert names_of(request) == sorted(DEFAULT_TARGETS)
-
-
-def test_a_folder_replaced_under_its_name_is_read_again(world, tmp_path, monkeypatch):
-    """The cache keys a local folder by what it holds, and a relative name by the folder it names."""
-    import shutil
-
-    copy = tmp_path / "cxc"
-    shutil.copytree(world.cxc_dir, copy)
-    first = cached_resources(cxc_source=copy)
-    assert cached_resources(cxc_source=copy) is first
-    target = next(p for p in copy.iterdir() if p.is_file())
-    target.write_text(target.read_text() + "\n")  # the same name, other contents
-    assert cached_resources(cxc_source=copy) is not first
-    monkeypatch.chdir(tmp_path)
-    here = cached_resources(cxc_source="cxc")
-    other = tmp_path / "elsewhere" / "cxc"
-    shutil.copytree(world.cxc_dir, other)
-    monkeypatch.chdir(other.parent)
-    assert cached_resources(cxc_source="cxc") is not here  # "cxc" names another folder now
 
 
 def test_embeddings_pickle_and_copy():

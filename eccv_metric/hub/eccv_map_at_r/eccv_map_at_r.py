@@ -12,6 +12,7 @@ import evaluate
 
 from eccv_metric.benchmarks.definitions import REGISTRY  # From: eccv-caption-hf
 from eccv_metric.benchmarks.names import parse_targets  # From: eccv-caption-hf
+from eccv_metric.benchmarks.resource_options import ResourceOptions  # From: eccv-caption-hf
 from eccv_metric.core.about import LICENSE  # From: eccv-caption-hf
 from eccv_metric.core.about import OFFICIAL_CODE_URL  # From: eccv-caption-hf
 from eccv_metric.core.about import PAPER_URL  # From: eccv-caption-hf
@@ -22,7 +23,6 @@ from eccv_metric.hub.evaluate_glue import arrays_by_direction  # From: eccv-capt
 from eccv_metric.hub.evaluate_glue import batch_table  # From: eccv-caption-hf
 from eccv_metric.hub.evaluate_glue import check_keywords  # From: eccv-caption-hf
 from eccv_metric.hub.evaluate_glue import compute  # From: eccv-caption-hf
-from eccv_metric.hub.evaluate_glue import resources_for  # From: eccv-caption-hf
 
 _CITATION = """\
 @inproceedings{chun2022eccv_caption,
@@ -237,16 +237,16 @@ class EccvMapAtR(evaluate.Metric):
         if target_metrics is not None and benchmark in REGISTRY:
             _check_collection(target_metrics, Ks, benchmark)
         nested = require_bool(nested, "nested")
-        resources = resources_for(
-            ground_truth if ground_truth is not None else self.ground_truth,
-            instances_json if instances_json is not None else self.instances_json,
-            pm_zeta,
-            pm_include_own,
-            pm_r_cap,
-            cxc_source,
-            cxc_directed,
-            fg_source,
-        )
+        resources = ResourceOptions(
+            ground_truth=ground_truth if ground_truth is not None else self.ground_truth,
+            instances_json=instances_json if instances_json is not None else self.instances_json,
+            pm_zeta=pm_zeta,
+            pm_include_own=pm_include_own,
+            pm_r_cap=pm_r_cap,
+            cxc_source=cxc_source,
+            cxc_directed=cxc_directed,
+            fg_source=fg_source,
+        ).resources()
         parts = {
             "scores": scores,
             "caption_scores": caption_scores,
