@@ -28,6 +28,10 @@ from eccv_metric.cli.resource_flags import add_resource_flags
 from eccv_metric.cli.resource_flags import flag
 from eccv_metric.cli.resource_flags import options_of
 from eccv_metric.core import progress
+from eccv_metric.core.defaults import KS
+from eccv_metric.core.defaults import KS_TEXT
+from eccv_metric.core.defaults import N_RESAMPLES
+from eccv_metric.core.defaults import SEED
 from eccv_metric.core.errors import ChanceLevelWarning
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import in_words
@@ -72,8 +76,9 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--metrics",
         nargs="+",
-        help=f"metric names (default: {' '.join(DEFAULT_TARGETS)} for image-caption inputs; t2t / i2i-only inputs: "
-        "their benchmarks' defaults); `eccv-caption benchmarks` lists them all",
+        help="metric names, scored beside the --benchmarks' defaults (neither given: "
+        f"{' '.join(DEFAULT_TARGETS)} for image-caption inputs; t2t / i2i-only inputs: their benchmarks' defaults); "
+        "`eccv-caption benchmarks` lists them all",
     )
     p.add_argument(
         "--benchmarks",
@@ -81,14 +86,22 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
         nargs="+",
         choices=[*REGISTRY.names(), OFFICIAL],
         metavar="BENCHMARK",
-        help="add these benchmarks' default metrics (`eccv-caption benchmarks`; eccv_caption = the official defaults)",
+        help="add these benchmarks' default metrics to --metrics (`eccv-caption benchmarks`; eccv_caption = the "
+        "official defaults)",
     )
     p.add_argument(
-        "--ks", nargs="+", type=positive_int, default=[1, 5, 10], help="K values for *_recalls (default 1 5 10)"
+        "--ks", nargs="+", type=positive_int, default=list(KS), help=f"K values for *_recalls (default {KS_TEXT})"
     )
     add_resource_flags(p)
-    p.add_argument("--n-resamples", type=int, default=1000, help="bootstrap samples of cxc_*_spearman (default 1000)")
-    p.add_argument("--seed", type=non_negative_int, default=0, help="seed of the cxc_*_spearman bootstrap")
+    p.add_argument(
+        "--n-resamples",
+        type=int,
+        default=N_RESAMPLES,
+        help=f"bootstrap samples of cxc_*_spearman (default {N_RESAMPLES})",
+    )
+    p.add_argument(
+        "--seed", type=non_negative_int, default=SEED, help=f"seed of the cxc_*_spearman bootstrap (default {SEED})"
+    )
     p.add_argument("--partial", action="store_true", help="ranked lists: score only the queries given")
     p.add_argument(
         "--ties",

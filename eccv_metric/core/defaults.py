@@ -5,7 +5,7 @@
 - :data:`PM_ZETA` / :data:`PM_INCLUDE_OWN` / :data:`PM_R_CAP`: Plausible Match as the ECCV Caption code's
   released PM files define it (zeta 2, a query's own image left out) and PMRP's cap of R (50).
 
-:func:`ks_text` writes the Ks as the CLI's help and the Space's box show them (``1 5 10``).
+:data:`KS_TEXT`: the Ks as the CLI's help and the Space's box show them (``1 5 10``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,4 @@ PM_ZETA = 2
 PM_INCLUDE_OWN = False
 PM_R_CAP = 50
 
-
-def ks_text(ks: tuple[int, ...] = KS) -> str:
-    """Ks as words separated by spaces: ``"1 5 10"``."""
-    return " ".join(str(k) for k in ks)
+KS_TEXT = " ".join(str(k) for k in KS)

@@ -35,8 +35,11 @@ from eccv_metric.api.evaluate import evaluate
 from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
 from eccv_metric.benchmarks.definitions import OFFICIAL_TARGETS
 from eccv_metric.benchmarks.definitions import REGISTRY
+from eccv_metric.benchmarks.request import benchmark_names
 from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.core.defaults import KS
+from eccv_metric.core.defaults import KS_TEXT
 from eccv_metric.core.download import sha256_file
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import in_words
@@ -110,12 +113,12 @@ def parse_ks(text: object) -> list[int]:
     are refused); what a K may be is the library's rule (:class:`~eccv_metric.benchmarks.request.Request`)."""
     tokens = str(text or "").replace(",", " ").split()
     if not tokens:
-        return [1, 5, 10]
+        return list(KS)
     bad = next((t for t in tokens if not (t.isascii() and t.isdigit())), None)
     if bad is not None:
-        raise EvaluationError(f"Ks: {bad!r:.20} is not a whole number written in 0-9; give e.g. '1 5 10'")
+        raise EvaluationError(f"Ks: {bad!r:.20} is not a whole number written in 0-9; give e.g. '{KS_TEXT}'")
     if len(tokens) > MAX_KS:
-        raise EvaluationError(f"Ks: {len(tokens)} values; give at most {MAX_KS}, e.g. '1 5 10'")
+        raise EvaluationError(f"Ks: {len(tokens)} values; give at most {MAX_KS}, e.g. '{KS_TEXT}'")
     return [int(t) for t in tokens]
 
 
@@ -249,8 +252,8 @@ def score(
     upload: object = None,
     pasted: object = "",
     benchmarks: object = (),
-    metrics: object = DEFAULT_TARGETS,
-    ks_text: object = "1 5 10",
+    metrics: object = (),
+    ks_text: object = KS_TEXT,
     partial: object = False,
     image_embeddings: object = None,
     caption_embeddings: object = None,
@@ -265,18 +268,14 @@ def score(
         started = time.perf_counter()
         partial = bool_from_text(partial, SPACE_WORDS["partial"])  # "False" from an API client is False
         ks = parse_ks(ks_text)
-        bench_names = _names(benchmarks, "benchmarks")
-        for name in bench_names:
-            REGISTRY.get(name)  # unknown names: one line naming the known ones
+        bench_names = benchmark_names(_names(benchmarks, "benchmarks"))  # unknown names: one line naming the known
         names = _names(metrics, "metrics")
-        if not names and not bench_names:
-            raise EvaluationError("choose at least one benchmark or metric")
         source, what = read_input(
             upload, pasted, image_embeddings, caption_embeddings, normalize, image_ids, caption_ids
         )
         resources = resources_for(_path(instances, "instances"), source_folder(sources))
-        results = evaluate(
-            source, names or None, ks, benchmarks=None if names else bench_names, resources=resources, partial=partial
+        results = evaluate(  # the one rule (benchmarks.request): the metrics beside the benchmarks' defaults
+            source, names or None, ks, benchmarks=bench_names or None, resources=resources, partial=partial
         )  # a full upload is scored (and labelled) as full, whatever the tick says: results.partial
         return done(results, f"scored {what}", results.partial, time.perf_counter() - started)
     except (EvaluationError, ValueError, OSError, RecursionError) as exc:
@@ -310,13 +309,13 @@ def example_state() -> dict[str, object]:
         "pasted": EXAMPLE,
         "benchmarks": EXAMPLE_BENCHMARKS,
         "metrics": EXAMPLE_METRICS,
-        "ks": "1 5 10",
+        "ks": KS_TEXT,
         "partial": True,
     }
 
 
 def metrics_for(benchmarks: Sequence[str] | None) -> list[str]:
-    """The metrics box after picking benchmarks: their default metrics."""
+    """The metrics box after picking benchmarks: their default metrics (what the one rule adds for them)."""
     out: list[str] = []
     for name in benchmarks or ():
         if name in REGISTRY:
