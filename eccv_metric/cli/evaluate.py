@@ -36,17 +36,16 @@ from eccv_metric.core.errors import ChanceLevelWarning
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import in_words
 from eccv_metric.core.files import check_output_path
-from eccv_metric.core.files import load_npy
 from eccv_metric.core.files import write_json_atomic
-from eccv_metric.formats.ids import load_ids
 from eccv_metric.formats.mteb import is_json_object
-from eccv_metric.formats.mteb import is_mteb_predictions
-from eccv_metric.formats.mteb import is_rankings_json
 from eccv_metric.formats.mteb import not_rankings
-from eccv_metric.formats.mteb import read_predictions
-from eccv_metric.formats.rankings import load_rankings
+from eccv_metric.formats.readers import IDS
+from eccv_metric.formats.readers import MTEB_PREDICTIONS
+from eccv_metric.formats.readers import NPY
+from eccv_metric.formats.readers import RANKINGS
+from eccv_metric.formats.readers import TREC_RUN
+from eccv_metric.formats.readers import recognise
 from eccv_metric.formats.trec import TIES
-from eccv_metric.formats.trec import read_run_arrays
 from eccv_metric.groundtruth.split import GroundTruth
 from eccv_metric.inputs.choose import PARTS
 from eccv_metric.inputs.choose import input_from_parts
@@ -151,25 +150,16 @@ def input_of(args: argparse.Namespace, resources: Resources) -> Rankings | Score
         return ScoreMatrix(demo_scores(resources.gt))
     if args.ties and not args.run:
         raise EvaluationError("--ties orders the equal scores of a --run file; the other inputs have no such choice")
-    if args.rankings and is_mteb_predictions(args.rankings):
-        raise not_rankings(args.rankings, "give it as --run")
-    run = read_run_file(args.run, args.ties) if args.run else None
-    rankings = load_rankings(args.rankings) if args.rankings else None
-    if run is not None:
-        rankings = run.raw if isinstance(run, Rankings) else run
-    parts = {
-        "rankings": rankings,
-        "scores": _npy(args.scores, "a .npy float matrix, scores[i, j] = similarity(image i, caption j)"),
-        "caption_scores": _npy(args.caption_scores, "a .npy float matrix (captions x captions)"),
-        "image_scores": _npy(args.image_scores, "a .npy float matrix (images x images)"),
-        "image_embeddings": _npy(args.image_embeddings, "a .npy float array (images x dimensions)"),
-        "caption_embeddings": _npy(args.caption_embeddings, "a .npy float array (captions x dimensions)"),
-        "image_ids": load_ids(args.image_ids, "image ids") if args.image_ids else None,
-        "caption_ids": load_ids(args.caption_ids, "caption ids") if args.caption_ids else None,
-        "normalize": args.normalize,
-    }
-    source = input_from_parts(parts, CLI_WORDS)
-    return run if isinstance(run, Rankings) else source
+    parts: dict[str, object] = {"rankings": None}
+    for given in ("run", "rankings"):  # ranked lists: the file's reader (formats.readers), checked against the flag
+        if getattr(args, given):
+            parts["rankings"] = read_ranked(getattr(args, given), given, args.ties)
+    for name in PARTS:
+        path = getattr(args, name) if name != "rankings" else None
+        if name == "normalize" or not path:
+            continue
+        parts[name] = (IDS if name.endswith("_ids") else NPY).read(path, name, None)
+    return input_from_parts({**parts, "normalize": args.normalize}, CLI_WORDS)
 
 
 PARTIAL_NOTE = (
@@ -179,20 +169,27 @@ PARTIAL_NOTE = (
 )
 
 
-def read_run_file(path: str, ties: str | None) -> dict | Rankings:
-    """``--run``: MTEB predictions (Rankings that know the galleries searched) or a TREC run (lists).
+FLAG_READERS = {"rankings": (RANKINGS,), "run": (TREC_RUN, MTEB_PREDICTIONS)}
+FLAG_OF = {"rankings": "--rankings", "trec_run": "--run", "mteb_predictions": "--run", "npy": "--scores"}
+FLAG_TAKES = {"rankings": "a rankings JSON", "run": "a run"}
 
-    A JSON object is never read as a TREC run: it is MTEB predictions (their errors name a missing key) or
-    rankings given to the wrong flag (named)."""
-    if is_rankings_json(path):
-        raise EvaluationError(f"{path}: a rankings JSON, not a run: give it as --rankings")
-    if is_json_object(path):
-        if ties == "stable":
-            raise EvaluationError(
-                f"{path}: MTEB predictions hold no ranks: their ties are ordered as MTEB scored them (--ties trec_eval)"
-            )
-        return read_predictions(path)
-    return read_run_arrays(path, ties or "stable")
+
+def read_ranked(path: str, flag: str, ties: str | None) -> object:
+    """``--rankings`` / ``--run``: the ranked lists of the file's reader (:mod:`eccv_metric.formats.readers`).
+
+    A file is read as what its content is; a file of another input flag is named with that flag. A JSON object
+    no reader recognises is MTEB predictions for ``--run`` (their errors name a missing key), never a TREC run."""
+    allowed = FLAG_READERS[flag]
+    reader = recognise(path) or next((r for r in allowed if r.reads_json == is_json_object(path)), allowed[0])
+    if reader is MTEB_PREDICTIONS and reader not in allowed:
+        raise not_rankings(path, f"give it as {FLAG_OF[reader.name]}")
+    if reader not in allowed:
+        raise EvaluationError(f"{path}: {reader.title}, not {FLAG_TAKES[flag]}: give it as {FLAG_OF[reader.name]}")
+    if reader is MTEB_PREDICTIONS and ties == "stable":
+        raise EvaluationError(
+            f"{path}: MTEB predictions hold no ranks: their ties are ordered as MTEB scored them (--ties trec_eval)"
+        )
+    return reader.read(path, "rankings", ties)
 
 
 def _given(args: argparse.Namespace, name: str) -> bool:
@@ -239,10 +236,6 @@ def run_evaluate(args: argparse.Namespace) -> int:
         write_json_atomic(args.per_query, results.per_query_json())
         say(args, f"wrote {args.per_query}")
     return 0
-
-
-def _npy(path: str | None, expected: str) -> np.ndarray | None:
-    return None if path is None else load_npy(path, expected)
 
 
 def add_benchmarks(sub: argparse._SubParsersAction) -> None:

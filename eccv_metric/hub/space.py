@@ -43,16 +43,13 @@ from eccv_metric.core.defaults import KS_TEXT
 from eccv_metric.core.download import sha256_file
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import in_words
-from eccv_metric.core.files import load_npy
-from eccv_metric.core.jsonio import parse_json
 from eccv_metric.core.options import bool_from_text
-from eccv_metric.formats.ids import load_ids
-from eccv_metric.formats.mteb import is_mteb_predictions
-from eccv_metric.formats.mteb import not_rankings
-from eccv_metric.formats.rankings import RANKINGS_FORMAT
-from eccv_metric.formats.rankings import load_rankings
-from eccv_metric.formats.rankings import rankings_from_json
-from eccv_metric.formats.trec import read_run
+from eccv_metric.formats.rankings import parse_rankings
+from eccv_metric.formats.readers import IDS
+from eccv_metric.formats.readers import MAIN
+from eccv_metric.formats.readers import NPY
+from eccv_metric.formats.readers import detect
+from eccv_metric.formats.readers import formats_text
 from eccv_metric.hub.space_words import LABELS
 from eccv_metric.hub.space_words import SOURCE_ENV
 from eccv_metric.hub.space_words import SPACE_WORDS
@@ -68,8 +65,7 @@ MAX_PASTE_CHARS = 20 * 2**20
 MAX_KS = 10
 MAX_NAMES = 60
 MAX_SOURCES = 10
-RANKINGS_SUFFIXES = (".json",)
-RUN_SUFFIXES = (".trec", ".run", ".txt", ".tsv")
+SPACE_READERS = [r for r in MAIN if r.space is None]  # the formats of the upload box (formats.readers)
 
 # A small real example (partial): two ECCV Caption image queries and two caption queries of the test split,
 # each list holding the query's ECCV positives with one negative at rank 2.
@@ -152,10 +148,6 @@ def _path(upload: object, label: str) -> Path | None:
     return path
 
 
-def _suffix(path: Path) -> str:
-    return path.suffix.lower()  # an upload named .NPY or .Json is what its letters say
-
-
 _SOURCE_DIRS: dict[str, Path] = {}
 
 
@@ -204,44 +196,28 @@ def read_input(
     if text is not None:
         if len(text) > MAX_PASTE_CHARS:
             raise EvaluationError(f"the pasted text is over {MAX_PASTE_CHARS // 2**20} MB: upload it as a file")
-        parts["rankings"] = rankings_from_json(parse_json(text, "the pasted text", RANKINGS_FORMAT), "the pasted text")
-    elif main is not None and _suffix(main) in RANKINGS_SUFFIXES:
-        if is_mteb_predictions(main):
-            cli = f"the Space does not read them: use the CLI, eccv-caption evaluate --run {main.name}"
-            raise EvaluationError(f"the '{LABELS['upload']}' box: {not_rankings(main.name, cli)}")
-        parts["rankings"] = in_box("upload", load_rankings, main)
-    elif main is not None and _suffix(main) in RUN_SUFFIXES:
-        parts["rankings"] = in_box("upload", read_run, main)
-    elif main is not None and _suffix(main) == ".npy":
-        expected = "a .npy float matrix, scores[i, j] = similarity(image i, caption j)"
-        parts["scores"] = in_box("upload", load_npy, main, expected)
-        what = "the " + " x ".join(f"{n:,}" for n in parts["scores"].shape) + " score matrix"  # type: ignore[attr-defined]
-    elif main is not None:
-        raise EvaluationError(
-            f"the '{LABELS['upload']}' box: {main.name} is none of .json (rankings), .trec / .txt (TREC run) "
-            "or .npy (score matrix)"
-        )
-    files = {
-        "image_embeddings": image_embeddings,
-        "caption_embeddings": caption_embeddings,
-        "image_ids": image_ids,
-        "caption_ids": caption_ids,
-    }
-    for kind, upload in files.items():
+        parts["rankings"] = parse_rankings(text, "the pasted text")  # the rankings reader, on text
+    elif main is not None:  # read as what its content is (formats.readers), else as its suffix says
+        reader = detect(main)
+        if reader is None:
+            raise EvaluationError(f"the '{LABELS['upload']}' box: {main.name} is none of {formats_text(SPACE_READERS)}")
+        if reader.space is not None:
+            raise EvaluationError(f"the '{LABELS['upload']}' box: {main.name}: {reader.title}: "
+                                  + reader.space.format(name=main.name))  # fmt: skip
+        part = reader.parts[0]  # ranked lists, or the score matrix of a .npy
+        parts[part] = in_box("upload", reader.read, main, part, None)
+        if part == "scores":
+            what = "the " + " x ".join(f"{n:,}" for n in parts["scores"].shape) + " score matrix"  # type: ignore[attr-defined]
+    for kind, upload in {"image_embeddings": image_embeddings, "caption_embeddings": caption_embeddings,
+                         "image_ids": image_ids, "caption_ids": caption_ids}.items():  # fmt: skip
         path = _path(upload, kind)
-        if path is None:
-            continue
-        if kind.endswith("_ids"):
-            parts[kind] = in_box(kind, load_ids, path, kind.replace("_", " "))
-        elif _suffix(path) != ".npy":
-            raise EvaluationError(f"the '{LABELS[kind]}' box: {path.name} is not a .npy file")
-        else:
-            expected = f"a .npy float array ({kind.split('_')[0]}s x dimensions)"
-            parts[kind] = in_box(kind, load_npy, path, expected)
+        if path is not None:
+            parts[kind] = in_box(kind, (IDS if kind.endswith("_ids") else NPY).read, path, kind, None)
     source = input_from_parts(parts, SPACE_WORDS)
     if "rankings" in parts:
         lists: dict = parts["rankings"]  # type: ignore[assignment]
-        what = " and ".join(f"{len(v):,} {d}" for d, v in lists.items()) + " ranked lists"
+        what = " and ".join(f"{len(v[0] if isinstance(v, tuple) else v):,} {d}" for d, v in lists.items())
+        what += " ranked lists"
     elif not what:
         given = [k for k in ("image_embeddings", "caption_embeddings") if k in parts]
         what = " and ".join(f"{len(parts[k]):,} {k.split('_')[0]}" for k in given) + " embeddings"  # type: ignore[arg-type]
