@@ -244,9 +244,9 @@ def _brute_chance(n: int, r: int) -> dict[str, tuple[float, float]]:
 
 @pytest.mark.parametrize(("n", "r"), [(1, 1), (5, 1), (6, 2), (9, 3), (10, 10), (12, 5)])
 def test_chance_expectations_equal_an_enumeration(n, r):
-    from eccv_metric.api.chance import first_rank_at_chance
-    from eccv_metric.api.chance import map_at_r_at_chance
-    from eccv_metric.api.chance import rprecision_at_chance
+    from eccv_metric.measures.formulas import first_rank_at_chance
+    from eccv_metric.measures.formulas import map_at_r_at_chance
+    from eccv_metric.measures.formulas import rprecision_at_chance
 
     want = _brute_chance(n, r)
     nn, rr = np.array([float(n)]), np.array([float(r)])
