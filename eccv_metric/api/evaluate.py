@@ -27,6 +27,9 @@ from eccv_metric.benchmarks.request import Request
 from eccv_metric.benchmarks.request import directions_given
 from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.core.defaults import KS
+from eccv_metric.core.defaults import N_RESAMPLES
+from eccv_metric.core.defaults import SEED
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.engine.plan import Job
 from eccv_metric.engine.plan import plan
@@ -45,14 +48,14 @@ def default_resources() -> Resources:
 def evaluate(
     source: Rankings | ScoredInput,
     metrics: Iterable[str] | str | None = None,
-    ks: Iterable[int] | int = (1, 5, 10),
+    ks: Iterable[int] | int = KS,
     *,
     benchmarks: Iterable[str] | str | None = None,
     resources: Resources | None = None,
     directions: Iterable[str] | str | None = None,
     partial: bool = False,
-    n_resamples: int = 1000,
-    seed: int = 0,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = SEED,
 ) -> Results:
     """Per-query values of every requested metric in every direction the input gives (see the module docstring).
 

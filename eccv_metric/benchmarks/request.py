@@ -36,6 +36,9 @@ from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.names import MetricRequest
 from eccv_metric.benchmarks.names import name_list
 from eccv_metric.benchmarks.names import parse_targets
+from eccv_metric.core.defaults import KS
+from eccv_metric.core.defaults import N_RESAMPLES
+from eccv_metric.core.defaults import SEED
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.options import require_bool
 from eccv_metric.core.options import require_int
@@ -93,20 +96,20 @@ class Request:
     metrics: tuple[MetricRequest, ...]
     directions: tuple[str, ...] | None = None  # image-caption directions to score (None: all the input gives)
     partial: bool = False
-    n_resamples: int = 1000
-    seed: int = 0
+    n_resamples: int = N_RESAMPLES
+    seed: int = SEED
 
     @classmethod
     def parse(
         cls,
         metrics: Iterable[str] | str | None = None,
-        ks: object = (1, 5, 10),
+        ks: object = KS,
         *,
         benchmarks: Iterable[str] | str | None = None,
         directions: Iterable[str] | str | None = None,
         partial: object = False,
-        n_resamples: object = 1000,
-        seed: object = 0,
+        n_resamples: object = N_RESAMPLES,
+        seed: object = SEED,
         given: Sequence[str] | None = None,
         made_for: Sequence[str] = (),
     ) -> Request:

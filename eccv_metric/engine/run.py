@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from eccv_metric.core.defaults import N_RESAMPLES
+from eccv_metric.core.defaults import SEED
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import preview
 from eccv_metric.core.view import View
@@ -44,7 +46,9 @@ def refuse_unscorable(jobs: list[Job], source: Input) -> None:
             raise EvaluationError(f"{job.metric} ({job.direction}): {reason}")
 
 
-def run(jobs: list[Job], source: Input, partial: bool = False, n_resamples: int = 1000, seed: int = 0) -> PerQuery:
+def run(
+    jobs: list[Job], source: Input, partial: bool = False, n_resamples: int = N_RESAMPLES, seed: int = SEED
+) -> PerQuery:
     """Per-query values ``out[metric][direction]`` of every job.
 
     ``partial``: score only the queries the input has a ranking for (ranked
