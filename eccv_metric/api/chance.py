@@ -97,10 +97,10 @@ def given_gallery(source: Input, view: View) -> int:
     return len(mapping(view.collection, view.gallery_kind)[0])
 
 
-def job_at_chance(job: Job, scores: QueryScores, source: Input) -> tuple[str, float, float] | None | bool:
-    """``(shown metric, observed, chance mean)`` when the job is at chance level; ``False`` when it is above;
-    ``None`` when it cannot tell (K near the gallery size, a gallery of a few items: a band of fractions reaching
-    0.5, of ranks reaching rank 2)."""
+def job_at_chance(job: Job, scores: QueryScores, source: Input) -> tuple[str, float, float, str] | None | bool:
+    """``(shown metric, observed, chance mean, unit of the mean)`` when the job is at chance level; ``False`` when
+    it is above; ``None`` when it cannot tell (K near the gallery size, a gallery of a few items: a band of
+    fractions reaching 0.5, of ranks reaching rank 2)."""
     view = job.view
     assert view is not None
     kind = METRIC_KINDS[job.kind]
@@ -110,14 +110,15 @@ def job_at_chance(job: Job, scores: QueryScores, source: Input) -> tuple[str, fl
     observed = float(np.mean(scores.values))
     mean, limit = chance_level(view, job, scores, n_given)
     shown = float(np.median(scores.values)) if kind.aggregate == "median" else observed
+    verdict = (job.metric, shown, mean, " mean rank" if kind.scale == "rank" else "")
     if kind.higher_is_better:
-        return None if limit >= 0.5 else (job.metric, shown, mean) if observed <= limit else False
-    return None if limit <= 2 else (job.metric, shown, mean) if observed >= limit else False
+        return None if limit >= 0.5 else verdict if observed <= limit else False
+    return None if limit <= 2 else verdict if observed >= limit else False
 
 
 def chance_notes(jobs: list[Job], per_query: dict[str, dict[str, QueryScores]], source: Input) -> list[str]:
     """One note per (collection, direction) whose every metric is at chance level (see the module docstring)."""
-    found: dict[tuple[str, str], list[tuple[str, float, float]] | None] = {}
+    found: dict[tuple[str, str], list[tuple[str, float, float, str]] | None] = {}
     for job in jobs:
         if METRIC_KINDS[job.kind].chance is None or job.view is None or len(job.relevances) != 1:
             continue
@@ -139,11 +140,10 @@ def chance_notes(jobs: list[Job], per_query: dict[str, dict[str, QueryScores]], 
     return notes
 
 
-def note_text(direction: str, rows: list[tuple[str, float, float]], source: Input) -> str:
+def note_text(direction: str, rows: list[tuple[str, float, float, str]], source: Input) -> str:
     """The note: the numbers, what random rankings give, and the common causes (it cannot tell them apart)."""
     shown = ", ".join(
-        f"{m} = {observed:.4g} (random rankings: {mean:.4g}{' mean rank' if m.endswith(('medr', 'meanr')) else ''})"
-        for m, observed, mean in rows[:3]
+        f"{m} = {observed:.4g} (random rankings: {mean:.4g}{unit})" for m, observed, mean, unit in rows[:3]
     )
     shown += f" and {len(rows) - 3} more" if len(rows) > 3 else ""
     if getattr(source, "kind", "") == "lists":

@@ -1,5 +1,5 @@
 """One evaluation request parsed in one place (benchmarks.request): defaults, the official alias, directions,
-checks; front ends only translate into it; one cache of Resources for a set of sources."""
+checks; front ends only translate into it; what the input cannot serve is refused before any resource loads."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from eccv_metric import Embeddings
 from eccv_metric import EvaluationError
-from eccv_metric import Rankings
+from eccv_metric import Resources
 from eccv_metric import ScoreMatrix
 from eccv_metric import evaluate
 from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
@@ -20,6 +20,8 @@ from eccv_metric.benchmarks.request import Request
 from eccv_metric.benchmarks.request import default_benchmarks
 from eccv_metric.hub import space
 from tests.unit.world import int_embeddings
+from tests.unit.world import quiet_evaluate
+from tests.unit.world import vectors
 
 
 def names_of(request: Request) -> list[str]:
@@ -89,20 +91,6 @@ def test_evaluate_defaults_follow_the_input(world):
     assert all(set(by_dir) == {"t2t"} for by_dir in got.means().values())
 
 
-def test_partial_lists_that_give_every_query_are_full(world):
-    res = world.resources()
-    gt = res.gt
-    full = {int(q): [int(c) for c in gt.caption_ids] for q in gt.image_ids}  # every image query, whole gallery
-    some = dict(list(full.items())[:3])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        whole = evaluate(Rankings(i2t=full), ["coco_5k_r1"], resources=res, partial=True)
-        part = evaluate(Rankings(i2t=some), ["coco_5k_r1"], resources=res, partial=True)
-        plain = evaluate(Rankings(i2t=full), ["coco_5k_r1"], resources=res)
-    assert not whole.partial and whole.means() == plain.means()
-    assert part.partial and len(part["coco_5k_r1"]["i2t"].values) == 3
-
-
 def test_the_space_takes_ks_as_text_and_leaves_their_rule_to_the_library():
     assert space.parse_ks("1, 5 10") == [1, 5, 10] and space.parse_ks("") == [1, 5, 10]
     assert space.parse_ks(str(10**12)) == [10**12]  # R@(gallery size), as in the library
@@ -117,15 +105,6 @@ def test_a_score_matrix_defaults_to_the_official_metrics(world):
     assert names_of(request) == sorted(DEFAULT_TARGETS)
 
 
-def test_embeddings_pickle_and_copy():
-    import copy
-    import pickle
-
-    emb = Embeddings(np.eye(3, dtype=np.float32), np.eye(3, dtype=np.float32))
-    for twin in (pickle.loads(pickle.dumps(emb)), copy.deepcopy(emb)):
-        assert np.array_equal(twin.vectors["image"], emb.vectors["image"]) and twin._building is not emb._building
-
-
 def test_the_module_checks_its_benchmark_name_even_with_target_metrics(world):
     from eccv_metric.hub.evaluate_glue import compute
 
@@ -133,3 +112,21 @@ def test_the_module_checks_its_benchmark_name_even_with_target_metrics(world):
     for metrics in (["coco_5k_r1"], None):
         with pytest.raises(EvaluationError, match="unknown benchmark 'cocco_5k'"):
             compute({}, {"scores": scores}, metrics, (1,), world.resources(), benchmark="cocco_5k")
+
+
+@pytest.mark.parametrize(
+    ("metric", "make", "expected"),
+    [
+        ("cxc_t2t_r1", lambda img, cap: ScoreMatrix(img @ cap.T), "give caption_scores"),
+        ("cxc_i2i_r1", lambda img, cap: ScoreMatrix(img @ cap.T), "give image_scores"),
+        ("cxc_sts_spearman", lambda img, cap: ScoreMatrix(img @ cap.T), "needs caption_scores"),
+        ("cxc_t2t_r1", lambda img, cap: Embeddings(img), "needs caption embeddings"),
+        ("mscoco_fg_map_at_r", lambda img, cap: Embeddings(None, cap), "needs image embeddings"),
+    ],
+)
+def test_the_input_is_checked_before_resources_load(world, tmp_path, metric, make, expected):
+    img, cap = vectors(world)
+    offline = Resources(world.gt, cxc_source=tmp_path / "no-cxc", fg_source=tmp_path / "no-fg")  # would fail to load
+    with pytest.raises(EvaluationError, match=expected) as info:
+        quiet_evaluate(make(img, cap), metric, resources=offline)
+    assert str(tmp_path) not in str(info.value)
