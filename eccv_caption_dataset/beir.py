@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 from eccv_caption_dataset.mteb_layout import ITEM_CONFIG
 from eccv_caption_dataset.mteb_layout import plan
 from eccv_metric.benchmarks.definitions import REGISTRY
+from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.benchmarks.subsets import Subset
 from eccv_metric.core.folder import read_config
@@ -130,7 +131,7 @@ def write_beir(
         infos[name] = _info(table, ITEM_FEATURES, size) | {"path": f"data/{name}/items-*.parquet"}
     written, skipped = plan(folder, {name: (missing, table.num_rows) for name, (table, _, missing) in items.items()})
     if written:
-        resources = Resources(GroundTruth.from_dataset(folder))
+        resources = ResourceOptions(GroundTruth.from_dataset(folder)).resources()
         for sub, complete in written:
             files = item_file(sub.fold) if sub.fold is not None else "items-*.parquet"
             for role, kind in (("corpus", sub.kinds[1]), ("queries", sub.kinds[0])) if complete else ():

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from eccv_caption_dataset.sources import Sources
 from eccv_metric.benchmarks.definitions import REGISTRY
-from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.core.files import find_below
 from eccv_metric.groundtruth.fg import FineGrained
 from eccv_metric.groundtruth.split import GroundTruth
@@ -34,7 +34,7 @@ def fg_missing(sources: Sources, bench: str) -> str | None:
 
 
 def _load(sources: Sources, gt: GroundTruth, bench: str) -> FineGrained:
-    return Resources(gt, fg_source=sources.fg_dir).collection(bench)  # type: ignore[return-value]
+    return ResourceOptions(gt, fg_source=sources.fg_dir).resources().collection(bench)  # type: ignore[return-value]
 
 
 def image_source(file_name: str) -> str:

@@ -13,6 +13,7 @@ from eccv_caption_dataset.sources import Sources
 from eccv_caption_dataset.sources import jpeg_size
 from eccv_caption_dataset.sources import read_json
 from eccv_metric.benchmarks.definitions import REGISTRY
+from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.core import progress
 from eccv_metric.core.positives import Positives
@@ -181,7 +182,7 @@ def positive_rows(
     if (
         sources.cxc_dir is not None
     ):  # the registry's intramodal benchmarks (undirected; see eccv_metric.groundtruth.cxc)
-        yield from intramodal_rows(Resources(gt, cxc_source=sources.cxc_dir))
+        yield from intramodal_rows(ResourceOptions(gt, cxc_source=sources.cxc_dir).resources())
 
 
 def intramodal_rows(resources: Resources) -> Iterator[dict]:

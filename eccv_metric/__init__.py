@@ -13,6 +13,7 @@ from eccv_metric.api.fine_grained import FineGrainedMetrics
 from eccv_metric.api.many import evaluate_many
 from eccv_metric.api.metrics import Metrics
 from eccv_metric.benchmarks.definitions import REGISTRY
+from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.core.about import __version__ as __version__
 from eccv_metric.core.errors import ChanceLevelWarning
@@ -40,6 +41,7 @@ __all__ = [
     "PlausibleMatch",
     "QueryScores",
     "Rankings",
+    "ResourceOptions",
     "Resources",
     "Results",
     "ScoreMatrix",

@@ -24,8 +24,8 @@ from eccv_metric.analysis.stats import holm
 from eccv_metric.analysis.stats import paired_test
 from eccv_metric.benchmarks.names import metric_info
 from eccv_metric.benchmarks.names import resolve_name
+from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.benchmarks.resources import Resources
-from eccv_metric.benchmarks.resources import cached_resources
 from eccv_metric.core import progress
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import preview
@@ -70,11 +70,11 @@ def compare(
     ``p_holm``: the p-values adjusted over all rows of the comparison
     (Holm-Bonferroni), for claims about several metrics at once. ``skipped``
     (filled in when given): metric -> why it was not compared. ``resources``: the ground truth that tells each
-    metric's queries (default: ``Resources(gt)``, or the wheel's with CxC and FG from their canonical files).
+    metric's queries (default: ``gt``'s, or the wheel's, with CxC and FG from their canonical files).
     """
     check_resampling(n_resamples, confidence)
     if resources is None:
-        resources = Resources(gt) if gt is not None else cached_resources()
+        resources = ResourceOptions(ground_truth=gt).resources()
     gt = resources.gt
     rows = []
     for metric in progress.iterate([m for m in a if m in b], "comparing", unit="metric", tick=True):

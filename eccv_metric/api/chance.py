@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 import sys
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 
@@ -45,57 +46,27 @@ from eccv_metric.core.errors import preview
 from eccv_metric.core.view import View
 from eccv_metric.engine.plan import Job
 from eccv_metric.inputs.base import Input
-from eccv_metric.measures.formulas import recall_at_chance
 from eccv_metric.measures.kinds import METRIC_KINDS
 from eccv_metric.measures.results import QueryScores
 
 MARGIN = 3.0  # standard errors beyond the chance mean still counted as chance
 SLACK = 0.001  # and this much more (fractions; a fraction of the mean rank for ranks): rows in place by coincidence
-CHECKED = ("recall", "medr", "meanr", "map_at_r", "rprecision", "capped_rprecision")
 
 
-def chance_band(view: View, job: Job, scores: QueryScores, n_given: int) -> tuple[float, float] | None:
-    """(chance mean, the highest mean still counted as chance) of a recall job's queries; None when the observed
-    mean is above even a cheap upper bound of that band (then no exact chance is needed)."""
-    rel = job.relevance
+def above_bound(view: View, job: Job, scores: QueryScores, n_given: int, bound: Callable) -> bool:
+    """Whether the observed mean is above even a cheap upper bound of the chance band (then no exact chance is
+    needed): first one bound for the whole view (unrestricted: one gallery size, the largest R), then per query."""
     observed, n = float(np.mean(scores.values)), max(1, len(scores.values))
     if not view.restricted:  # the same bound with the largest R and the one gallery size: no per-query work
         size = n_given - view.exclude_self
         k = min(int(job.k), size)  # type: ignore[arg-type]
-        bound = min(1.0, k * float(np.max(rel.n_positives, initial=0)) / max(size - k + 1, 1))
-        if observed > bound + MARGIN * math.sqrt(bound / n) + SLACK:
-            return None
-    dense = view.queries.positions(scores.query_ids).astype(np.int64)
-    per_query = np.zeros(len(view.queries), dtype=np.int64)
-    per_query[rel.query] = rel.n_positives
-    n_pos = per_query[dense]
-    sizes = view.gallery_sizes(dense, n_given)
+        high = min(1.0, float(bound(size, float(np.max(job.relevance.n_positives, initial=0)), k)))
+        if observed > high + MARGIN * math.sqrt(high / n) + SLACK:
+            return True
+    sizes, n_pos = query_terms(view, job, scores, n_given)
     k = min(int(job.k), int(sizes.max(initial=0)))  # type: ignore[arg-type]
-    # union bound: p_q <= K R / (n - K + 1), so the band is at most bound + MARGIN sqrt(bound / N) + SLACK
-    bound = float(np.minimum(1.0, k * n_pos / np.maximum(sizes - k + 1, 1)).mean())
-    if observed > bound + MARGIN * math.sqrt(bound / n) + SLACK:
-        return None
-    p = recall_at_chance(sizes, n_pos, int(job.k))  # type: ignore[arg-type]
-    return float(p.mean()), float(p.mean() + MARGIN * math.sqrt(float((p * (1 - p)).sum())) / n + SLACK)
-
-
-def first_rank_at_chance(n: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(mean, variance) of the rank of the first of ``r`` positives among ``n`` items in a random order."""
-    return (n + 1) / (r + 1), r * (n + 1) * (n - r) / ((r + 1) ** 2 * (r + 2))
-
-
-def rprecision_at_chance(n: np.ndarray, r: np.ndarray, drawn: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(mean, variance) of (hits among the first ``drawn`` items) / ``drawn`` in a random order (``r`` positives)."""
-    p = r / n
-    return p, drawn * p * (1 - p) * (n - drawn) / np.maximum(n - 1, 1) / drawn**2
-
-
-def map_at_r_at_chance(n: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """Mean mAP@R of a random order: ``(H_R + (R - 1)(R - H_R) / (n - 1)) / n`` (module docstring)."""
-    distinct = np.unique(r)
-    harmonic = np.array([math.fsum(1.0 / np.arange(1, int(k) + 1)) for k in distinct])
-    h = harmonic[np.searchsorted(distinct, r)]
-    return (h + (r - 1) * (r - h) / np.maximum(n - 1, 1)) / n
+    high = float(np.minimum(1.0, bound(sizes, n_pos, k)).mean())
+    return observed > high + MARGIN * math.sqrt(high / n) + SLACK
 
 
 def query_terms(view: View, job: Job, scores: QueryScores, n_given: int) -> tuple[np.ndarray, np.ndarray]:
@@ -107,26 +78,15 @@ def query_terms(view: View, job: Job, scores: QueryScores, n_given: int) -> tupl
     return sizes, np.minimum(per_query[dense], sizes).astype(np.float64)
 
 
-def rank_band(view: View, job: Job, scores: QueryScores, n_given: int) -> tuple[float, float]:
-    """(chance mean rank, the lowest mean rank still counted as chance) of a rank job's queries."""
+def chance_level(view: View, job: Job, scores: QueryScores, n_given: int) -> tuple[float, float]:
+    """(the chance mean, the limit still counted as chance: above the mean for a metric where higher is better,
+    below it for ranks) from the kind's per-query expectation and variance (:attr:`MetricKind.chance`)."""
+    kind = METRIC_KINDS[job.kind]
     n, r = query_terms(view, job, scores, n_given)
-    mean, var = first_rank_at_chance(n, np.maximum(r, 1.0))  # a scored query has a positive
+    mean, var = kind.chance(n, r, job.k, job.cap)  # type: ignore[misc]
     chance = float(mean.mean())
-    return chance, chance - MARGIN * math.sqrt(float(var.sum())) / max(1, len(n)) - SLACK * chance
-
-
-def precision_band(view: View, job: Job, scores: QueryScores, n_given: int) -> tuple[float, float]:
-    """(chance mean, the highest mean still counted as chance) of an mAP@R, R-Precision or PMRP job."""
-    n, r = query_terms(view, job, scores, n_given)
-    n, r = np.maximum(n, 1.0), np.maximum(r, 1.0)
-    if job.kind == "map_at_r":
-        mean = map_at_r_at_chance(n, r)
-        var = mean  # values in [0, 1]: Var <= E[X^2] <= E[X]
-    else:
-        drawn = np.minimum(r, job.cap) if job.kind == "capped_rprecision" and job.cap else r
-        mean, var = rprecision_at_chance(n, r, drawn)
-    chance = float(mean.mean())
-    return chance, chance + MARGIN * math.sqrt(float(var.sum())) / max(1, len(n)) + SLACK
+    spread = MARGIN * math.sqrt(float(var.sum())) / max(1, len(n))
+    return (chance, chance + spread + SLACK) if kind.higher_is_better else (chance, chance - spread - SLACK * chance)
 
 
 def given_gallery(source: Input, view: View) -> int:
@@ -137,32 +97,30 @@ def given_gallery(source: Input, view: View) -> int:
     return len(mapping(view.collection, view.gallery_kind)[0])
 
 
-def job_at_chance(job: Job, scores: QueryScores, source: Input) -> tuple[str, float, float] | None | bool:
-    """``(shown metric, observed, chance mean)`` when the job is at chance level; ``False`` when it is above;
-    ``None`` when it cannot tell (K near the gallery size, a gallery of a few items)."""
+def job_at_chance(job: Job, scores: QueryScores, source: Input) -> tuple[str, float, float, str] | None | bool:
+    """``(shown metric, observed, chance mean, unit of the mean)`` when the job is at chance level; ``False`` when
+    it is above; ``None`` when it cannot tell (K near the gallery size, a gallery of a few items: a band of
+    fractions reaching 0.5, of ranks reaching rank 2)."""
     view = job.view
     assert view is not None
+    kind = METRIC_KINDS[job.kind]
     n_given = given_gallery(source, view)
+    if kind.chance_bound is not None and above_bound(view, job, scores, n_given, kind.chance_bound):
+        return False
     observed = float(np.mean(scores.values))
-    if job.kind == "recall":
-        band = chance_band(view, job, scores, n_given)
-        if band is None:
-            return False
-        mean, high = band
-        return None if high >= 0.5 else (job.metric, observed, mean) if observed <= high else False
-    if METRIC_KINDS[job.kind].scale == "rank":
-        mean, low = rank_band(view, job, scores, n_given)
-        shown = float(np.median(scores.values)) if job.kind == "medr" else observed
-        return None if low <= 2 else (job.metric, shown, mean) if observed >= low else False
-    mean, high = precision_band(view, job, scores, n_given)
-    return None if high >= 0.5 else (job.metric, observed, mean) if observed <= high else False
+    mean, limit = chance_level(view, job, scores, n_given)
+    shown = float(np.median(scores.values)) if kind.aggregate == "median" else observed
+    verdict = (job.metric, shown, mean, " mean rank" if kind.scale == "rank" else "")
+    if kind.higher_is_better:
+        return None if limit >= 0.5 else verdict if observed <= limit else False
+    return None if limit <= 2 else verdict if observed >= limit else False
 
 
 def chance_notes(jobs: list[Job], per_query: dict[str, dict[str, QueryScores]], source: Input) -> list[str]:
     """One note per (collection, direction) whose every metric is at chance level (see the module docstring)."""
-    found: dict[tuple[str, str], list[tuple[str, float, float]] | None] = {}
+    found: dict[tuple[str, str], list[tuple[str, float, float, str]] | None] = {}
     for job in jobs:
-        if job.kind not in CHECKED or job.view is None or len(job.relevances) != 1:
+        if METRIC_KINDS[job.kind].chance is None or job.view is None or len(job.relevances) != 1:
             continue
         scores = per_query.get(job.metric, {}).get(job.direction)
         if scores is None or len(scores.values) == 0:
@@ -187,11 +145,10 @@ UNTRAINED = "a model that was not trained or whose weights were not loaded"
 MIXED = "image and caption embeddings of different models"
 
 
-def note_text(direction: str, rows: list[tuple[str, float, float]], source: Input) -> str:
+def note_text(direction: str, rows: list[tuple[str, float, float, str]], source: Input) -> str:
     """The note: the numbers, what random rankings give, and the common causes (it cannot tell them apart)."""
     shown = ", ".join(
-        f"{m} = {observed:.4g} (random rankings: {mean:.4g}{' mean rank' if m.endswith(('medr', 'meanr')) else ''})"
-        for m, observed, mean in rows[:3]
+        f"{m} = {observed:.4g} (random rankings: {mean:.4g}{unit})" for m, observed, mean, unit in rows[:3]
     )
     shown += f" and {len(rows) - 3} more" if len(rows) > 3 else ""
     if getattr(source, "kind", "") == "lists":

@@ -25,8 +25,11 @@ from eccv_metric.api.chance import tie_notes
 from eccv_metric.api.chance import warn_chance
 from eccv_metric.benchmarks.request import Request
 from eccv_metric.benchmarks.request import directions_given
+from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.benchmarks.resources import Resources
-from eccv_metric.benchmarks.resources import cached_resources
+from eccv_metric.core.defaults import KS
+from eccv_metric.core.defaults import N_RESAMPLES
+from eccv_metric.core.defaults import SEED
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.engine.plan import Job
 from eccv_metric.engine.plan import plan
@@ -39,20 +42,20 @@ from eccv_metric.measures.results import Results
 
 def default_resources() -> Resources:
     """The ground truth of the ``eccv_caption`` wheel, CxC and FG from their canonical files (loaded once)."""
-    return cached_resources()
+    return ResourceOptions().resources()
 
 
 def evaluate(
     source: Rankings | ScoredInput,
     metrics: Iterable[str] | str | None = None,
-    ks: Iterable[int] | int = (1, 5, 10),
+    ks: Iterable[int] | int = KS,
     *,
     benchmarks: Iterable[str] | str | None = None,
     resources: Resources | None = None,
     directions: Iterable[str] | str | None = None,
     partial: bool = False,
-    n_resamples: int = 1000,
-    seed: int = 0,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = SEED,
 ) -> Results:
     """Per-query values of every requested metric in every direction the input gives (see the module docstring).
 

@@ -27,6 +27,9 @@ from eccv_metric.api.evaluate import request_for
 from eccv_metric.api.evaluate import score_jobs
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.core import progress
+from eccv_metric.core.defaults import KS
+from eccv_metric.core.defaults import N_RESAMPLES
+from eccv_metric.core.defaults import SEED
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.engine.plan import Job
 from eccv_metric.engine.plan import refuse_unservable
@@ -39,14 +42,14 @@ from eccv_metric.measures.results import Results
 def evaluate_many(
     sources: Sequence[Rankings | ScoredInput],
     metrics: Iterable[str] | str | None = None,
-    ks: Iterable[int] | int = (1, 5, 10),
+    ks: Iterable[int] | int = KS,
     *,
     benchmarks: Iterable[str] | str | None = None,
     resources: Resources | None = None,
     directions: Iterable[str] | str | None = None,
     partial: bool = False,
-    n_resamples: int = 1000,
-    seed: int = 0,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = SEED,
 ) -> list[Results]:
     """``[evaluate(s, metrics, ks, ...) for s in sources]``, planned once (see the module docstring).
 

@@ -17,12 +17,16 @@ import numpy as np
 from eccv_metric.api.evaluate import evaluate
 from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
 from eccv_metric.benchmarks.definitions import REGISTRY
-from eccv_metric.benchmarks.resources import Resources
-from eccv_metric.benchmarks.resources import cached_resources
+from eccv_metric.benchmarks.resource_options import ResourceOptions
+from eccv_metric.core.defaults import KS
+from eccv_metric.core.defaults import N_RESAMPLES
+from eccv_metric.core.defaults import PM_INCLUDE_OWN
+from eccv_metric.core.defaults import PM_R_CAP
+from eccv_metric.core.defaults import PM_ZETA
+from eccv_metric.core.defaults import SEED
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.groundtruth.cxc import RATING_ITEMS
 from eccv_metric.groundtruth.cxc import Ratings
-from eccv_metric.groundtruth.plausible import PMOptions
 from eccv_metric.groundtruth.split import GroundTruth
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.inputs.given import Rankings
@@ -104,24 +108,24 @@ class Metrics:
         *,
         instances_json: str | Path | None = None,
         ground_truth: GroundTruth | None = None,
-        pm_zeta: int = 2,
-        pm_include_own: bool = False,
-        pm_r_cap: int | None = 50,
+        pm_zeta: int = PM_ZETA,
+        pm_include_own: bool = PM_INCLUDE_OWN,
+        pm_r_cap: int | None = PM_R_CAP,
         cxc_source: str | Path | None = None,
         cxc_directed: bool = False,
         fg_source: str | Path | None = None,
     ):
-        make = (
-            cached_resources if ground_truth is None else functools.partial(Resources, ground_truth)
-        )  # a given split: its own
-        self.resources = make(
-            instances_json=instances_json,
-            extra_file_dir=extra_file_dir,
-            pm=PMOptions(pm_zeta, pm_include_own, pm_r_cap),
-            cxc_source=cxc_source,
-            cxc_directed=cxc_directed,
-            fg_source=fg_source,
-        )
+        self.resources = ResourceOptions(
+            ground_truth,  # a given split: its own Resources; else the one cache
+            instances_json,
+            extra_file_dir,
+            pm_zeta,
+            pm_include_own,
+            pm_r_cap,
+            cxc_source,
+            cxc_directed,
+            fg_source,
+        ).resources()
         self.gt = self.resources.gt
         self.pm_options = self.resources.pm
         self.verbose = verbose
@@ -146,8 +150,8 @@ class Metrics:
         ks: Iterable[int],
         directions: Iterable[str] | str | None = None,
         partial: bool = False,
-        n_resamples: int = 1000,
-        seed: int = 0,
+        n_resamples: int = N_RESAMPLES,
+        seed: int = SEED,
     ) -> PerQuery:
         names = self._targets(target_metrics, ks)
         return dict(
@@ -176,7 +180,7 @@ class Metrics:
         i2t_retrieved_items: RankingsDict | None = None,
         t2i_retrieved_items: RankingsDict | None = None,
         target_metrics: Iterable[str] = DEFAULT_TARGETS,
-        Ks: Iterable[int] = (1, 5, 10),  # noqa: N803 (official name)
+        Ks: Iterable[int] = KS,  # noqa: N803 (official name)
         verbose: bool | None = None,
         *,
         partial: bool = False,
@@ -207,7 +211,7 @@ class Metrics:
         i2t: tuple | None = None,
         t2i: tuple | None = None,
         target_metrics: Iterable[str] = DEFAULT_TARGETS,
-        Ks: Iterable[int] = (1, 5, 10),  # noqa: N803
+        Ks: Iterable[int] = KS,  # noqa: N803
         *,
         partial: bool = False,
     ) -> PerQuery:
@@ -227,13 +231,13 @@ class Metrics:
         image_ids: Iterable[int] | None = None,
         caption_ids: Iterable[int] | None = None,
         target_metrics: Iterable[str] = DEFAULT_TARGETS,
-        Ks: Iterable[int] = (1, 5, 10),  # noqa: N803
+        Ks: Iterable[int] = KS,  # noqa: N803
         directions: Iterable[str] = ("i2t", "t2i"),
         *,
         caption_scores: object = None,
         image_scores: object = None,
-        n_resamples: int = 1000,
-        seed: int = 0,
+        n_resamples: int = N_RESAMPLES,
+        seed: int = SEED,
     ) -> PerQuery:
         """Per-query values whose means :meth:`compute_all_metrics_from_scores` reports."""
         source = ScoreMatrix(scores, image_ids, caption_ids, caption_scores=caption_scores, image_scores=image_scores)
@@ -260,11 +264,11 @@ class Metrics:
         image_ids: Iterable[int] | None = None,
         caption_ids: Iterable[int] | None = None,
         target_metrics: Iterable[str] = DEFAULT_TARGETS,
-        Ks: Iterable[int] = (1, 5, 10),  # noqa: N803
+        Ks: Iterable[int] = KS,  # noqa: N803
         directions: Iterable[str] = ("i2t", "t2i"),
         normalize: bool = False,
-        n_resamples: int = 1000,
-        seed: int = 0,
+        n_resamples: int = N_RESAMPLES,
+        seed: int = SEED,
     ) -> PerQuery:
         """Per-query values whose means :meth:`compute_all_metrics_from_embeddings` reports."""
         source = Embeddings(image_embeddings, caption_embeddings, image_ids, caption_ids, normalize)
@@ -289,7 +293,11 @@ class Metrics:
         return self.resources.ratings(kind)
 
     def cxc_correlation(
-        self, kind: str, pair_scores: Callable[[np.ndarray, np.ndarray], object], n_resamples: int = 1000, seed: int = 0
+        self,
+        kind: str,
+        pair_scores: Callable[[np.ndarray, np.ndarray], object],
+        n_resamples: int = N_RESAMPLES,
+        seed: int = SEED,
     ) -> Correlation:
         """CxC bootstrap Spearman correlation for ``sts``, ``sis`` or ``sits`` from a caller's pair scorer.
 

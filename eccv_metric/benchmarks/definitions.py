@@ -16,6 +16,7 @@ from eccv_metric.benchmarks.registry import Registry
 from eccv_metric.benchmarks.registry import Task
 from eccv_metric.benchmarks.relations import RELATIONS
 from eccv_metric.benchmarks.relations import RESTRICTIONS
+from eccv_metric.core.defaults import PM_R_CAP
 
 COCO_LICENSE = "CC BY 4.0 (COCO annotations)"
 ECCV = "Chun, Kim, Park, Chang, Oh. ECCV Caption. ECCV 2022, arXiv:2204.03359"
@@ -41,7 +42,7 @@ def _pm(name: str, relation: str, metric: str, title: str, paper: str, official:
         _cross(relation),
         title,
         "R-Precision with Plausible Match positives: images whose COCO category sets differ in at most zeta "
-        "categories (a caption query uses its image's set), R capped (min(R, 50) by default). The query's own "
+        f"categories (a caption query uses its image's set), R capped (min(R, {PM_R_CAP}) by default). The query's own "
         "image and captions left out and images without instance annotations taking no part are the official "
         "code's choices, not stated in the papers.",
         f"{ECCV}, section 4.1; {PCME}",
@@ -131,9 +132,9 @@ BENCHMARKS = [
         tuple(Task(d, ("pm_zeta0", "pm_zeta1", "pm_zeta2")) for d in BOTH),
         "PMRP, PCME's average over zeta",
         "Per query, the mean of its PMRP at zeta = 0, 1 and 2, over the queries that have a plausible match at "
-        "every zeta. Averaging over zeta is PCME's proposal; the R cap (min(R, 50)) and the exclusions (the own "
-        "image and captions left out, unannotated images taking no part) are ECCV Caption's official code's, not "
-        "PCME's (PCME counted the own image, so every annotated query had a zeta-0 match).",
+        f"every zeta. Averaging over zeta is PCME's proposal; the R cap (min(R, {PM_R_CAP})) and the exclusions "
+        "(the own image and captions left out, unannotated images taking no part) are ECCV Caption's official "
+        "code's, not PCME's (PCME counted the own image, so every annotated query had a zeta-0 match).",
         f"{PCME}, section 5; the R cap and exclusions: the eccv_caption package",
         ("capped_rprecision",),
         ("capped_rprecision",),

@@ -20,6 +20,7 @@ import numpy as np
 from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.registry import Benchmark
+from eccv_metric.core.defaults import KS
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.measures.kinds import METRIC_KINDS
 from eccv_metric.measures.kinds import MetricKind
@@ -113,7 +114,7 @@ def name_list(target_metrics: object) -> list[str]:
 
 def parse_targets(
     target_metrics: Iterable[str] | str | None = None,
-    ks: object = (1, 5, 10),
+    ks: object = KS,
     benchmarks: Iterable[str] | str | None = None,
 ) -> list[MetricRequest]:
     """The metrics asked for, each once, in registry order (defaults: the official ones, or each benchmark's)."""

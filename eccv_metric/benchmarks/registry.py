@@ -35,6 +35,7 @@ from typing import Protocol
 import numpy as np
 
 from eccv_metric.benchmarks.media import ItemSource
+from eccv_metric.core.defaults import KS
 from eccv_metric.core.download import SourceFile
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.view import Collection
@@ -182,7 +183,7 @@ class Benchmark:
         """The metric names this benchmark scores by default (``<name>_recalls``: R@K at every K asked)."""
         return [self.metric_name(kind) if kind in self.kinds else f"{self.name}_{kind}" for kind in self.default]
 
-    def metric_names(self, ks: tuple[int, ...] = (1, 5, 10)) -> list[str]:
+    def metric_names(self, ks: tuple[int, ...] = KS) -> list[str]:
         """Every metric name of this benchmark (R@K for the given Ks), in display order."""
         out = []
         for kind in self.kinds:

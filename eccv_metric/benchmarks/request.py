@@ -5,7 +5,10 @@ directions to score, whether missing queries are allowed (``partial``) and the b
 correlations (``n_resamples``, ``seed``). :meth:`Request.parse` is the one place where
 
 - metric names and Ks are checked (:mod:`eccv_metric.benchmarks.names`);
-- benchmarks add their default metrics (:meth:`~eccv_metric.benchmarks.registry.Benchmark.default_metric_names`);
+- **metrics beside benchmarks, the one rule**: the request scores the metrics named *and* the default metrics
+  of every benchmark named (:meth:`~eccv_metric.benchmarks.registry.Benchmark.default_metric_names`), each
+  once, in registry order: ``metrics=["eccv_r1"], benchmarks=["coco_5k"]`` is ``eccv_r1`` and
+  ``coco_5k_r1/r5/r10``; a benchmark never removes a metric, a metric never hides a benchmark.
   ``"eccv_caption"`` (the official package) stands for the official defaults;
 - the defaults follow the input when nothing is asked: the official five metrics (COCO 1K/5K R@1, CxC R@1,
   ECCV R@1 and mAP@R) for an input that gives an image-caption direction, the benchmarks an input was made
@@ -13,8 +16,12 @@ correlations (``n_resamples``, ``seed``). :meth:`Request.parse` is the one place
   directions it gives (t2t: ``coco_t2t``, ``cxc_t2t``; i2i: ``cxc_i2i``);
 - booleans and integers are checked (:mod:`eccv_metric.core.options`).
 
-The CLI (flags), the evaluate module (keywords), the Space (boxes) and ``Metrics`` (the official signature)
-only translate their transport into these arguments and word the errors.
+The CLI (flags), ``evaluate()`` and ``evaluate_model`` (keywords), the evaluate module (keywords), the Space
+(boxes) and ``Metrics`` (the official signature) only translate their transport into these arguments and word
+the errors; a front end may show the rule its own way, never to another outcome: the Space fills its metrics
+box with a picked benchmark's defaults (what the rule adds anyway); the evaluate module's config
+(``evaluate.load(path, "mscoco_fg")``) is a default, scored when neither metrics nor benchmarks are named;
+the model path's default is every benchmark whose items the data has (a model can serve them all).
 """
 
 from __future__ import annotations
@@ -29,6 +36,9 @@ from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.names import MetricRequest
 from eccv_metric.benchmarks.names import name_list
 from eccv_metric.benchmarks.names import parse_targets
+from eccv_metric.core.defaults import KS
+from eccv_metric.core.defaults import N_RESAMPLES
+from eccv_metric.core.defaults import SEED
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.options import require_bool
 from eccv_metric.core.options import require_int
@@ -86,20 +96,20 @@ class Request:
     metrics: tuple[MetricRequest, ...]
     directions: tuple[str, ...] | None = None  # image-caption directions to score (None: all the input gives)
     partial: bool = False
-    n_resamples: int = 1000
-    seed: int = 0
+    n_resamples: int = N_RESAMPLES
+    seed: int = SEED
 
     @classmethod
     def parse(
         cls,
         metrics: Iterable[str] | str | None = None,
-        ks: object = (1, 5, 10),
+        ks: object = KS,
         *,
         benchmarks: Iterable[str] | str | None = None,
         directions: Iterable[str] | str | None = None,
         partial: object = False,
-        n_resamples: object = 1000,
-        seed: object = 0,
+        n_resamples: object = N_RESAMPLES,
+        seed: object = SEED,
         given: Sequence[str] | None = None,
         made_for: Sequence[str] = (),
     ) -> Request:

@@ -15,8 +15,8 @@ from eccv_metric.analysis.report import shown
 from eccv_metric.analysis.stats import tau_matrix
 from eccv_metric.benchmarks.names import metric_info
 from eccv_metric.cli.common import non_negative_int
-from eccv_metric.cli.evaluate import add_ground_truth_args
 from eccv_metric.cli.evaluate import resources_of
+from eccv_metric.cli.resource_flags import add_resource_flags
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import check_output_path
 from eccv_metric.core.files import write_json_atomic
@@ -43,7 +43,7 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--output", "-o", help="write the comparison as JSON here")
     g = p.add_argument_group("ground truth (each metric's queries, as evaluate read them; the same flags)")
-    add_ground_truth_args(g)
+    add_resource_flags(g)
     p.set_defaults(func=run_compare)
 
 

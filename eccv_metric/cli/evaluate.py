@@ -17,7 +17,6 @@ from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.docs import sizes
 from eccv_metric.benchmarks.request import OFFICIAL
 from eccv_metric.benchmarks.resources import Resources
-from eccv_metric.benchmarks.resources import cached_resources
 from eccv_metric.cli.common import CLI_WORDS
 from eccv_metric.cli.common import add_quiet
 from eccv_metric.cli.common import non_negative_int
@@ -25,23 +24,27 @@ from eccv_metric.cli.common import positive_int
 from eccv_metric.cli.common import say
 from eccv_metric.cli.model import add_model_args
 from eccv_metric.cli.model import run_model
+from eccv_metric.cli.resource_flags import add_resource_flags
+from eccv_metric.cli.resource_flags import options_of
 from eccv_metric.core import progress
+from eccv_metric.core.defaults import KS
+from eccv_metric.core.defaults import KS_TEXT
+from eccv_metric.core.defaults import N_RESAMPLES
+from eccv_metric.core.defaults import SEED
 from eccv_metric.core.errors import ChanceLevelWarning
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import in_words
 from eccv_metric.core.files import check_output_path
-from eccv_metric.core.files import load_npy
 from eccv_metric.core.files import write_json_atomic
-from eccv_metric.formats.ids import load_ids
 from eccv_metric.formats.mteb import is_json_object
-from eccv_metric.formats.mteb import is_mteb_predictions
-from eccv_metric.formats.mteb import is_rankings_json
 from eccv_metric.formats.mteb import not_rankings
-from eccv_metric.formats.mteb import read_predictions
-from eccv_metric.formats.rankings import load_rankings
+from eccv_metric.formats.readers import IDS
+from eccv_metric.formats.readers import MTEB_PREDICTIONS
+from eccv_metric.formats.readers import NPY
+from eccv_metric.formats.readers import RANKINGS
+from eccv_metric.formats.readers import TREC_RUN
+from eccv_metric.formats.readers import recognise
 from eccv_metric.formats.trec import TIES
-from eccv_metric.formats.trec import read_run_arrays
-from eccv_metric.groundtruth.plausible import PMOptions
 from eccv_metric.groundtruth.split import GroundTruth
 from eccv_metric.inputs.choose import PARTS
 from eccv_metric.inputs.choose import input_from_parts
@@ -75,8 +78,9 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--metrics",
         nargs="+",
-        help=f"metric names (default: {' '.join(DEFAULT_TARGETS)} for image-caption inputs; t2t / i2i-only inputs: "
-        "their benchmarks' defaults); `eccv-caption benchmarks` lists them all",
+        help="metric names, scored beside the --benchmarks' defaults (neither given: "
+        f"{' '.join(DEFAULT_TARGETS)} for image-caption inputs; t2t / i2i-only inputs: their benchmarks' defaults); "
+        "`eccv-caption benchmarks` lists them all",
     )
     p.add_argument(
         "--benchmarks",
@@ -84,17 +88,22 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
         nargs="+",
         choices=[*REGISTRY.names(), OFFICIAL],
         metavar="BENCHMARK",
-        help="add these benchmarks' default metrics (`eccv-caption benchmarks`; eccv_caption = the official defaults)",
+        help="add these benchmarks' default metrics to --metrics (`eccv-caption benchmarks`; eccv_caption = the "
+        "official defaults)",
     )
     p.add_argument(
-        "--ks", nargs="+", type=positive_int, default=[1, 5, 10], help="K values for *_recalls (default 1 5 10)"
+        "--ks", nargs="+", type=positive_int, default=list(KS), help=f"K values for *_recalls (default {KS_TEXT})"
     )
-    add_ground_truth_args(p)
+    add_resource_flags(p)
     p.add_argument(
-        "--pm-r-cap", type=pm_r_cap, default=50, help="PMRP uses R = min(R, cap); 'none' = no cap (default 50)"
+        "--n-resamples",
+        type=int,
+        default=N_RESAMPLES,
+        help=f"bootstrap samples of cxc_*_spearman (default {N_RESAMPLES})",
     )
-    p.add_argument("--n-resamples", type=int, default=1000, help="bootstrap samples of cxc_*_spearman (default 1000)")
-    p.add_argument("--seed", type=non_negative_int, default=0, help="seed of the cxc_*_spearman bootstrap")
+    p.add_argument(
+        "--seed", type=non_negative_int, default=SEED, help=f"seed of the cxc_*_spearman bootstrap (default {SEED})"
+    )
     p.add_argument("--partial", action="store_true", help="ranked lists: score only the queries given")
     p.add_argument(
         "--ties",
@@ -110,26 +119,6 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     add_model_args(p)
     add_quiet(p)
     p.set_defaults(func=run_evaluate)
-
-
-def add_ground_truth_args(p: argparse._ActionsContainer) -> None:
-    """The flags naming where the ground truth comes from (:func:`resources_of` reads them)."""
-    p.add_argument("--ground-truth", help="a built dataset folder or Hub repo (default: the eccv_caption wheel)")
-    p.add_argument("--instances-json", help="COCO-format instances JSON or a built dataset folder: PM categories")
-    p.add_argument("--pm-zeta", type=int, default=2, help="pmrp: largest category distance of a plausible match")
-    p.add_argument("--cxc-source", help="CxC ratings: a built dataset or a folder with the CSVs (default: download)")
-    p.add_argument("--cxc-directed", action="store_true", help="CxC intramodal pairs: first column = query")
-    p.add_argument("--fg-source", help="MSCOCO-FG / Flickr30K-FG files or a built dataset (default: download)")
-    p.add_argument("--source-dir", help="a folder searched for both the CxC CSVs and the FG files")
-
-
-def pm_r_cap(text: str) -> int | None:
-    """``--pm-r-cap``: a positive integer, or ``none`` for the uncapped R-Precision (0 is refused, as in the API)."""
-    if text.strip().lower() == "none":
-        return None
-    if not text.strip().isascii() or not text.strip().isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer or 'none', not {text!r}")
-    return int(text)
 
 
 DEMO_NOTE = (
@@ -150,15 +139,8 @@ def demo_scores(gt: GroundTruth, seed: int = 0) -> np.ndarray:
 
 
 def resources_of(args: argparse.Namespace) -> Resources:
-    """The ground truth the flags name (the one cache: :func:`~eccv_metric.benchmarks.resources.cached_resources`)."""
-    return cached_resources(
-        getattr(args, "ground_truth", None),
-        instances_json=args.instances_json,
-        pm=PMOptions(getattr(args, "pm_zeta", 2), False, getattr(args, "pm_r_cap", 50)),
-        cxc_source=getattr(args, "cxc_source", None) or getattr(args, "source_dir", None),
-        cxc_directed=getattr(args, "cxc_directed", False),
-        fg_source=getattr(args, "fg_source", None) or getattr(args, "source_dir", None),
-    )
+    """The ground truth the flags name (:meth:`~eccv_metric.benchmarks.resource_options.ResourceOptions.resources`)."""
+    return options_of(args).resources()
 
 
 def input_of(args: argparse.Namespace, resources: Resources) -> Rankings | ScoreMatrix | Embeddings:
@@ -171,25 +153,16 @@ def input_of(args: argparse.Namespace, resources: Resources) -> Rankings | Score
         return ScoreMatrix(demo_scores(resources.gt))
     if args.ties and not args.run:
         raise EvaluationError("--ties orders the equal scores of a --run file; the other inputs have no such choice")
-    if args.rankings and is_mteb_predictions(args.rankings):
-        raise not_rankings(args.rankings, "give it as --run")
-    run = read_run_file(args.run, args.ties) if args.run else None
-    rankings = load_rankings(args.rankings) if args.rankings else None
-    if run is not None:
-        rankings = run.raw if isinstance(run, Rankings) else run
-    parts = {
-        "rankings": rankings,
-        "scores": _npy(args.scores, "a .npy float matrix, scores[i, j] = similarity(image i, caption j)"),
-        "caption_scores": _npy(args.caption_scores, "a .npy float matrix (captions x captions)"),
-        "image_scores": _npy(args.image_scores, "a .npy float matrix (images x images)"),
-        "image_embeddings": _npy(args.image_embeddings, "a .npy float array (images x dimensions)"),
-        "caption_embeddings": _npy(args.caption_embeddings, "a .npy float array (captions x dimensions)"),
-        "image_ids": load_ids(args.image_ids, "image ids") if args.image_ids else None,
-        "caption_ids": load_ids(args.caption_ids, "caption ids") if args.caption_ids else None,
-        "normalize": args.normalize,
-    }
-    source = input_from_parts(parts, CLI_WORDS)
-    return run if isinstance(run, Rankings) else source
+    parts: dict[str, object] = {"rankings": None}
+    for given in ("run", "rankings"):  # ranked lists: the file's reader (formats.readers), checked against the flag
+        if getattr(args, given):
+            parts["rankings"] = read_ranked(getattr(args, given), given, args.ties)
+    for name in PARTS:
+        path = getattr(args, name) if name != "rankings" else None
+        if name == "normalize" or not path:
+            continue
+        parts[name] = (IDS if name.endswith("_ids") else NPY).read(path, name, None)
+    return input_from_parts({**parts, "normalize": args.normalize}, CLI_WORDS)
 
 
 PARTIAL_NOTE = (
@@ -199,20 +172,27 @@ PARTIAL_NOTE = (
 )
 
 
-def read_run_file(path: str, ties: str | None) -> dict | Rankings:
-    """``--run``: MTEB predictions (Rankings that know the galleries searched) or a TREC run (lists).
+FLAG_READERS = {"rankings": (RANKINGS,), "run": (TREC_RUN, MTEB_PREDICTIONS)}
+FLAG_OF = {"rankings": "--rankings", "trec_run": "--run", "mteb_predictions": "--run", "npy": "--scores"}
+FLAG_TAKES = {"rankings": "a rankings JSON", "run": "a run"}
 
-    A JSON object is never read as a TREC run: it is MTEB predictions (their errors name a missing key) or
-    rankings given to the wrong flag (named)."""
-    if is_rankings_json(path):
-        raise EvaluationError(f"{path}: a rankings JSON, not a run: give it as --rankings")
-    if is_json_object(path):
-        if ties == "stable":
-            raise EvaluationError(
-                f"{path}: MTEB predictions hold no ranks: their ties are ordered as MTEB scored them (--ties trec_eval)"
-            )
-        return read_predictions(path)
-    return read_run_arrays(path, ties or "stable")
+
+def read_ranked(path: str, flag: str, ties: str | None) -> object:
+    """``--rankings`` / ``--run``: the ranked lists of the file's reader (:mod:`eccv_metric.formats.readers`).
+
+    A file is read as what its content is; a file of another input flag is named with that flag. A JSON object
+    no reader recognises is MTEB predictions for ``--run`` (their errors name a missing key), never a TREC run."""
+    allowed = FLAG_READERS[flag]
+    reader = recognise(path) or next((r for r in allowed if r.reads_json == is_json_object(path)), allowed[0])
+    if reader is MTEB_PREDICTIONS and reader not in allowed:
+        raise not_rankings(path, f"give it as {FLAG_OF[reader.name]}")
+    if reader not in allowed:
+        raise EvaluationError(f"{path}: {reader.title}, not {FLAG_TAKES[flag]}: give it as {FLAG_OF[reader.name]}")
+    if reader is MTEB_PREDICTIONS and ties == "stable":
+        raise EvaluationError(
+            f"{path}: MTEB predictions hold no ranks: their ties are ordered as MTEB scored them (--ties trec_eval)"
+        )
+    return reader.read(path, "rankings", ties)
 
 
 def _given(args: argparse.Namespace, name: str) -> bool:
@@ -256,10 +236,6 @@ def run_evaluate(args: argparse.Namespace) -> int:
         write_json_atomic(args.per_query, results.per_query_json())
         say(args, f"wrote {args.per_query}")
     return 0
-
-
-def _npy(path: str | None, expected: str) -> np.ndarray | None:
-    return None if path is None else load_npy(path, expected)
 
 
 def add_benchmarks(sub: argparse._SubParsersAction) -> None:

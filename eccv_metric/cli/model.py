@@ -19,12 +19,12 @@ from eccv_metric.benchmarks.request import Request
 from eccv_metric.cli.common import CLI_WORDS
 from eccv_metric.cli.common import positive_int
 from eccv_metric.cli.common import say
+from eccv_metric.cli.resource_flags import options_of
 from eccv_metric.core.errors import ChanceLevelWarning
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import in_words
 from eccv_metric.core.files import check_output_path
 from eccv_metric.core.files import write_json_atomic
-from eccv_metric.groundtruth.plausible import PMOptions
 
 MODEL_WORDS = {
     **CLI_WORDS,
@@ -89,14 +89,7 @@ def run_model(args: argparse.Namespace) -> int:
                 request,
                 skip_unavailable=not (args.metrics or args.benchmarks),
                 images=args.images,
-                resource_options={
-                    "ground_truth": args.ground_truth,
-                    "instances_json": args.instances_json,
-                    "cxc_source": args.cxc_source or args.source_dir,
-                    "fg_source": args.fg_source or args.source_dir,
-                    "pm": PMOptions(args.pm_zeta, False, args.pm_r_cap),
-                    "cxc_directed": args.cxc_directed,
-                },
+                resource_options=options_of(args),
                 device=args.device,
                 precision=args.precision,
                 batch_size=args.batch_size,

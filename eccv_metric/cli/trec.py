@@ -16,6 +16,7 @@ from pathlib import Path
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.cli.common import say
 from eccv_metric.cli.evaluate import resources_of
+from eccv_metric.cli.resource_flags import add_resource_flags
 from eccv_metric.core import progress
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import check_output_path
@@ -62,8 +63,7 @@ def add_export_trec(sub: argparse._SubParsersAction) -> None:
         help=TIES_HELP + "; with trec_eval a run from --scores carries the real scores (rankings keep their order)",
     )
     p.add_argument("--tag", default="eccv_caption", help="run tag (one word)")
-    p.add_argument("--instances-json", help="COCO instances JSON or a built dataset folder (PM qrels)")
-    p.add_argument("--cxc-source", help="CxC ratings for cxc_graded: a built dataset or a folder with the CSVs")
+    add_resource_flags(p, ("instances_json", "cxc_source"), source_dir=False)  # pm qrels; cxc_graded
     p.add_argument(
         "--output",
         "-o",

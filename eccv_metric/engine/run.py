@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from eccv_metric.core.defaults import N_RESAMPLES
+from eccv_metric.core.defaults import SEED
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import preview
 from eccv_metric.core.view import View
@@ -44,7 +46,9 @@ def refuse_unscorable(jobs: list[Job], source: Input) -> None:
             raise EvaluationError(f"{job.metric} ({job.direction}): {reason}")
 
 
-def run(jobs: list[Job], source: Input, partial: bool = False, n_resamples: int = 1000, seed: int = 0) -> PerQuery:
+def run(
+    jobs: list[Job], source: Input, partial: bool = False, n_resamples: int = N_RESAMPLES, seed: int = SEED
+) -> PerQuery:
     """Per-query values ``out[metric][direction]`` of every job.
 
     ``partial``: score only the queries the input has a ranking for (ranked
@@ -160,13 +164,8 @@ def _run_view(view: View, jobs: list[Job], source: Input, partial: bool, out: di
 
 
 def _depth(job: Job, rel_of: Callable[[Relevance], Relevance]) -> int:
-    """How many items of each list the job reads at most."""
-    if job.kind == "recall":
-        return int(min(job.k, formulas.NO_HIT))  # type: ignore[type-var]
-    n_pos = [rel_of(r).n_positives for r in job.relevances]
-    if job.kind == "capped_rprecision" and job.cap is not None:
-        return max(int(np.minimum(n, job.cap).max(initial=1)) for n in n_pos)
-    return max(int(n.max(initial=1)) for n in n_pos)
+    """How many items of each list the job reads at most (its kind's ``depth``)."""
+    return METRIC_KINDS[job.kind].depth(job.k, job.cap, [rel_of(r).n_positives for r in job.relevances])  # type: ignore[misc]
 
 
 @dataclass(frozen=True)
@@ -189,26 +188,19 @@ def _hits(view: View, lists: RankedLists, rel: Relevance, depth: int, needed_by:
 
 
 def _score(view: View, job: Job, rel: Relevance, found: _Hits) -> QueryScores:
-    """Per-query values of one job on one relevance; an error names the queries the lists cannot decide."""
-    if job.kind == "recall":
-        values, undecided = formulas.recall_at_k(found.first, found.available, job.k, found.sizes)  # type: ignore[arg-type]
-        k = int(np.max(formulas.capped_k(job.k, found.sizes), initial=0))  # type: ignore[arg-type]
-        where = f" of the query's {job.restriction_label}" if job.restriction_label else ""
-        needs = f"R@{job.k} needs {k} items{where} or a positive among them"
-    elif job.kind == "map_at_r":
-        values, undecided = formulas.map_at_r(found.hits, rel.n_positives, found.available)
-        needs = "mAP@R needs the first R items (R = its number of positives)"
-    elif job.kind == "rprecision":
-        values, undecided = formulas.r_precision(found.hits, rel.n_positives, found.available)
-        needs = "R-Precision needs the first R items (R = its number of positives)"
-    else:  # capped_rprecision
-        values, undecided = formulas.r_precision(found.hits, rel.n_positives, found.available, job.cap)
-        needs = f"PMRP needs the first min(R, {job.cap}) items" if job.cap else "PMRP needs the first R items"
+    """Per-query values of one job on one relevance (its kind's ``score``); an error names the queries the lists
+    cannot decide, with what the kind needs (its ``short``)."""
+    kind = METRIC_KINDS[job.kind]
+    values, undecided = kind.score(
+        found.hits, found.first, rel.n_positives, found.available, found.sizes, job.k, job.cap
+    )  # type: ignore[misc]
     if undecided.any():
+        where = f" of the query's {job.restriction_label}" if job.restriction_label else ""
         raise EvaluationError(
             f"{job.direction} {job.metric}: the ranked lists of {int(undecided.sum())} query "
-            f"{view.query_kind}(s) are too short ({needs}): {preview(found.ids[undecided])}; give longer lists "
-            "or the scores (a score matrix or embeddings rank every item)"
+            f"{view.query_kind}(s) are too short ({kind.short(job.k, job.cap, found.sizes, where)}): "  # type: ignore[misc]
+            f"{preview(found.ids[undecided])}; give longer lists or the scores (a score matrix or embeddings rank "
+            "every item)"
         )
     return QueryScores(job.metric, job.direction, found.ids, values)
 

@@ -17,6 +17,9 @@ from functools import cached_property
 
 import numpy as np
 
+from eccv_metric.core.defaults import PM_INCLUDE_OWN
+from eccv_metric.core.defaults import PM_R_CAP
+from eccv_metric.core.defaults import PM_ZETA
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.options import require_bool
 from eccv_metric.core.options import require_int
@@ -38,9 +41,9 @@ class PMOptions:
     uses R = min(R, r_cap) (None: uncapped R-Precision).
     """
 
-    zeta: int = 2
-    include_own: bool = False
-    r_cap: int | None = 50
+    zeta: int = PM_ZETA
+    include_own: bool = PM_INCLUDE_OWN
+    r_cap: int | None = PM_R_CAP
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "zeta", require_int(self.zeta, "pm_zeta", 0))
@@ -52,7 +55,7 @@ class PMOptions:
 class PlausibleMatch:
     """PM relation between the test images, and its relevance for each direction."""
 
-    def __init__(self, gt: GroundTruth, zeta: int = 2, include_own: bool = False):
+    def __init__(self, gt: GroundTruth, zeta: int = PM_ZETA, include_own: bool = PM_INCLUDE_OWN):
         if gt.image_categories is None:
             raise EvaluationError(MISSING_CATEGORIES)
         cats = gt.image_categories.astype(np.float32)

@@ -13,20 +13,20 @@ import inspect
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from eccv_metric.api.evaluate import evaluate
-from eccv_metric.benchmarks.request import benchmark_names
+from eccv_metric.benchmarks.definitions import REGISTRY
+from eccv_metric.benchmarks.names import parse_targets
 from eccv_metric.benchmarks.resources import Resources
-from eccv_metric.benchmarks.resources import cached_resources
+from eccv_metric.core.defaults import N_RESAMPLES
+from eccv_metric.core.defaults import SEED
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.ids import int_ids
 from eccv_metric.core.view import DIRECTION_KINDS
-from eccv_metric.groundtruth.plausible import PMOptions
 from eccv_metric.inputs.choose import input_from_parts
 from eccv_metric.inputs.lists import ranked_to_arrays
 from eccv_metric.measures.results import Results
@@ -128,25 +128,27 @@ def nest(flat: Mapping[str, float]) -> dict[str, dict[str, float]]:
     return out
 
 
-def resources_for(
-    ground_truth: str | Path | None = None,
-    instances_json: str | Path | None = None,
-    pm_zeta: int = 2,
-    pm_include_own: bool = False,
-    pm_r_cap: int | None = 50,
-    cxc_source: str | Path | None = None,
-    cxc_directed: bool = False,
-    fg_source: str | Path | None = None,
-) -> Resources:
-    """The module's keywords as the library's one cache of :class:`Resources` (default: the eccv_caption wheel)."""
-    return cached_resources(
-        ground_truth,
-        instances_json=instances_json,
-        pm=PMOptions(pm_zeta, pm_include_own, pm_r_cap),
-        cxc_source=cxc_source,
-        cxc_directed=cxc_directed,
-        fg_source=fg_source,
-    )
+def module_benchmarks(target_metrics: object, ks: object, benchmark: object, config: object) -> object:
+    """The module's ``benchmark=`` and config as the one rule reads them (:mod:`eccv_metric.benchmarks.request`).
+
+    ``benchmark=`` adds its default metrics to ``target_metrics``, as ``--benchmarks`` and ``evaluate()``'s
+    ``benchmarks=`` do. A registered config (``evaluate.load(path, "mscoco_fg")``) is the module's own benchmark:
+    scored when neither is given; ``target_metrics`` given beside it must be metrics of its collection (an ECCV
+    Caption name on the MSCOCO-FG config is refused, not silently scored on another collection).
+    """
+    if benchmark is not None or config not in REGISTRY:
+        return benchmark
+    if target_metrics is None:
+        return config
+    collection = REGISTRY.get(config).collection  # type: ignore[arg-type]
+    wrong = [r.name for r in parse_targets(target_metrics, ks, None) if r.benchmark.collection != collection]  # type: ignore[arg-type]
+    if wrong:
+        family = ", ".join(b.name for b in REGISTRY if b.collection == collection)
+        raise EvaluationError(
+            f"target_metrics {', '.join(wrong[:3])} are not metrics of {config} (the module's config): its metrics "
+            f"are named after {family}; load the module without a config for the others"
+        )
+    return None
 
 
 def compute(
@@ -155,24 +157,23 @@ def compute(
     target_metrics: object,
     ks: object,
     resources: Resources,
-    benchmark: str | None = None,
+    benchmark: object = None,
     partial: bool = False,
-    n_resamples: int = 1000,
-    seed: int = 0,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = SEED,
 ) -> Results:
     """The module's compute: ranked lists (Arrow arrays) or the keyword inputs, scored by :func:`evaluate`.
 
-    ``benchmark``: a registered benchmark whose default metrics are used when ``target_metrics`` is None.
+    ``benchmark``: benchmarks whose default metrics are added to ``target_metrics`` (:func:`module_benchmarks`).
     """
     parts = dict(parts)
     parts["rankings"] = arrays or None
     source = input_from_parts(parts, MODULE_WORDS)
-    benchmark_names(benchmark)  # checked even when target_metrics are given (a misspelt benchmark= is an error)
     return evaluate(
         source,
-        target_metrics,
+        target_metrics,  # type: ignore[arg-type]
         ks,  # type: ignore[arg-type]
-        benchmarks=benchmark if target_metrics is None else None,
+        benchmarks=benchmark,  # type: ignore[arg-type]
         resources=resources,
         partial=partial,
         n_resamples=n_resamples,

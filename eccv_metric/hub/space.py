@@ -35,21 +35,21 @@ from eccv_metric.api.evaluate import evaluate
 from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
 from eccv_metric.benchmarks.definitions import OFFICIAL_TARGETS
 from eccv_metric.benchmarks.definitions import REGISTRY
+from eccv_metric.benchmarks.request import benchmark_names
+from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.benchmarks.resources import Resources
-from eccv_metric.benchmarks.resources import cached_resources
+from eccv_metric.core.defaults import KS
+from eccv_metric.core.defaults import KS_TEXT
 from eccv_metric.core.download import sha256_file
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import in_words
-from eccv_metric.core.files import load_npy
-from eccv_metric.core.jsonio import parse_json
 from eccv_metric.core.options import bool_from_text
-from eccv_metric.formats.ids import load_ids
-from eccv_metric.formats.mteb import is_mteb_predictions
-from eccv_metric.formats.mteb import not_rankings
-from eccv_metric.formats.rankings import RANKINGS_FORMAT
-from eccv_metric.formats.rankings import load_rankings
-from eccv_metric.formats.rankings import rankings_from_json
-from eccv_metric.formats.trec import read_run
+from eccv_metric.formats.rankings import parse_rankings
+from eccv_metric.formats.readers import IDS
+from eccv_metric.formats.readers import MAIN
+from eccv_metric.formats.readers import NPY
+from eccv_metric.formats.readers import detect
+from eccv_metric.formats.readers import formats_text
 from eccv_metric.hub.space_words import LABELS
 from eccv_metric.hub.space_words import SOURCE_ENV
 from eccv_metric.hub.space_words import SPACE_WORDS
@@ -65,8 +65,7 @@ MAX_PASTE_CHARS = 20 * 2**20
 MAX_KS = 10
 MAX_NAMES = 60
 MAX_SOURCES = 10
-RANKINGS_SUFFIXES = (".json",)
-RUN_SUFFIXES = (".trec", ".run", ".txt", ".tsv")
+SPACE_READERS = [r for r in MAIN if r.space is None]  # the formats of the upload box (formats.readers)
 
 # A small real example (partial): two ECCV Caption image queries and two caption queries of the test split,
 # each list holding the query's ECCV positives with one negative at rank 2.
@@ -110,12 +109,12 @@ def parse_ks(text: object) -> list[int]:
     are refused); what a K may be is the library's rule (:class:`~eccv_metric.benchmarks.request.Request`)."""
     tokens = str(text or "").replace(",", " ").split()
     if not tokens:
-        return [1, 5, 10]
+        return list(KS)
     bad = next((t for t in tokens if not (t.isascii() and t.isdigit())), None)
     if bad is not None:
-        raise EvaluationError(f"Ks: {bad!r:.20} is not a whole number written in 0-9; give e.g. '1 5 10'")
+        raise EvaluationError(f"Ks: {bad!r:.20} is not a whole number written in 0-9; give e.g. '{KS_TEXT}'")
     if len(tokens) > MAX_KS:
-        raise EvaluationError(f"Ks: {len(tokens)} values; give at most {MAX_KS}, e.g. '1 5 10'")
+        raise EvaluationError(f"Ks: {len(tokens)} values; give at most {MAX_KS}, e.g. '{KS_TEXT}'")
     return [int(t) for t in tokens]
 
 
@@ -149,10 +148,6 @@ def _path(upload: object, label: str) -> Path | None:
     return path
 
 
-def _suffix(path: Path) -> str:
-    return path.suffix.lower()  # an upload named .NPY or .Json is what its letters say
-
-
 _SOURCE_DIRS: dict[str, Path] = {}
 
 
@@ -181,7 +176,7 @@ def source_folder(uploads: object) -> Path | None:
 
 def resources_for(instances: Path | None, sources: Path | None) -> Resources:
     """Ground truth for this request (the library's one cache)."""
-    return cached_resources(instances_json=instances, cxc_source=sources, fg_source=sources)
+    return ResourceOptions(instances_json=instances, cxc_source=sources, fg_source=sources).resources()
 
 
 def read_input(
@@ -201,44 +196,28 @@ def read_input(
     if text is not None:
         if len(text) > MAX_PASTE_CHARS:
             raise EvaluationError(f"the pasted text is over {MAX_PASTE_CHARS // 2**20} MB: upload it as a file")
-        parts["rankings"] = rankings_from_json(parse_json(text, "the pasted text", RANKINGS_FORMAT), "the pasted text")
-    elif main is not None and _suffix(main) in RANKINGS_SUFFIXES:
-        if is_mteb_predictions(main):
-            cli = f"the Space does not read them: use the CLI, eccv-caption evaluate --run {main.name}"
-            raise EvaluationError(f"the '{LABELS['upload']}' box: {not_rankings(main.name, cli)}")
-        parts["rankings"] = in_box("upload", load_rankings, main)
-    elif main is not None and _suffix(main) in RUN_SUFFIXES:
-        parts["rankings"] = in_box("upload", read_run, main)
-    elif main is not None and _suffix(main) == ".npy":
-        expected = "a .npy float matrix, scores[i, j] = similarity(image i, caption j)"
-        parts["scores"] = in_box("upload", load_npy, main, expected)
-        what = "the " + " x ".join(f"{n:,}" for n in parts["scores"].shape) + " score matrix"  # type: ignore[attr-defined]
-    elif main is not None:
-        raise EvaluationError(
-            f"the '{LABELS['upload']}' box: {main.name} is none of .json (rankings), .trec / .txt (TREC run) "
-            "or .npy (score matrix)"
-        )
-    files = {
-        "image_embeddings": image_embeddings,
-        "caption_embeddings": caption_embeddings,
-        "image_ids": image_ids,
-        "caption_ids": caption_ids,
-    }
-    for kind, upload in files.items():
+        parts["rankings"] = parse_rankings(text, "the pasted text")  # the rankings reader, on text
+    elif main is not None:  # read as what its content is (formats.readers), else as its suffix says
+        reader = detect(main)
+        if reader is None:
+            raise EvaluationError(f"the '{LABELS['upload']}' box: {main.name} is none of {formats_text(SPACE_READERS)}")
+        if reader.space is not None:
+            raise EvaluationError(f"the '{LABELS['upload']}' box: {main.name}: {reader.title}: "
+                                  + reader.space.format(name=main.name))  # fmt: skip
+        part = reader.parts[0]  # ranked lists, or the score matrix of a .npy
+        parts[part] = in_box("upload", reader.read, main, part, None)
+        if part == "scores":
+            what = "the " + " x ".join(f"{n:,}" for n in parts["scores"].shape) + " score matrix"  # type: ignore[attr-defined]
+    for kind, upload in {"image_embeddings": image_embeddings, "caption_embeddings": caption_embeddings,
+                         "image_ids": image_ids, "caption_ids": caption_ids}.items():  # fmt: skip
         path = _path(upload, kind)
-        if path is None:
-            continue
-        if kind.endswith("_ids"):
-            parts[kind] = in_box(kind, load_ids, path, kind.replace("_", " "))
-        elif _suffix(path) != ".npy":
-            raise EvaluationError(f"the '{LABELS[kind]}' box: {path.name} is not a .npy file")
-        else:
-            expected = f"a .npy float array ({kind.split('_')[0]}s x dimensions)"
-            parts[kind] = in_box(kind, load_npy, path, expected)
+        if path is not None:
+            parts[kind] = in_box(kind, (IDS if kind.endswith("_ids") else NPY).read, path, kind, None)
     source = input_from_parts(parts, SPACE_WORDS)
     if "rankings" in parts:
         lists: dict = parts["rankings"]  # type: ignore[assignment]
-        what = " and ".join(f"{len(v):,} {d}" for d, v in lists.items()) + " ranked lists"
+        what = " and ".join(f"{len(v[0] if isinstance(v, tuple) else v):,} {d}" for d, v in lists.items())
+        what += " ranked lists"
     elif not what:
         given = [k for k in ("image_embeddings", "caption_embeddings") if k in parts]
         what = " and ".join(f"{len(parts[k]):,} {k.split('_')[0]}" for k in given) + " embeddings"  # type: ignore[arg-type]
@@ -249,8 +228,8 @@ def score(
     upload: object = None,
     pasted: object = "",
     benchmarks: object = (),
-    metrics: object = DEFAULT_TARGETS,
-    ks_text: object = "1 5 10",
+    metrics: object = (),
+    ks_text: object = KS_TEXT,
     partial: object = False,
     image_embeddings: object = None,
     caption_embeddings: object = None,
@@ -265,18 +244,14 @@ def score(
         started = time.perf_counter()
         partial = bool_from_text(partial, SPACE_WORDS["partial"])  # "False" from an API client is False
         ks = parse_ks(ks_text)
-        bench_names = _names(benchmarks, "benchmarks")
-        for name in bench_names:
-            REGISTRY.get(name)  # unknown names: one line naming the known ones
+        bench_names = benchmark_names(_names(benchmarks, "benchmarks"))  # unknown names: one line naming the known
         names = _names(metrics, "metrics")
-        if not names and not bench_names:
-            raise EvaluationError("choose at least one benchmark or metric")
         source, what = read_input(
             upload, pasted, image_embeddings, caption_embeddings, normalize, image_ids, caption_ids
         )
         resources = resources_for(_path(instances, "instances"), source_folder(sources))
-        results = evaluate(
-            source, names or None, ks, benchmarks=None if names else bench_names, resources=resources, partial=partial
+        results = evaluate(  # the one rule (benchmarks.request): the metrics beside the benchmarks' defaults
+            source, names or None, ks, benchmarks=bench_names or None, resources=resources, partial=partial
         )  # a full upload is scored (and labelled) as full, whatever the tick says: results.partial
         return done(results, f"scored {what}", results.partial, time.perf_counter() - started)
     except (EvaluationError, ValueError, OSError, RecursionError) as exc:
@@ -310,13 +285,13 @@ def example_state() -> dict[str, object]:
         "pasted": EXAMPLE,
         "benchmarks": EXAMPLE_BENCHMARKS,
         "metrics": EXAMPLE_METRICS,
-        "ks": "1 5 10",
+        "ks": KS_TEXT,
         "partial": True,
     }
 
 
 def metrics_for(benchmarks: Sequence[str] | None) -> list[str]:
-    """The metrics box after picking benchmarks: their default metrics."""
+    """The metrics box after picking benchmarks: their default metrics (what the one rule adds for them)."""
     out: list[str] = []
     for name in benchmarks or ():
         if name in REGISTRY:

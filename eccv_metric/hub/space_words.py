@@ -31,7 +31,7 @@ LABELS = {
     "instances": "COCO instances JSON (PMRP)",
     "sources": "benchmark source files (CxC CSVs, FG annotation + file-name lists)",
     "benchmarks": "benchmarks",
-    "metrics": "metrics (empty: the benchmarks' defaults)",
+    "metrics": "metrics (scored beside the benchmarks' defaults; both empty: the defaults for the input)",
     "ks": "Ks for *_recalls",
     "partial": "score only the queries given (partial rankings)",
 }

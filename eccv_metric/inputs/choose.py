@@ -34,9 +34,9 @@ PYTHON_WORDS = {name: name for name in PARTS + OPTIONS}
 def input_from_parts(
     parts: Mapping[str, object], words: Mapping[str, str] = PYTHON_WORDS
 ) -> Rankings | ScoreMatrix | Embeddings:
-    """Rankings (``rankings``: ``{direction: lists}``), a score matrix (``scores`` and / or the square
-    ``caption_scores`` / ``image_scores``) or embeddings; ids, ``normalize`` and ``ties`` (the tie rule of scores:
-    ``stable`` or ``trec_eval``) where they apply."""
+    """Rankings (``rankings``: ``{direction: lists}`` or :class:`Rankings`), a score matrix (``scores`` and / or
+    the square ``caption_scores`` / ``image_scores``) or embeddings; ids, ``normalize`` and ``ties`` (the tie rule
+    of scores: ``stable`` or ``trec_eval``) where they apply."""
     unknown = set(parts) - set(PARTS) - set(OPTIONS)
     if unknown:
         raise ValueError(f"unknown input parts {sorted(unknown)}")
@@ -83,6 +83,8 @@ def input_from_parts(
         if named:
             raise EvaluationError(f"{' / '.join(named)} name the rows of scores or embeddings, not of ranked lists")
         rankings = parts["rankings"]
+        if isinstance(rankings, Rankings):  # read as Rankings already (MTEB predictions know their subsets)
+            return rankings
         if not isinstance(rankings, Mapping):
             raise EvaluationError(f"{words['rankings']} must map directions (i2t, t2i, t2t, i2i) to ranked lists")
         return Rankings(**{str(d): v for d, v in rankings.items()})

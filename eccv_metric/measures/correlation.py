@@ -20,6 +20,8 @@ from typing import Protocol
 
 import numpy as np
 
+from eccv_metric.core.defaults import N_RESAMPLES
+from eccv_metric.core.defaults import SEED
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import preview
 from eccv_metric.core.options import require_int
@@ -80,7 +82,7 @@ def spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def bootstrap_spearman(
-    ratings: Ratings, similarities: np.ndarray, n_resamples: int = 1000, seed: int = 0
+    ratings: Ratings, similarities: np.ndarray, n_resamples: int = N_RESAMPLES, seed: int = SEED
 ) -> Correlation:
     """The CxC bootstrap (module docstring) given ``similarities[k]`` of rated pair k."""
     n_resamples = require_int(n_resamples, "n_resamples", 1, 100_000)

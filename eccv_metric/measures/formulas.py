@@ -113,3 +113,22 @@ def recall_at_chance(gallery_size: np.ndarray, n_positives: np.ndarray, k: int) 
             log_miss = math.lgamma(nn - rr + 1) - math.lgamma(nn - rr - kk + 1) - math.lgamma(nn + 1)
             out[j] = -math.expm1(log_miss + math.lgamma(nn - kk + 1))
     return out[inverse.ravel()].reshape(n.shape)
+
+
+def first_rank_at_chance(n: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, variance) of the rank of the first of ``r`` positives among ``n`` items in a random order."""
+    return (n + 1) / (r + 1), r * (n + 1) * (n - r) / ((r + 1) ** 2 * (r + 2))
+
+
+def rprecision_at_chance(n: np.ndarray, r: np.ndarray, drawn: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, variance) of (hits among the first ``drawn`` items) / ``drawn`` in a random order (``r`` positives)."""
+    p = r / n
+    return p, drawn * p * (1 - p) * (n - drawn) / np.maximum(n - 1, 1) / drawn**2
+
+
+def map_at_r_at_chance(n: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Mean mAP@R of a random order: ``(H_R + (R - 1)(R - H_R) / (n - 1)) / n`` (:mod:`eccv_metric.api.chance`)."""
+    distinct = np.unique(r)
+    harmonic = np.array([math.fsum(1.0 / np.arange(1, int(k) + 1)) for k in distinct])
+    h = harmonic[np.searchsorted(distinct, r)]
+    return (h + (r - 1) * (r - h) / np.maximum(n - 1, 1)) / n

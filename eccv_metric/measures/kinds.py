@@ -1,13 +1,25 @@
-"""What each kind of metric is: its label, scale, direction of improvement, aggregate and what it needs.
+"""What each kind of metric is and does: its label, scale, direction of improvement, aggregate, what it needs, and
+its behaviour: how deep a list it reads, how it scores, what random rankings give.
 
 The registry of benchmarks names metrics after these kinds (``<benchmark>_r<K>``,
 ``<benchmark>_map_at_r``...); every front end formats a value through
-:func:`format_value`, so a number is shown the same way everywhere.
+:func:`format_value`, so a number is shown the same way everywhere. The engine
+(:mod:`eccv_metric.engine.run`) and the chance check (:mod:`eccv_metric.api.chance`) read a kind's
+``depth``, ``score``, ``short`` and ``chance`` and never branch on its name: adding a kind is its formulas
+(:mod:`eccv_metric.measures.formulas`) and its line in :data:`METRIC_KINDS`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
+
+from eccv_metric.measures import formulas
+
+Array = np.ndarray
 
 
 @dataclass(frozen=True)
@@ -19,6 +31,13 @@ class MetricKind:
     ``needs``: ``first_hit`` (the rank of the first positive within K items),
     ``depth`` (the first R items of the ranking), ``rank`` (the exact rank of
     the first positive) or ``pairs`` (similarities of rated pairs).
+
+    Behaviour (None where the kind has none): ``depth(k, cap, n_positives)``: how many items of each list a
+    job reads at most (``n_positives``: one array per relevance); ``score(hits, first, n_positives, available,
+    sizes, k, cap)``: per-query values and the mask of queries a list cannot decide; ``short(k, cap, sizes,
+    where)``: what such a list lacks, in words; ``chance(n, r, k, cap)``: per-query mean and variance under a
+    random ranking of ``n`` items with ``r`` positives; ``chance_bound(n, r, k)``: a cheap upper bound of that
+    mean (checked first).
     """
 
     key: str
@@ -28,15 +47,81 @@ class MetricKind:
     aggregate: str
     needs: str
     formula: str
+    depth: Callable[[int | None, int | None, Sequence[Array]], int] | None = None
+    score: Callable[..., tuple[Array, Array]] | None = None
+    short: Callable[[int | None, int | None, object, str], str] | None = None
+    chance: Callable[[Array, Array, int | None, int | None], tuple[Array, Array]] | None = None
+    chance_bound: Callable[[object, object, int], object] | None = None
+
+
+def _k_deep(k: int | None, cap: int | None, n_positives: Sequence[Array]) -> int:
+    return int(min(k, formulas.NO_HIT))  # type: ignore[type-var]
+
+
+def _r_deep(k: int | None, cap: int | None, n_positives: Sequence[Array]) -> int:
+    return max(int(n.max(initial=1)) for n in n_positives)
+
+
+def _capped_r_deep(k: int | None, cap: int | None, n_positives: Sequence[Array]) -> int:
+    if cap is None:
+        return _r_deep(k, cap, n_positives)
+    return max(int(np.minimum(n, cap).max(initial=1)) for n in n_positives)
+
+
+def _recall_short(k: int | None, cap: int | None, sizes: object, where: str) -> str:
+    items = int(np.max(formulas.capped_k(k, sizes), initial=0))  # type: ignore[arg-type]
+    return f"R@{k} needs {items} items{where} or a positive among them"
+
+
+def _recall_chance(n: Array, r: Array, k: int | None, cap: int | None) -> tuple[Array, Array]:
+    p = formulas.recall_at_chance(n, r, k)  # type: ignore[arg-type]
+    return p, p * (1 - p)
+
+
+def _rank_chance(n: Array, r: Array, k: int | None, cap: int | None) -> tuple[Array, Array]:
+    return formulas.first_rank_at_chance(n, np.maximum(r, 1.0))  # a scored query has a positive
+
+
+def _map_chance(n: Array, r: Array, k: int | None, cap: int | None) -> tuple[Array, Array]:
+    mean = formulas.map_at_r_at_chance(np.maximum(n, 1.0), np.maximum(r, 1.0))
+    return mean, mean  # values in [0, 1]: Var <= E[X^2] <= E[X]
+
+
+def _rprecision_chance(n: Array, r: Array, k: int | None, cap: int | None) -> tuple[Array, Array]:
+    n, r = np.maximum(n, 1.0), np.maximum(r, 1.0)
+    return formulas.rprecision_at_chance(n, r, r if cap is None else np.minimum(r, cap))
 
 
 METRIC_KINDS: dict[str, MetricKind] = {
     k.key: k
     for k in (
         MetricKind(
-            "recall", "R@K", "fraction", True, "mean", "first_hit", "R@K(q) = 1[a positive is among the first K]"
+            "recall",
+            "R@K",
+            "fraction",
+            True,
+            "mean",
+            "first_hit",
+            "R@K(q) = 1[a positive is among the first K]",
+            _k_deep,
+            lambda hits, first, n_pos, available, sizes, k, cap: formulas.recall_at_k(first, available, k, sizes),
+            _recall_short,
+            _recall_chance,
+            lambda n, r, k: k * r / np.maximum(n - k + 1, 1),  # union bound: p_q <= K R / (n - K + 1)
         ),
-        MetricKind("rprecision", "R-Precision", "fraction", True, "mean", "depth", "R-P(q) = (1/R) sum_{i<=R} rel(i)"),
+        MetricKind(
+            "rprecision",
+            "R-Precision",
+            "fraction",
+            True,
+            "mean",
+            "depth",
+            "R-P(q) = (1/R) sum_{i<=R} rel(i)",
+            _r_deep,
+            lambda hits, first, n_pos, available, sizes, k, cap: formulas.r_precision(hits, n_pos, available),
+            lambda k, cap, sizes, where: "R-Precision needs the first R items (R = its number of positives)",
+            _rprecision_chance,
+        ),
         MetricKind(
             "map_at_r",
             "mAP@R",
@@ -45,6 +130,10 @@ METRIC_KINDS: dict[str, MetricKind] = {
             "mean",
             "depth",
             "mAP@R(q) = (1/R) sum_{i<=R} rel(i) P@i, P@i = (1/i) sum_{j<=i} rel(j)",
+            _r_deep,
+            lambda hits, first, n_pos, available, sizes, k, cap: formulas.map_at_r(hits, n_pos, available),
+            lambda k, cap, sizes, where: "mAP@R needs the first R items (R = its number of positives)",
+            _map_chance,
         ),
         MetricKind(
             "capped_rprecision",
@@ -54,9 +143,33 @@ METRIC_KINDS: dict[str, MetricKind] = {
             "mean",
             "depth",
             "(1/m) sum_{i<=m} rel(i), m = min(R, cap)",
+            _capped_r_deep,
+            lambda hits, first, n_pos, available, sizes, k, cap: formulas.r_precision(hits, n_pos, available, cap),
+            lambda k, cap, sizes, where: (
+                f"PMRP needs the first min(R, {cap}) items" if cap else "PMRP needs the first R items"
+            ),
+            _rprecision_chance,
         ),
-        MetricKind("medr", "MedR", "rank", False, "median", "rank", "median over queries of the best positive's rank"),
-        MetricKind("meanr", "MeanR", "rank", False, "mean", "rank", "mean over queries of the best positive's rank"),
+        MetricKind(
+            "medr",
+            "MedR",
+            "rank",
+            False,
+            "median",
+            "rank",
+            "median over queries of the best positive's rank",
+            chance=_rank_chance,
+        ),
+        MetricKind(
+            "meanr",
+            "MeanR",
+            "rank",
+            False,
+            "mean",
+            "rank",
+            "mean over queries of the best positive's rank",
+            chance=_rank_chance,
+        ),
         MetricKind(
             "spearman",
             "Spearman rho",

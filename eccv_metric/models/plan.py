@@ -15,13 +15,13 @@ come captions first, so a text side that fails does so before any image is encod
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.request import Request
+from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.models.encoder import Encoder
@@ -83,7 +83,7 @@ def make_plan(
     source: DataSource,
     skip_unavailable: bool,
     resources: Resources | None = None,
-    resource_options: Mapping[str, object] | None = None,
+    resource_options: ResourceOptions | None = None,
     save_embeddings: str | Path | None = None,
 ) -> Plan:
     """The plan before the model loads (see the module docstring)."""
@@ -91,7 +91,7 @@ def make_plan(
         check_output_folder(save_embeddings)
     benches = [REGISTRY.get(n) for n in dict.fromkeys(r.benchmark.name for r in request.metrics)]
     sets = {bench.name: item_sets(bench) for bench in benches}
-    res = resources if resources is not None else default_resources(source, **(resource_options or {}))  # type: ignore[arg-type]
+    res = resources if resources is not None else default_resources(source, resource_options)
     plan = Plan(request, source, res, skip_unavailable)
     for bench in benches:
         why = source.lacks(bench, sets[bench.name], res)

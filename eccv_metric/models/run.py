@@ -19,15 +19,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 
 from eccv_metric.benchmarks.request import Request
+from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.core.about import DISTRIBUTION
 from eccv_metric.core.about import __version__
+from eccv_metric.core.defaults import KS
+from eccv_metric.core.defaults import N_RESAMPLES
+from eccv_metric.core.defaults import SEED
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.measures.results import Results
@@ -56,11 +59,11 @@ def evaluate_model(
     model: object,
     data: str | Path,
     metrics: Iterable[str] | str | None = None,
-    ks: Iterable[int] | int = (1, 5, 10),
+    ks: Iterable[int] | int = KS,
     *,
     benchmarks: Iterable[str] | str | None = None,
-    n_resamples: int = 1000,
-    seed: int = 0,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = SEED,
     images: Iterable[str | Path] | str | Path | None = None,
     resources: Resources | None = None,
     device: str | None = None,
@@ -105,7 +108,7 @@ def evaluate_model_request(
     skip_unavailable: bool = False,
     images: Iterable[str | Path] | str | Path | None = None,
     resources: Resources | None = None,
-    resource_options: Mapping[str, object] | None = None,
+    resource_options: ResourceOptions | None = None,
     device: str | None = None,
     precision: str = "fp32",
     batch_size: int = 64,
@@ -120,8 +123,8 @@ def evaluate_model_request(
     ``skip_unavailable``: a benchmark that cannot be scored is skipped with its reason (else an error).
     ``data``: a folder built by ``eccv-caption build`` or its Hub repo (``token``: a private one's);
     ``images``: folders / zips (or one) with the pixels a build does not embed (COCO val2014, unlabeled2017,
-    Flickr30K). ``resources``: the ground truth (default: the data's own, with ``resource_options``:
-    :func:`~eccv_metric.models.source.default_resources`'s keywords). ``device`` / ``precision`` /
+    Flickr30K). ``resources``: the ground truth (default: the data's own, where ``resource_options`` (a
+    :class:`~eccv_metric.benchmarks.resource_options.ResourceOptions`) names none). ``device`` / ``precision`` /
     ``batch_size`` / ``workers``: how the model runs. ``cache``: reuse and keep embeddings under
     ``cache_dir`` (default: the Hugging Face cache). ``save_embeddings``: a folder receiving
     ``<set>/{image,caption}_embeddings.npy`` and ids.

@@ -20,10 +20,9 @@ import numpy as np
 
 from eccv_metric.benchmarks.media import PIXEL_ORIGINS
 from eccv_metric.benchmarks.registry import Benchmark
+from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.benchmarks.resources import Resources
-from eccv_metric.benchmarks.resources import cached_resources
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.groundtruth.plausible import PMOptions
 from eccv_metric.groundtruth.split import GroundTruth
 from eccv_metric.models.digests import FileDigests
 from eccv_metric.models.digests import stamp
@@ -235,26 +234,15 @@ class DataSource:
         return f"{bench}: {sum(missing.values()):,} of {total:,} images have no pixels ({parts})"
 
 
-def default_resources(
-    source: DataSource,
-    cxc_source: object = None,
-    fg_source: object = None,
-    *,
-    ground_truth: str | None = None,
-    instances_json: str | None = None,
-    pm: PMOptions | None = None,
-    cxc_directed: bool = False,
-) -> Resources:
-    """The data's own ground truth (positives), CxC ratings and FG files where it has them, unless given;
-    through the one cache (:func:`~eccv_metric.benchmarks.resources.cached_resources`)."""
-    if ground_truth is None and source.has("positives"):
-        ground_truth = str(source.data)
-    if cxc_source is None and source.has("cxc_ratings"):
-        cxc_source = source.data
-    if fg_source is None and any(source.has(f"{b}_captions") for b in ("mscoco_fg", "flickr30k_fg")):
-        fg_source = source.data
-    options = {"instances_json": instances_json, "pm": pm, "cxc_directed": cxc_directed}
-    if source.token is not None and ground_truth == str(source.data):  # a private Hub repo: read with its token
-        gt = GroundTruth.from_dataset(source.data, source.token)
-        return Resources(gt, cxc_source=cxc_source, fg_source=fg_source, **options)  # type: ignore[arg-type]
-    return cached_resources(ground_truth, cxc_source=cxc_source, fg_source=fg_source, **options)  # type: ignore[arg-type]
+def default_resources(source: DataSource, options: ResourceOptions | None = None) -> Resources:
+    """The data's own ground truth (positives), CxC ratings and FG files where it has them, unless ``options``
+    name others; through the one factory (:meth:`ResourceOptions.resources`)."""
+    own = str(source.data)
+    filled = (options or ResourceOptions()).filled(
+        ground_truth=own if source.has("positives") else None,
+        cxc_source=source.data if source.has("cxc_ratings") else None,
+        fg_source=source.data if any(source.has(f"{b}_captions") for b in ("mscoco_fg", "flickr30k_fg")) else None,
+    )
+    if source.token is not None and filled.ground_truth == own:  # a private Hub repo: read with its token
+        filled = replace(filled, ground_truth=GroundTruth.from_dataset(source.data, source.token))
+    return filled.resources()

@@ -227,7 +227,7 @@ def test_huge_k_intramodal_and_fg_everywhere(gt, fg_resources, module, tmp_path,
     with pytest.raises(EvaluationError, match=rf"t2i {name}: the ranked lists .* too short \(R@{HUGE} needs 31244"):
         module.compute(
             predictions=list(t2i.values()), references=list(t2i), directions=["t2i"] * 50, fg_source=FG,
-            benchmark="mscoco_fg", target_metrics=[name], partial=True,
+            target_metrics=[name], partial=True,
         )  # fmt: skip
     (tmp_path / "fg.json").write_text(json.dumps({"t2i": {str(k): v for k, v in t2i.items()}}))
     line = cli_error(["evaluate", "--rankings", tmp_path / "fg.json", "--metrics", name, "--fg-source", FG,

@@ -171,7 +171,7 @@ def test_client_errors_are_one_line_in_the_spaces_words(client, top50_file, tmp_
     odd = tmp_path / "scores.bin"
     odd.write_bytes(b"\x00" * 16)
     kind, text = status_text(call(client, upload=odd, metrics=["eccv_r1"])[0])
-    assert kind == "error" and "none of .json (rankings), .trec / .txt (TREC run) or .npy" in text
+    assert kind == "error" and "scores.bin is none of .json (a rankings JSON), .trec / .run / .txt / .tsv" in text
 
 
 def test_upper_case_npy_names_are_npy_and_embeddings_score_like_the_library(client, gt, tmp_path):

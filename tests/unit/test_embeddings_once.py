@@ -1,4 +1,5 @@
-"""Embeddings: the image-caption similarity matrix is multiplied once, though both directions ask for it at once."""
+"""Embeddings: the image-caption similarity matrix is multiplied once, though both directions ask for it at once;
+the lock that guards it is the object's own (a pickled or copied Embeddings gets a new one)."""
 
 from __future__ import annotations
 
@@ -35,3 +36,12 @@ def test_both_directions_share_one_product(tmp_path, monkeypatch):
     for metric in want:
         for direction, scores in want[metric].items():
             np.testing.assert_array_equal(got[metric][direction].values, scores.values)
+
+
+def test_embeddings_pickle_and_copy():
+    import copy
+    import pickle
+
+    emb = Embeddings(np.eye(3, dtype=np.float32), np.eye(3, dtype=np.float32))
+    for twin in (pickle.loads(pickle.dumps(emb)), copy.deepcopy(emb)):
+        assert np.array_equal(twin.vectors["image"], emb.vectors["image"]) and twin._building is not emb._building

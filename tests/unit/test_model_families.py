@@ -65,7 +65,7 @@ def test_a_family_registered_in_a_test_module_alone_works_in_python_and_the_cli(
     with pytest.raises(SystemExit):
         main(["evaluate", "--help"])
     assert "toy:<scale>" in capsys.readouterr().out
-    monkeypatch.setattr(eccv_metric.models.plan, "default_resources", lambda source, **_: world.resources())
+    monkeypatch.setattr(eccv_metric.models.plan, "default_resources", lambda source, options=None: world.resources())
     monkeypatch.setenv("ECCV_CAPTION_CACHE", str(tmp_path / "cache"))
     assert main(["evaluate", "--model", "toy:2", "--data", str(data), "--benchmarks", "coco_t2t", "--json"]) == 0
     import json

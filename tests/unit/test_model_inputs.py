@@ -223,7 +223,7 @@ def test_cli_source_folder_save_embeddings_twice_and_skipped_words(world, data, 
     import eccv_metric.models.plan
     from eccv_metric.cli.main import main
 
-    monkeypatch.setattr(eccv_metric.models.plan, "default_resources", lambda source, **_: world.resources())
+    monkeypatch.setattr(eccv_metric.models.plan, "default_resources", lambda source, options=None: world.resources())
     monkeypatch.setenv("ECCV_CAPTION_CACHE", str(tmp_path / "cache"))
     base = ["evaluate", "--model", f"hf:{clip}", "--data", str(data), "--workers", "0", "--n-resamples", "20",
             "--batch-size", "8"]  # fmt: skip

@@ -1,5 +1,5 @@
 """One evaluation request parsed in one place (benchmarks.request): defaults, the official alias, directions,
-checks; front ends only translate into it; one cache of Resources for a set of sources."""
+checks; front ends only translate into it; what the input cannot serve is refused before any resource loads."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from eccv_metric import Embeddings
 from eccv_metric import EvaluationError
-from eccv_metric import Rankings
+from eccv_metric import Resources
 from eccv_metric import ScoreMatrix
 from eccv_metric import evaluate
 from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
@@ -18,10 +18,10 @@ from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.request import OFFICIAL
 from eccv_metric.benchmarks.request import Request
 from eccv_metric.benchmarks.request import default_benchmarks
-from eccv_metric.benchmarks.resources import cached_resources
-from eccv_metric.groundtruth.plausible import PMOptions
 from eccv_metric.hub import space
 from tests.unit.world import int_embeddings
+from tests.unit.world import quiet_evaluate
+from tests.unit.world import vectors
 
 
 def names_of(request: Request) -> list[str]:
@@ -91,29 +91,6 @@ def test_evaluate_defaults_follow_the_input(world):
     assert all(set(by_dir) == {"t2t"} for by_dir in got.means().values())
 
 
-def test_partial_lists_that_give_every_query_are_full(world):
-    res = world.resources()
-    gt = res.gt
-    full = {int(q): [int(c) for c in gt.caption_ids] for q in gt.image_ids}  # every image query, whole gallery
-    some = dict(list(full.items())[:3])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        whole = evaluate(Rankings(i2t=full), ["coco_5k_r1"], resources=res, partial=True)
-        part = evaluate(Rankings(i2t=some), ["coco_5k_r1"], resources=res, partial=True)
-        plain = evaluate(Rankings(i2t=full), ["coco_5k_r1"], resources=res)
-    assert not whole.partial and whole.means() == plain.means()
-    assert part.partial and len(part["coco_5k_r1"]["i2t"].values) == 3
-
-
-def test_one_cache_of_resources_for_a_set_of_sources(world, tmp_path):
-    first = cached_resources(cxc_source=world.cxc_dir, fg_source=world.fg_dir)
-    assert cached_resources(cxc_source=world.cxc_dir, fg_source=world.fg_dir) is first
-    assert cached_resources(cxc_source=world.cxc_dir, fg_source=world.fg_dir, pm=PMOptions(1)) is not first
-    assert space.resources_for(None, world.cxc_dir) is cached_resources(
-        cxc_source=world.cxc_dir, fg_source=world.cxc_dir
-    )
-
-
 def test_the_space_takes_ks_as_text_and_leaves_their_rule_to_the_library():
     assert space.parse_ks("1, 5 10") == [1, 5, 10] and space.parse_ks("") == [1, 5, 10]
     assert space.parse_ks(str(10**12)) == [10**12]  # R@(gallery size), as in the library
@@ -128,34 +105,6 @@ def test_a_score_matrix_defaults_to_the_official_metrics(world):
     assert names_of(request) == sorted(DEFAULT_TARGETS)
 
 
-def test_a_folder_replaced_under_its_name_is_read_again(world, tmp_path, monkeypatch):
-    """The cache keys a local folder by what it holds, and a relative name by the folder it names."""
-    import shutil
-
-    copy = tmp_path / "cxc"
-    shutil.copytree(world.cxc_dir, copy)
-    first = cached_resources(cxc_source=copy)
-    assert cached_resources(cxc_source=copy) is first
-    target = next(p for p in copy.iterdir() if p.is_file())
-    target.write_text(target.read_text() + "\n")  # the same name, other contents
-    assert cached_resources(cxc_source=copy) is not first
-    monkeypatch.chdir(tmp_path)
-    here = cached_resources(cxc_source="cxc")
-    other = tmp_path / "elsewhere" / "cxc"
-    shutil.copytree(world.cxc_dir, other)
-    monkeypatch.chdir(other.parent)
-    assert cached_resources(cxc_source="cxc") is not here  # "cxc" names another folder now
-
-
-def test_embeddings_pickle_and_copy():
-    import copy
-    import pickle
-
-    emb = Embeddings(np.eye(3, dtype=np.float32), np.eye(3, dtype=np.float32))
-    for twin in (pickle.loads(pickle.dumps(emb)), copy.deepcopy(emb)):
-        assert np.array_equal(twin.vectors["image"], emb.vectors["image"]) and twin._building is not emb._building
-
-
 def test_the_module_checks_its_benchmark_name_even_with_target_metrics(world):
     from eccv_metric.hub.evaluate_glue import compute
 
@@ -163,3 +112,21 @@ def test_the_module_checks_its_benchmark_name_even_with_target_metrics(world):
     for metrics in (["coco_5k_r1"], None):
         with pytest.raises(EvaluationError, match="unknown benchmark 'cocco_5k'"):
             compute({}, {"scores": scores}, metrics, (1,), world.resources(), benchmark="cocco_5k")
+
+
+@pytest.mark.parametrize(
+    ("metric", "make", "expected"),
+    [
+        ("cxc_t2t_r1", lambda img, cap: ScoreMatrix(img @ cap.T), "give caption_scores"),
+        ("cxc_i2i_r1", lambda img, cap: ScoreMatrix(img @ cap.T), "give image_scores"),
+        ("cxc_sts_spearman", lambda img, cap: ScoreMatrix(img @ cap.T), "needs caption_scores"),
+        ("cxc_t2t_r1", lambda img, cap: Embeddings(img), "needs caption_embeddings="),
+        ("mscoco_fg_map_at_r", lambda img, cap: Embeddings(None, cap), "needs image_embeddings="),
+    ],
+)
+def test_the_input_is_checked_before_resources_load(world, tmp_path, metric, make, expected):
+    img, cap = vectors(world)
+    offline = Resources(world.gt, cxc_source=tmp_path / "no-cxc", fg_source=tmp_path / "no-fg")  # would fail to load
+    with pytest.raises(EvaluationError, match=expected) as info:
+        quiet_evaluate(make(img, cap), metric, resources=offline)
+    assert str(tmp_path) not in str(info.value)

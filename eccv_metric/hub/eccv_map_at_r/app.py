@@ -20,8 +20,8 @@ _HERE = Path(__file__).resolve()
 if _HERE.parents[2].name == "eccv_metric":  # run from a clone: its package first (a staged Space has it beside)
     sys.path.insert(0, str(_HERE.parents[3]))
 
-from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS  # noqa: E402
 from eccv_metric.benchmarks.definitions import REGISTRY  # noqa: E402
+from eccv_metric.core.defaults import KS_TEXT  # noqa: E402
 from eccv_metric.hub import space  # noqa: E402
 from eccv_metric.hub.space import LABELS  # noqa: E402
 from eccv_metric.hub.space import MAX_FILE_BYTES  # noqa: E402
@@ -89,7 +89,7 @@ def build():
             )
             metrics = gr.Dropdown(
                 space.metric_choices(),
-                value=list(DEFAULT_TARGETS),
+                value=[],  # nothing picked: the defaults for the input, as the CLI without --metrics
                 multiselect=True,
                 allow_custom_value=True,
                 label=LABELS["metrics"],
@@ -113,7 +113,7 @@ def build():
                 instances = gr.File(label=LABELS["instances"], type="filepath", elem_id="instances")
                 sources = gr.File(label=LABELS["sources"], type="filepath", file_count="multiple", elem_id="sources")
         with gr.Row():
-            ks = gr.Textbox("1 5 10", label=f"{LABELS['ks']} (at most {MAX_KS})", elem_id="ks")
+            ks = gr.Textbox(KS_TEXT, label=f"{LABELS['ks']} (at most {MAX_KS})", elem_id="ks")
             partial = gr.Checkbox(False, label=LABELS["partial"], elem_id="partial")
         with gr.Row():
             example = gr.Button("Load the small example", elem_id="example")

@@ -10,19 +10,23 @@ evaluate's missing-module error then gives; keep no other comment on them).
 import datasets
 import evaluate
 
-from eccv_metric.benchmarks.definitions import REGISTRY  # From: eccv-caption-hf
-from eccv_metric.benchmarks.names import parse_targets  # From: eccv-caption-hf
+from eccv_metric.benchmarks.resource_options import ResourceOptions  # From: eccv-caption-hf
 from eccv_metric.core.about import LICENSE  # From: eccv-caption-hf
 from eccv_metric.core.about import OFFICIAL_CODE_URL  # From: eccv-caption-hf
 from eccv_metric.core.about import PAPER_URL  # From: eccv-caption-hf
 from eccv_metric.core.about import PYPI_URL  # From: eccv-caption-hf
-from eccv_metric.core.errors import EvaluationError  # From: eccv-caption-hf
+from eccv_metric.core.defaults import KS  # From: eccv-caption-hf
+from eccv_metric.core.defaults import N_RESAMPLES  # From: eccv-caption-hf
+from eccv_metric.core.defaults import PM_INCLUDE_OWN  # From: eccv-caption-hf
+from eccv_metric.core.defaults import PM_R_CAP  # From: eccv-caption-hf
+from eccv_metric.core.defaults import PM_ZETA  # From: eccv-caption-hf
+from eccv_metric.core.defaults import SEED  # From: eccv-caption-hf
 from eccv_metric.core.options import require_bool  # From: eccv-caption-hf
 from eccv_metric.hub.evaluate_glue import arrays_by_direction  # From: eccv-caption-hf
 from eccv_metric.hub.evaluate_glue import batch_table  # From: eccv-caption-hf
 from eccv_metric.hub.evaluate_glue import check_keywords  # From: eccv-caption-hf
 from eccv_metric.hub.evaluate_glue import compute  # From: eccv-caption-hf
-from eccv_metric.hub.evaluate_glue import resources_for  # From: eccv-caption-hf
+from eccv_metric.hub.evaluate_glue import module_benchmarks  # From: eccv-caption-hf
 
 _CITATION = """\
 @inproceedings{chun2022eccv_caption,
@@ -66,7 +70,7 @@ positives), CxC R@K, COCO 1K and 5K R@K, and PMRP (plausible-match R-Precision).
 to the official `eccv_caption` package where that package is correct.
 """
 
-_KWARGS_DESCRIPTION = """
+_KWARGS_ARGS = f"""
 Args:
     predictions (`list` of `list` of `int`): for each query, the ranked gallery ids, best first
         (caption ids for an i2t query, image ids for a t2i query).
@@ -82,25 +86,34 @@ Args:
     cxc_source (optional): CxC ratings for the intramodal metrics: a built dataset folder or a folder with
         sts_test.csv / sis_test.csv / sits_test.csv (default: download the canonical files once).
     cxc_directed (`bool`): CxC intramodal pairs directed (first column = query). Default False (undirected).
-    n_resamples, seed: the bootstrap of "cxc_sts_spearman", "cxc_sis_spearman", "cxc_sits_spearman" (1000, 0).
-    benchmark (optional): "eccv_caption" (default), "mscoco_fg" or "flickr30k_fg" (also as the config name:
-        evaluate.load(path, "mscoco_fg")): MSCOCO-FG / Flickr30K-FG, metrics "<benchmark>_r<K>",
-        "<benchmark>_recalls" (default), "<benchmark>_medr", "<benchmark>_meanr"; from ranked lists, scores
-        (gallery images x captions) or both embeddings. fg_source: a folder with the benchmark's files
-        (default: download the canonical files once).
+    n_resamples, seed: the bootstrap of "cxc_sts_spearman", "cxc_sis_spearman", "cxc_sits_spearman"
+        ({N_RESAMPLES}, {SEED}).
+    benchmark (optional): a registered benchmark (or a list; "eccv_caption": the official five) whose default
+        metrics are added to target_metrics, as everywhere (the CLI's --benchmarks, evaluate()'s benchmarks=).
+        A config name (evaluate.load(path, "mscoco_fg")) is the module's own benchmark: scored when neither
+        target_metrics nor benchmark is given; target_metrics beside it must be its collection's.
+        MSCOCO-FG / Flickr30K-FG: metrics "<benchmark>_r<K>", "<benchmark>_recalls" (default),
+        "<benchmark>_medr", "<benchmark>_meanr"; from ranked lists, scores (gallery images x captions) or both
+        embeddings. fg_source: a folder with the benchmark's files (default: download the canonical files once).
     target_metrics (`list` of `str`): official names, e.g. "eccv_map_at_r", "eccv_rprecision", "eccv_r1",
         "coco_1k_recalls", "coco_5k_recalls", "cxc_recalls", "eccv_recalls", "pmrp", or "<set>_r<K>";
         "<set>_medr" / "<set>_meanr" (ranks); CxC intramodal "cxc_t2t_r<K>", "cxc_i2i_recalls"...;
         "cxc_sts_spearman", "cxc_sis_spearman", "cxc_sits_spearman" (each with its "_std").
-        Default (None): the benchmark's defaults (benchmark= or the config), else coco_1k_r1, coco_5k_r1, cxc_r1,
-        eccv_r1, eccv_map_at_r for image-caption inputs (t2t / i2i-only inputs: their benchmarks' defaults).
-    Ks (`list` of `int`): the K of every "*_recalls" metric. Default (1, 5, 10).
-    nested (`bool`): return the official nested form {metric: {"i2t": x, "t2i": y}}. Default False.
+        Default (None): only the benchmark's defaults (benchmark= or the config), else coco_1k_r1, coco_5k_r1,
+        cxc_r1, eccv_r1, eccv_map_at_r for image-caption inputs (t2t / i2i-only inputs: their benchmarks' defaults).
+    Ks (`list` of `int`): the K of every "*_recalls" metric. Default {KS}.
+    nested (`bool`): return the official nested form {{metric: {{"i2t": x, "t2i": y}}}}. Default False.
     ground_truth (optional): a built ECCV Caption dataset folder or Hub dataset repo id (default: the
         ground truth of the `eccv_caption` package).
     instances_json (optional): a COCO-format instances JSON whose categories define PM positives (for "pmrp").
-    pm_zeta, pm_include_own, pm_r_cap: PM definition and PMRP cap (defaults 2, False, 50: the paper's).
-Returns:
+    extra_file_dir (optional): a folder with the released pm_image_to_caption.json / pm_caption_to_image.json
+        ("pmrp" reads them instead of computing PM from categories).
+    pm_zeta, pm_include_own, pm_r_cap: PM definition and PMRP cap (defaults {PM_ZETA}, {PM_INCLUDE_OWN},
+        {PM_R_CAP}: the paper's).
+"""
+_KWARGS_DESCRIPTION = (
+    _KWARGS_ARGS
+    + """Returns:
     A flat dict of floats, "<metric>/<direction>", e.g. "eccv_map_at_r/i2t", for every requested metric and
     every direction given (i2t, t2i; t2t, i2i for CxC intramodal). Fractions in [0, 1]; MedR / MeanR are
     ranks; Spearman's rho is in [-1, 1].
@@ -132,19 +145,7 @@ Examples:
     ...
     eccv_metric.EvaluationError: query 391895: ranked ids must be integers, got float64
 """
-
-
-def _check_collection(target_metrics, ks, benchmark):
-    """Metrics named beside a registered benchmark (``benchmark=`` or the config) must score its collection: an
-    ECCV Caption name on the MSCOCO-FG config is refused, not silently replaced."""
-    collection = REGISTRY.get(benchmark).collection
-    wrong = [r.name for r in parse_targets(target_metrics, ks, None) if r.benchmark.collection != collection]
-    if wrong:
-        family = ", ".join(b.name for b in REGISTRY if b.collection == collection)
-        raise EvaluationError(
-            f"target_metrics {', '.join(wrong[:3])} are not metrics of {benchmark} (the module's config or "
-            f"benchmark=): its metrics are named after {family}; load the module without a config for the others"
-        )
+)
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -218,35 +219,34 @@ class EccvMapAtR(evaluate.Metric):
         image_scores=None,
         cxc_source=None,
         cxc_directed=False,
-        n_resamples=1000,
-        seed=0,
+        n_resamples=N_RESAMPLES,
+        seed=SEED,
         benchmark=None,
         fg_source=None,
         target_metrics=None,
-        Ks=(1, 5, 10),  # noqa: N803
+        Ks=KS,  # noqa: N803
         nested=False,
         partial=False,
         ground_truth=None,
         instances_json=None,
-        pm_zeta=2,
-        pm_include_own=False,
-        pm_r_cap=50,
+        extra_file_dir=None,
+        pm_zeta=PM_ZETA,
+        pm_include_own=PM_INCLUDE_OWN,
+        pm_r_cap=PM_R_CAP,
     ):
-        if benchmark is None and self.config_name in REGISTRY:
-            benchmark = self.config_name  # evaluate.load(path, "mscoco_fg")
-        if target_metrics is not None and benchmark in REGISTRY:
-            _check_collection(target_metrics, Ks, benchmark)
+        benchmark = module_benchmarks(target_metrics, Ks, benchmark, self.config_name)  # the config: a default
         nested = require_bool(nested, "nested")
-        resources = resources_for(
-            ground_truth if ground_truth is not None else self.ground_truth,
-            instances_json if instances_json is not None else self.instances_json,
-            pm_zeta,
-            pm_include_own,
-            pm_r_cap,
-            cxc_source,
-            cxc_directed,
-            fg_source,
-        )
+        resources = ResourceOptions(
+            ground_truth=ground_truth if ground_truth is not None else self.ground_truth,
+            instances_json=instances_json if instances_json is not None else self.instances_json,
+            extra_file_dir=extra_file_dir,
+            pm_zeta=pm_zeta,
+            pm_include_own=pm_include_own,
+            pm_r_cap=pm_r_cap,
+            cxc_source=cxc_source,
+            cxc_directed=cxc_directed,
+            fg_source=fg_source,
+        ).resources()
         parts = {
             "scores": scores,
             "caption_scores": caption_scores,
