@@ -37,7 +37,9 @@ from eccv_metric.core.view import View
 from eccv_metric.inputs.base import Relevance
 from eccv_metric.inputs.lists import RankedLists
 from eccv_metric.inputs.lists import restrict_lists
+from eccv_metric.kernels.ranks import RankRequest
 from eccv_metric.kernels.ranks import first_ranks
+from eccv_metric.kernels.ranks import shared_first_ranks
 from eccv_metric.kernels.scorers import BlockScorer
 from eccv_metric.kernels.scorers import MatrixScorer
 from eccv_metric.kernels.topk import top_ranked
@@ -315,19 +317,55 @@ class ScoredInput:
 
     def first_ranks(self, view: View, rel: Relevance, name: str) -> np.ndarray:
         """Exact rank of each ``rel.query``'s best-ranked positive, straight from the scores."""
-        self.require_varied(view)
-        scorer = self.scorer(view)
+        return self.first_ranks_many([(view, rel, name)])[0]
+
+    def first_ranks_many(self, wanted: list[tuple[View, Relevance, str]]) -> list[np.ndarray]:
+        """:meth:`first_ranks` of each (view, relevance, metric name): the requests on one scorer share one pass
+        over its blocks (:func:`~eccv_metric.kernels.ranks.shared_first_ranks`), so every relevance and view of a
+        direction reads each computed block once. Errors: the first request (in the order given) that fails."""
+        by_scorer: dict[int, tuple[BlockScorer, list[tuple[int, RankRequest]]]] = {}
+        members: list[list[np.ndarray]] = []
+        for i, (view, rel, _) in enumerate(wanted):
+            self.require_varied(view)
+            scorer = self.scorer(view)
+            parts = self._rank_requests(view, rel)
+            members.append([m for m, _ in parts])
+            by_scorer.setdefault(id(scorer), (scorer, []))[1].extend((i, r) for _, r in parts)
+        found: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {i: [] for i in range(len(wanted))}
+        for scorer, requests in by_scorer.values():
+            if scorer.aligned:
+                results = shared_first_ranks(scorer, [r for _, r in requests])
+            else:
+                results = [first_ranks(scorer, r.query_pos, r.positive_mask, r.gallery_pos, r.own) for _, r in requests]
+            for (i, _), result in zip(requests, results, strict=True):
+                found[i].append(result)
+        out = []
+        for (view, rel, name), parts, results in zip(wanted, members, found.values(), strict=True):
+            ranks = np.zeros(len(rel.query))
+            bad = np.zeros(len(rel.query), dtype=bool)
+            for part, (part_ranks, part_bad) in zip(parts, results, strict=True):
+                ranks[part], bad[part] = part_ranks, part_bad
+            if bad.any():
+                raise EvaluationError(
+                    f"{view.direction} {name}: the scores of {int(bad.sum())} query {view.query_kind}(s) "
+                    f"{self.nonfinite(view)[0]}, or have no positive in the gallery: "
+                    f"{preview(view.queries.ids[rel.query][bad])}{self.nonfinite(view)[1]}"
+                )
+            out.append(ranks)
+        return out
+
+    def _rank_requests(self, view: View, rel: Relevance) -> list[tuple[np.ndarray, RankRequest]]:
+        """(positions in ``rel.query``, the request ranking them) per gallery group of the view (one: unrestricted)."""
         _, qrow = self._rows(view, view.query_kind, rel.query)
         pool = None if not view.restricted else np.flatnonzero(view.gallery_group >= 0)
         gdense, grow = self._rows(view, view.gallery_kind, pool)
-        ranks = np.zeros(len(rel.query))
-        bad = np.zeros(len(rel.query), dtype=bool)
         qgroup = (
             None
             if not view.restricted
             else (np.zeros(len(view.queries), np.int64) if view.query_group is None else view.query_group)
         )
         groups = [None] if qgroup is None else np.unique(qgroup[rel.query]).tolist()
+        out = []
         for group in groups:
             members = np.arange(len(rel.query)) if group is None else np.flatnonzero(qgroup[rel.query] == group)
             gallery_pos = None if group is None else np.sort(grow[view.gallery_group == group])
@@ -340,14 +378,8 @@ class ScoredInput:
                      col_of_dense: np.ndarray = col_of_dense) -> np.ndarray:  # fmt: skip
                 return rel.positive_mask(members[part], columns, col_of_dense)
 
-            ranks[members], bad[members] = first_ranks(scorer, qrow[rel.query[members]], mask, gallery_pos, own)
-        if bad.any():
-            raise EvaluationError(
-                f"{view.direction} {name}: the scores of {int(bad.sum())} query {view.query_kind}(s) "
-                f"{self.nonfinite(view)[0]}, or have no positive in the gallery: "
-                f"{preview(view.queries.ids[rel.query][bad])}{self.nonfinite(view)[1]}"
-            )
-        return ranks
+            out.append((members, RankRequest(qrow[rel.query[members]], mask, gallery_pos, own)))
+        return out
 
     # -- pairs ------------------------------------------------------------------------------------------------------
 
