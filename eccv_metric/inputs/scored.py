@@ -38,8 +38,7 @@ from eccv_metric.inputs.base import Relevance
 from eccv_metric.inputs.lists import RankedLists
 from eccv_metric.inputs.lists import restrict_lists
 from eccv_metric.kernels.ranks import RankRequest
-from eccv_metric.kernels.ranks import first_ranks
-from eccv_metric.kernels.ranks import shared_first_ranks
+from eccv_metric.kernels.ranks import rank_all
 from eccv_metric.kernels.scorers import BlockScorer
 from eccv_metric.kernels.scorers import MatrixScorer
 from eccv_metric.kernels.topk import top_ranked
@@ -321,30 +320,21 @@ class ScoredInput:
 
     def first_ranks_many(self, wanted: list[tuple[View, Relevance, str]]) -> list[np.ndarray]:
         """:meth:`first_ranks` of each (view, relevance, metric name): the requests on one scorer share one pass
-        over its blocks (:func:`~eccv_metric.kernels.ranks.shared_first_ranks`), so every relevance and view of a
-        direction reads each computed block once. Errors: the first request (in the order given) that fails."""
-        by_scorer: dict[int, tuple[BlockScorer, list[tuple[int, RankRequest]]]] = {}
-        members: list[list[np.ndarray]] = []
-        for i, (view, rel, _) in enumerate(wanted):
+        over its blocks (:func:`~eccv_metric.kernels.ranks.rank_all`), so every relevance and view of a direction
+        reads each computed block once. Errors: the first request (in the order given) that fails."""
+        plans = []
+        for view, rel, _ in wanted:
             self.require_varied(view)
-            scorer = self.scorer(view)
-            parts = self._rank_requests(view, rel)
-            members.append([m for m, _ in parts])
-            by_scorer.setdefault(id(scorer), (scorer, []))[1].extend((i, r) for _, r in parts)
-        found: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {i: [] for i in range(len(wanted))}
-        for scorer, requests in by_scorer.values():
-            if scorer.aligned:
-                results = shared_first_ranks(scorer, [r for _, r in requests])
-            else:
-                results = [first_ranks(scorer, r.query_pos, r.positive_mask, r.gallery_pos, r.own) for _, r in requests]
-            for (i, _), result in zip(requests, results, strict=True):
-                found[i].append(result)
+            plans.append((self.scorer(view), self._rank_requests(view, rel)))
+        found: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for scorer in {id(s): s for s, _ in plans}.values():
+            requests = [r for s, parts in plans if s is scorer for _, r in parts]
+            found.update(zip(map(id, requests), rank_all(scorer, requests), strict=True))
         out = []
-        for (view, rel, name), parts, results in zip(wanted, members, found.values(), strict=True):
-            ranks = np.zeros(len(rel.query))
-            bad = np.zeros(len(rel.query), dtype=bool)
-            for part, (part_ranks, part_bad) in zip(parts, results, strict=True):
-                ranks[part], bad[part] = part_ranks, part_bad
+        for (view, rel, name), (_, parts) in zip(wanted, plans, strict=True):
+            ranks, bad = np.zeros(len(rel.query)), np.zeros(len(rel.query), dtype=bool)
+            for members, request in parts:
+                ranks[members], bad[members] = found[id(request)]
             if bad.any():
                 raise EvaluationError(
                     f"{view.direction} {name}: the scores of {int(bad.sum())} query {view.query_kind}(s) "
@@ -359,12 +349,8 @@ class ScoredInput:
         _, qrow = self._rows(view, view.query_kind, rel.query)
         pool = None if not view.restricted else np.flatnonzero(view.gallery_group >= 0)
         gdense, grow = self._rows(view, view.gallery_kind, pool)
-        qgroup = (
-            None
-            if not view.restricted
-            else (np.zeros(len(view.queries), np.int64) if view.query_group is None else view.query_group)
-        )
-        groups = [None] if qgroup is None else np.unique(qgroup[rel.query]).tolist()
+        qgroup = np.zeros(len(view.queries), np.int64) if view.query_group is None else view.query_group
+        groups = np.unique(qgroup[rel.query]).tolist() if view.restricted else [None]
         out = []
         for group in groups:
             members = np.arange(len(rel.query)) if group is None else np.flatnonzero(qgroup[rel.query] == group)

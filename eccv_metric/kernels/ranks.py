@@ -161,6 +161,14 @@ def first_ranks(
     return ranks, bad
 
 
+def rank_all(scorer: BlockScorer, requests: list[RankRequest]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(ranks, bad) of each request on one scorer: one shared pass when the scorer computes its blocks (aligned),
+    else request by request (blocks of a stored matrix are read, not computed)."""
+    if scorer.aligned:
+        return shared_first_ranks(scorer, requests)
+    return [first_ranks(scorer, r.query_pos, r.positive_mask, r.gallery_pos, r.own) for r in requests]
+
+
 def shared_first_ranks(scorer: BlockScorer, requests: list[RankRequest]) -> list[tuple[np.ndarray, np.ndarray]]:
     """:func:`first_ranks` of every request on one scorer whose blocks are computed, in one pass.
 
