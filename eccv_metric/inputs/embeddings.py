@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from types import ModuleType
 
 import numpy as np
 
@@ -61,6 +62,8 @@ class Embeddings(ScoredInput):
         super().__init__({"image": image_ids, "caption": caption_ids}, ties)
         normalize = require_bool(normalize, "normalize")
         self.device = scoring_device(device, images, captions)
+        if self.device is not None:
+            torch_module().device_of(self.device)  # a device torch cannot use is refused here, by its keyword
         self.vectors: dict[str, np.ndarray] = {}
         for kind, values in (("image", images), ("caption", captions)):
             if values is not None:
@@ -214,13 +217,18 @@ def scoring_device(device: object, *values: object) -> str | None:
 
 
 def device_scorer(queries: np.ndarray, gallery: np.ndarray, device: str) -> BlockScorer:
-    """A :class:`~eccv_metric.kernels.device.TorchScorer` on ``device`` (torch imported here, not before)."""
+    """A :class:`~eccv_metric.kernels.device.TorchScorer` on ``device``."""
+    module = torch_module()
+    return module.TorchScorer(queries, gallery, module.device_of(device))  # type: ignore[no-any-return]
+
+
+def torch_module() -> ModuleType:
+    """:mod:`eccv_metric.kernels.device`, imported here and not before (it imports torch)."""
     try:
-        from eccv_metric.kernels.device import TorchScorer
-        from eccv_metric.kernels.device import device_of
+        from eccv_metric.kernels import device
     except ImportError as exc:
         raise EvaluationError(
-            f"device={device!r} ranks with torch, which is not installed ({exc}): pip install torch, or leave "
-            "device out (the numpy engine)"
+            f"device= ranks with torch, which cannot be imported ({exc}): pip install torch, or leave device out "
+            "(the numpy engine)"
         ) from exc
-    return TorchScorer(queries, gallery, device_of(device))  # type: ignore[return-value]
+    return device

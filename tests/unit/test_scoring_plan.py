@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
@@ -157,6 +158,18 @@ def test_torch_is_used_where_asked_and_refused_by_name(world, res):
     if not torch.cuda.is_available():
         with pytest.raises(EvaluationError, match="device='cuda': torch sees no CUDA device"):
             evaluate(Embeddings(img, cap, device="cuda"), ["coco_5k_r1"], resources=res)
+
+
+def test_without_torch_a_named_device_is_one_error_and_numpy_still_ranks(world, res, monkeypatch):
+    import eccv_metric.kernels
+
+    img, cap = vectors(world)
+    monkeypatch.setitem(sys.modules, "torch", None)  # as if torch were not installed
+    monkeypatch.delitem(sys.modules, "eccv_metric.kernels.device", raising=False)
+    monkeypatch.delattr(eccv_metric.kernels, "device", raising=False)
+    with pytest.raises(EvaluationError, match="device= ranks with torch, which cannot be imported.*pip install torch"):
+        Embeddings(img, cap, device="cuda")
+    assert evaluate(Embeddings(img, cap), ["coco_5k_r1"], resources=res).means()
 
 
 @pytest.mark.parametrize("ties", ["stable", "trec_eval"])
