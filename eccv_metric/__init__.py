@@ -10,6 +10,7 @@ from pathlib import Path
 
 from eccv_metric.api.evaluate import evaluate
 from eccv_metric.api.fine_grained import FineGrainedMetrics
+from eccv_metric.api.many import evaluate_benchmarks
 from eccv_metric.api.many import evaluate_many
 from eccv_metric.api.metrics import Metrics
 from eccv_metric.benchmarks.definitions import REGISTRY
@@ -46,6 +47,7 @@ __all__ = [
     "Results",
     "ScoreMatrix",
     "evaluate",
+    "evaluate_benchmarks",
     "evaluate_many",
     "means",
 ]

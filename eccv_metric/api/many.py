@@ -1,4 +1,7 @@
-"""Many inputs against one set of resources: ``evaluate_many(sources, metrics, ks)`` -> one Results per input.
+"""Many inputs, or many benchmarks of one input, planned once.
+
+``evaluate_many(sources, metrics, ks)`` -> one Results per input;
+``evaluate_benchmarks(source, benchmarks, ks)`` -> one Results for every benchmark of a run on one input.
 
 For a leaderboard or a comparison of several models (their score matrices,
 embeddings or ranked lists), the metric names are parsed and the jobs planned
@@ -11,12 +14,21 @@ of :func:`eccv_metric.evaluate` on each input alone, value for value::
 
     board = evaluate_many([ScoreMatrix(a), ScoreMatrix(b)], ["eccv_map_at_r", "coco_5k_recalls"])
     [r.means()["eccv_map_at_r"]["i2t"] for r in board]
+
+For every benchmark of a run on one input (what ``evaluate_model`` scores on each item set's embeddings),
+:func:`evaluate_benchmarks` plans each benchmark alone, so one that cannot be planned (its ground truth
+missing) is skipped with its reason when asked, and scores all of them in one engine run: the image-caption
+product is built once and serves coco_5k, coco_1k, eccv, cxc, cxc_extended, pm* on the same items, one pass
+over the caption-caption product serves cxc_t2t and coco_t2t, one over the image-image product cxc_i2i::
+
+    results, skipped = evaluate_benchmarks(Embeddings(images, captions), ["coco_5k", "eccv", "cxc", "cxc_t2t"])
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from collections.abc import Iterator
+from collections.abc import Mapping
 from collections.abc import Sequence
 from contextlib import contextmanager
 
@@ -25,6 +37,7 @@ from eccv_metric.api.evaluate import default_resources
 from eccv_metric.api.evaluate import plan_request
 from eccv_metric.api.evaluate import request_for
 from eccv_metric.api.evaluate import score_jobs
+from eccv_metric.benchmarks.request import Request
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.core import progress
 from eccv_metric.core.defaults import KS
@@ -37,6 +50,7 @@ from eccv_metric.engine.run import refuse_unscorable
 from eccv_metric.inputs.given import Rankings
 from eccv_metric.inputs.scored import ScoredInput
 from eccv_metric.measures.results import Results
+from eccv_metric.measures.results import merge_results
 
 
 def evaluate_many(
@@ -87,6 +101,62 @@ def evaluate_many(
                 results.append(score_jobs(source, request, jobs))
             shown.update(1)
     return results
+
+
+def evaluate_benchmarks(
+    source: Rankings | ScoredInput,
+    benchmarks: Mapping[str, Iterable[str] | str | None] | Iterable[str] | str,
+    ks: Iterable[int] | int = KS,
+    *,
+    resources: Resources | None = None,
+    directions: Iterable[str] | str | None = None,
+    partial: bool = False,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = SEED,
+    skip_failing: bool = False,
+) -> tuple[Results, dict[str, str]]:
+    """Every benchmark of a run on one input, scored in one engine run (see the module docstring).
+
+    ``benchmarks``: names (each benchmark's default metrics) or ``{benchmark: metric names (None: its
+    defaults)}``; the other keywords mean what they mean in :func:`eccv_metric.evaluate`. Returns the results
+    of every benchmark scored, the numbers :func:`eccv_metric.evaluate` gives for them in one call, and
+    ``{benchmark: why}`` for those skipped. ``skip_failing``: a benchmark that cannot be planned or scored is
+    skipped with its reason (``"<benchmark>: <error>"``) instead of raising; when the joint run fails, each
+    benchmark is scored alone to tell which (the same numbers: every product is computed in the same blocks).
+    """
+    check_input(source, "the input")
+    wanted = {benchmarks: None} if isinstance(benchmarks, str) else benchmarks
+    if not isinstance(wanted, Mapping):
+        wanted = dict.fromkeys(wanted)
+    if not wanted:
+        raise EvaluationError("benchmarks is empty: name at least one benchmark")
+    resources = resources if resources is not None else default_resources()
+    options = {"directions": directions, "partial": partial, "n_resamples": n_resamples, "seed": seed}
+    skipped: dict[str, str] = {}
+    planned: dict[str, tuple[Request, list[Job]]] = {}
+    for name, metrics in wanted.items():
+        try:
+            request = request_for(source, metrics, ks, benchmarks=[name] if metrics is None else None, **options)
+            planned[name] = (request, plan_request(source, request, resources))
+        except EvaluationError as exc:
+            if not skip_failing:
+                raise
+            skipped[name] = f"{name}: {exc}"
+    if not planned:
+        return Results({}), skipped
+    request = next(iter(planned.values()))[0]  # the options every request shares
+    try:
+        return score_jobs(source, request, [j for _, jobs in planned.values() for j in jobs]), skipped
+    except EvaluationError:
+        if not skip_failing:
+            raise
+    parts = []
+    for name, (alone, jobs) in planned.items():  # which benchmark fails: each alone
+        try:
+            parts.append(score_jobs(source, alone, jobs))
+        except EvaluationError as exc:
+            skipped[name] = f"{name}: {exc}"
+    return merge_results(parts), skipped
 
 
 @contextmanager

@@ -92,11 +92,41 @@ def _run_direction(jobs: list[Job], source: Input, partial: bool, out: dict) -> 
         if all(job.view is not v for v in views):
             views.append(job.view)  # type: ignore[arg-type]
     views.sort(key=lambda v: v.restricted)  # unrestricted first: restricted views may filter its lists
+    ranks = _shared_ranks(views, jobs, source)
     for view in views:
-        _run_view(view, [j for j in jobs if j.view is view], source, partial, out)
+        _run_view(view, [j for j in jobs if j.view is view], source, partial, out, ranks)
 
 
-def _run_view(view: View, jobs: list[Job], source: Input, partial: bool, out: dict) -> None:
+def _shared_ranks(views: list[View], jobs: list[Job], source: Input) -> dict[tuple[int, int], np.ndarray]:
+    """The exact ranks every rank job of a direction reads, asked of a scored input at once: one pass over each
+    computed product serves every relevance and view (the caption-caption product once for cxc_t2t and
+    coco_t2t). Ranked lists (``exact_ranks`` False) are asked view by view, as their jobs run."""
+    if not source.exact_ranks:
+        return {}
+    wanted: dict[tuple[int, int], tuple[View, Relevance, str]] = {}
+    for view in views:
+        for job in _rank_jobs(view, [j for j in jobs if j.view is view], source):
+            wanted.setdefault((id(view), id(job.relevance)), (view, job.relevance, job.metric))
+    return dict(zip(wanted, source.first_ranks_many(list(wanted.values())), strict=True))
+
+
+def _rank_jobs(view: View, jobs: list[Job], source: Input) -> list[Job]:
+    """The jobs of a view read off exact ranks (:func:`_run_view`'s *rank jobs*)."""
+    by_rank = [j for j in jobs if METRIC_KINDS[j.kind].needs == "rank"]
+    if source.exact_ranks:  # R@K = 1[rank <= K]: from exact ranks when they cost no more than a top-K
+        ranked = {id(j.relevance) for j in by_rank}
+        cheap = source.prefers_ranks(view)  # e.g. blocks computed by a matrix product: one pass, not two
+        by_rank += [
+            j
+            for j in jobs
+            if j.kind == "recall" and (j.k > DEEP_K or id(j.relevance) in ranked or cheap)  # type: ignore[operator]
+        ]
+    return by_rank
+
+
+def _run_view(
+    view: View, jobs: list[Job], source: Input, partial: bool, out: dict, shared: dict[tuple[int, int], np.ndarray]
+) -> None:
     """Score every job of one view (one ranking: direction, collection, restriction) into ``out[(metric, dir)]``.
 
     The jobs split in two groups. *Rank jobs* (MedR, MeanR; R@K too when the input has exact ranks and
@@ -109,7 +139,8 @@ def _run_view(view: View, jobs: list[Job], source: Input, partial: bool, out: di
 
     With ``partial`` and an input that gives only some queries (ranked lists), every relevance is first
     restricted to the given queries (once per relevance), so means are over those queries only.
-    Errors (lists too short to decide a value) name the metric, direction and queries.
+    Errors (lists too short to decide a value) name the metric, direction and queries. ``shared``: ranks
+    already found for (view, relevance) by :func:`_shared_ranks`.
     """
     restricted: dict[int, Relevance] = {}
 
@@ -120,15 +151,7 @@ def _run_view(view: View, jobs: list[Job], source: Input, partial: bool, out: di
             restricted[id(rel)] = rel.restrict(source.given_queries(view))  # type: ignore[arg-type]
         return restricted[id(rel)]
 
-    by_rank = [j for j in jobs if METRIC_KINDS[j.kind].needs == "rank"]
-    if source.exact_ranks:  # R@K = 1[rank <= K]: from exact ranks when they cost no more than a top-K
-        ranked = {id(j.relevance) for j in by_rank}
-        cheap = source.prefers_ranks(view)  # e.g. blocks computed by a matrix product: one pass, not two
-        by_rank += [
-            j
-            for j in jobs
-            if j.kind == "recall" and (j.k > DEEP_K or id(j.relevance) in ranked or cheap)  # type: ignore[operator]
-        ]
+    by_rank = _rank_jobs(view, jobs, source)
     by_depth = [j for j in jobs if j not in by_rank]
     if by_depth:
         rels = {id(r): rel_of(r) for j in by_depth for r in j.relevances}
@@ -152,7 +175,8 @@ def _run_view(view: View, jobs: list[Job], source: Input, partial: bool, out: di
     for job in by_rank:
         rel = rel_of(job.relevance)
         if id(rel) not in ranks:
-            ranks[id(rel)] = source.first_ranks(view, rel, job.metric)
+            found = shared.get((id(view), id(rel)))
+            ranks[id(rel)] = source.first_ranks(view, rel, job.metric) if found is None else found
         ids = view.queries.ids[rel.query]
         if job.kind == "recall":  # an exact rank is at most the gallery size: K needs no capping
             values = formulas.recall_from_ranks(ranks[id(rel)], job.k, formulas.NO_HIT)  # type: ignore[arg-type]

@@ -74,6 +74,11 @@ class Input(Protocol):
         """1-based rank of each ``rel.query``'s best-ranked positive (float64); an error names undecidable queries."""
         ...
 
+    def first_ranks_many(self, wanted: list[tuple[View, Relevance, str]]) -> list[np.ndarray]:
+        """:meth:`first_ranks` of each (view, relevance, metric name), at once: what they share is done once
+        (scores: one pass over each scorer's blocks for every request on it)."""
+        ...
+
     def pair_scores(
         self, collection: Collection, kinds: tuple[str, str], dense_1: np.ndarray, dense_2: np.ndarray, what: str
     ) -> np.ndarray:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from types import ModuleType
 
 import numpy as np
 
@@ -35,6 +36,15 @@ class Embeddings(ScoredInput):
     bounded by the block budget. Distinct embeddings are scored once: identical
     embeddings always tie (the one given first wins, or the one with the larger
     id string with ``ties="trec_eval"``, as trec_eval / MTEB).
+
+    ``device``: where the scores are computed and ranked. None (default): torch
+    tensors on a GPU are ranked on it, everything else by the numpy engine; a
+    torch device name (``"cuda"``, ``"cuda:1"``, ``"mps"``, ``"cpu"``) ranks
+    there with torch (:mod:`eccv_metric.kernels.device`: exact ranks of the
+    scores it computes, the numpy engine's numbers to the bit on integer-valued
+    embeddings); ``"numpy"``: the numpy engine whatever the tensors.
+    Normalisation and the embeddings kept in :attr:`vectors` are numpy's on
+    both paths.
     """
 
     kind = "embeddings"
@@ -47,9 +57,13 @@ class Embeddings(ScoredInput):
         caption_ids: object = None,
         normalize: bool = False,
         ties: str = "stable",
+        device: str | None = None,
     ):
         super().__init__({"image": image_ids, "caption": caption_ids}, ties)
         normalize = require_bool(normalize, "normalize")
+        self.device = scoring_device(device, images, captions)
+        if self.device is not None:
+            torch_module().device_of(self.device)  # a device torch cannot use is refused here, by its keyword
         self.vectors: dict[str, np.ndarray] = {}
         for kind, values in (("image", images), ("caption", captions)):
             if values is not None:
@@ -151,6 +165,9 @@ class Embeddings(ScoredInput):
             query_order, gallery_order = (self.row_order(view.collection, k) for k in (q, g))
             if isinstance(base, MatrixScorer):
                 self._tie_scorers[key] = base.permuted(query_order, gallery_order)  # type: ignore[arg-type]
+            elif self.device is not None:
+                queries, gallery = self.vectors[q][query_order], self.vectors[g][gallery_order]  # type: ignore[index]
+                self._tie_scorers[key] = device_scorer(queries, gallery, self.device)
             else:
                 self._tie_scorers[key] = EmbeddingScorer(self.vectors[q][query_order], self.vectors[g][gallery_order])
         return self._tie_scorers[key]
@@ -163,6 +180,8 @@ class Embeddings(ScoredInput):
             return self._build_scorer(kinds)
 
     def _build_scorer(self, kinds: tuple[str, str]) -> BlockScorer:
+        if kinds not in self._scorers and self.device is not None:
+            self._scorers[kinds] = device_scorer(self.vectors[kinds[0]], self.vectors[kinds[1]], self.device)
         if kinds not in self._scorers:
             q, g = kinds
             a, b = sorted(kinds, key=ITEM_KINDS.index)  # one matrix serves both directions: images x captions
@@ -178,3 +197,38 @@ class Embeddings(ScoredInput):
             else:
                 self._scorers[kinds] = EmbeddingScorer(self.vectors[q], self.vectors[g])
         return self._scorers[kinds]  # type: ignore[return-value]
+
+
+def scoring_device(device: object, *values: object) -> str | None:
+    """The torch device that ranks (None: the numpy engine): ``device`` when named, else the GPU the tensors
+    are on (see :class:`Embeddings`)."""
+    if device is not None and not isinstance(device, str) and type(device).__name__ != "device":
+        raise EvaluationError(f"device must be a torch device name such as 'cuda', or 'numpy', not {device!r:.40}")
+    if device is not None:
+        return None if str(device) == "numpy" else str(device)
+    places = {str(v.device) for v in values if hasattr(v, "detach") and hasattr(v, "device")}  # type: ignore[attr-defined]
+    places.discard("cpu")
+    if len(places) > 1:
+        raise EvaluationError(
+            f"the embeddings are on different devices ({', '.join(sorted(places))}): move them to one, or give "
+            "device= (a torch device name, or 'numpy')"
+        )
+    return places.pop() if places else None
+
+
+def device_scorer(queries: np.ndarray, gallery: np.ndarray, device: str) -> BlockScorer:
+    """A :class:`~eccv_metric.kernels.device.TorchScorer` on ``device``."""
+    module = torch_module()
+    return module.TorchScorer(queries, gallery, module.device_of(device))  # type: ignore[no-any-return]
+
+
+def torch_module() -> ModuleType:
+    """:mod:`eccv_metric.kernels.device`, imported here and not before (it imports torch)."""
+    try:
+        from eccv_metric.kernels import device
+    except ImportError as exc:
+        raise EvaluationError(
+            f"device= ranks with torch, which cannot be imported ({exc}): pip install torch, or leave device out "
+            "(the numpy engine)"
+        ) from exc
+    return device

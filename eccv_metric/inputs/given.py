@@ -123,6 +123,9 @@ class Rankings:
             )
         return (first + 1).astype(np.float64)
 
+    def first_ranks_many(self, wanted: list[tuple[View, Relevance, str]]) -> list[np.ndarray]:
+        return [self.first_ranks(view, rel, name) for view, rel, name in wanted]
+
     def pair_scores(
         self, collection: Collection, kinds: tuple[str, str], dense_1: np.ndarray, dense_2: np.ndarray, what: str
     ) -> np.ndarray:

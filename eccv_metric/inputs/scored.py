@@ -37,7 +37,8 @@ from eccv_metric.core.view import View
 from eccv_metric.inputs.base import Relevance
 from eccv_metric.inputs.lists import RankedLists
 from eccv_metric.inputs.lists import restrict_lists
-from eccv_metric.kernels.ranks import first_ranks
+from eccv_metric.kernels.ranks import RankRequest
+from eccv_metric.kernels.ranks import rank_all
 from eccv_metric.kernels.scorers import BlockScorer
 from eccv_metric.kernels.scorers import MatrixScorer
 from eccv_metric.kernels.topk import top_ranked
@@ -315,19 +316,42 @@ class ScoredInput:
 
     def first_ranks(self, view: View, rel: Relevance, name: str) -> np.ndarray:
         """Exact rank of each ``rel.query``'s best-ranked positive, straight from the scores."""
-        self.require_varied(view)
-        scorer = self.scorer(view)
+        return self.first_ranks_many([(view, rel, name)])[0]
+
+    def first_ranks_many(self, wanted: list[tuple[View, Relevance, str]]) -> list[np.ndarray]:
+        """:meth:`first_ranks` of each (view, relevance, metric name): the requests on one scorer share one pass
+        over its blocks (:func:`~eccv_metric.kernels.ranks.rank_all`), so every relevance and view of a direction
+        reads each computed block once. Errors: the first request (in the order given) that fails."""
+        plans = []
+        for view, rel, _ in wanted:
+            self.require_varied(view)
+            plans.append((self.scorer(view), self._rank_requests(view, rel)))
+        found: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for scorer in {id(s): s for s, _ in plans}.values():
+            requests = [r for s, parts in plans if s is scorer for _, r in parts]
+            found.update(zip(map(id, requests), rank_all(scorer, requests), strict=True))
+        out = []
+        for (view, rel, name), (_, parts) in zip(wanted, plans, strict=True):
+            ranks, bad = np.zeros(len(rel.query)), np.zeros(len(rel.query), dtype=bool)
+            for members, request in parts:
+                ranks[members], bad[members] = found[id(request)]
+            if bad.any():
+                raise EvaluationError(
+                    f"{view.direction} {name}: the scores of {int(bad.sum())} query {view.query_kind}(s) "
+                    f"{self.nonfinite(view)[0]}, or have no positive in the gallery: "
+                    f"{preview(view.queries.ids[rel.query][bad])}{self.nonfinite(view)[1]}"
+                )
+            out.append(ranks)
+        return out
+
+    def _rank_requests(self, view: View, rel: Relevance) -> list[tuple[np.ndarray, RankRequest]]:
+        """(positions in ``rel.query``, the request ranking them) per gallery group of the view (one: unrestricted)."""
         _, qrow = self._rows(view, view.query_kind, rel.query)
         pool = None if not view.restricted else np.flatnonzero(view.gallery_group >= 0)
         gdense, grow = self._rows(view, view.gallery_kind, pool)
-        ranks = np.zeros(len(rel.query))
-        bad = np.zeros(len(rel.query), dtype=bool)
-        qgroup = (
-            None
-            if not view.restricted
-            else (np.zeros(len(view.queries), np.int64) if view.query_group is None else view.query_group)
-        )
-        groups = [None] if qgroup is None else np.unique(qgroup[rel.query]).tolist()
+        qgroup = np.zeros(len(view.queries), np.int64) if view.query_group is None else view.query_group
+        groups = np.unique(qgroup[rel.query]).tolist() if view.restricted else [None]
+        out = []
         for group in groups:
             members = np.arange(len(rel.query)) if group is None else np.flatnonzero(qgroup[rel.query] == group)
             gallery_pos = None if group is None else np.sort(grow[view.gallery_group == group])
@@ -340,14 +364,8 @@ class ScoredInput:
                      col_of_dense: np.ndarray = col_of_dense) -> np.ndarray:  # fmt: skip
                 return rel.positive_mask(members[part], columns, col_of_dense)
 
-            ranks[members], bad[members] = first_ranks(scorer, qrow[rel.query[members]], mask, gallery_pos, own)
-        if bad.any():
-            raise EvaluationError(
-                f"{view.direction} {name}: the scores of {int(bad.sum())} query {view.query_kind}(s) "
-                f"{self.nonfinite(view)[0]}, or have no positive in the gallery: "
-                f"{preview(view.queries.ids[rel.query][bad])}{self.nonfinite(view)[1]}"
-            )
-        return ranks
+            out.append((members, RankRequest(qrow[rel.query[members]], mask, gallery_pos, own)))
+        return out
 
     # -- pairs ------------------------------------------------------------------------------------------------------
 

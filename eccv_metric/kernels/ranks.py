@@ -5,40 +5,131 @@ descending order (ties: the item given first wins):
 ``rank = #{g : s[g] > s*} + #{g before p* : s[g] = s*} + 1``, where ``s*`` is
 the best positive score and ``p*`` the first gallery position holding a
 positive with that score. Used for MedR / MeanR and for R@K with a K too deep
-for a top-K (``R@K = 1[rank <= K]``).
+for a top-K (``R@K = 1[rank <= K]``). A query's own item (intramodal views)
+takes no part: it is ranked below every other item, so it never counts.
+
+Scorers that compute their blocks (a matrix product per block: embeddings,
+on numpy or on a torch device) are read in *aligned* blocks, fixed row ranges
+of the scorer's queries, by :func:`shared_first_ranks`: one pass computes each
+block once and serves every request on that scorer (every relevance, every
+view, every gallery restriction), so the caption-caption product of cxc_t2t
+and coco_t2t is computed once, and a similarity's bits come from the same
+product call whichever metrics are asked.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from eccv_metric.core import progress
 from eccv_metric.kernels.scorers import BlockScorer
+from eccv_metric.kernels.scorers import DeviceScorer
 from eccv_metric.kernels.topk import without_self
 
+PositiveMask = Callable[[np.ndarray, int], np.ndarray]
 
-def block_ranks(block: np.ndarray, mask: np.ndarray, finite: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+
+def block_ranks(
+    block: np.ndarray, mask: np.ndarray, finite: np.ndarray | None = None, own: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Ranks of the best positive (``mask``) of each row of ``block``; ``finite``: rows known free of NaN/inf.
 
-    Returns (ranks as float64, bad) where ``bad`` marks rows holding NaN / inf or no positive (rank 0 there).
+    ``own``: each row's own column (-1: none), which takes no part (as if scored below every other item: the
+    rank of a row whose only positive is its own item is the row length). ``block`` is only read; ``mask``
+    may be modified. Returns (ranks as float64, bad) where ``bad`` marks rows holding NaN / inf (outside
+    their own column) or no positive (rank 0 there).
+
+    Two comparisons of the block with each row's best positive score count the higher and the equal items;
+    only rows where another item ties with that score are read again, for the tied items before it.
     """
+    m, n = block.shape
+    own_only = np.zeros(m, dtype=bool)
+    if own is not None:
+        has = np.flatnonzero(own >= 0)
+        own_cols = own[has]
+        own_values = block[has, own_cols]
+        own_only[has] = mask[has, own_cols]
+        mask[has, own_cols] = False
     if finite is None:
-        finite = np.isfinite(block).all(axis=1)
-    best = np.where(mask, block, -np.inf).max(axis=1, initial=-np.inf)
-    bad = ~finite | ~mask.any(axis=1)
-    at_best = block == best[:, None]
-    first = (mask & at_best).argmax(axis=1)  # first position of a positive with the best score
-    at_best &= np.arange(block.shape[1])[None, :] < first[:, None]
-    ranks = np.count_nonzero(block > best[:, None], axis=1) + np.count_nonzero(at_best, axis=1) + 1
-    return np.where(bad, 0, ranks).astype(np.float64), bad
+        finite = row_finite(block, own)
+    pos_rows, pos_cols = np.divmod(np.flatnonzero(mask), n)  # row by row, columns ascending
+    counts = np.bincount(pos_rows, minlength=m)
+    found = counts > 0
+    own_only &= ~found
+    best = np.full(m, -np.inf, dtype=block.dtype)
+    values = block[pos_rows, pos_cols]
+    if len(values):
+        best[found] = np.maximum.reduceat(values, (np.cumsum(counts) - counts)[found])
+    at_best = np.flatnonzero(values == best[pos_rows])  # row by row: the first of each row is p*
+    lead = at_best[np.r_[True, pos_rows[at_best[1:]] != pos_rows[at_best[:-1]]]] if len(at_best) else at_best
+    first = np.full(m, n, dtype=np.int64)  # p*: the first positive column holding the best positive score
+    first[pos_rows[lead]] = pos_cols[lead]
+    threshold = best[:, None]
+    higher = row_counts(block > threshold)
+    equal = row_counts(block == threshold)
+    if own is not None:  # the own column never counts
+        higher[has] -= own_values > best[has]
+        equal[has] -= own_values == best[has]
+    before = np.zeros(m, dtype=np.int64)
+    tied = np.flatnonzero(found & (equal > 1))  # other items tie with the best positive: count those before p*
+    if len(tied):
+        part = block[tied]
+        before[tied] = row_counts((part == threshold[tied]) & (np.arange(n) < first[tied, None]))
+        if own is not None:
+            at = np.flatnonzero(own[tied] >= 0)
+            mine = own[tied[at]]
+            before[tied[at]] -= (part[at, mine] == best[tied[at]]) & (mine < first[tied[at]])
+    ranks = (higher + before + 1).astype(np.float64)
+    ranks[own_only] = n
+    bad = ~finite | ~(found | own_only)
+    return np.where(bad, 0, ranks), bad
+
+
+def row_counts(flags: np.ndarray) -> np.ndarray:
+    """True values per row of a 2-D bool array (int64): rows summed eight bytes at a time (a bool is 0 or 1, so
+    255 summed words cannot carry between bytes), about 3x numpy's ``count_nonzero(axis=1)``."""
+    m, n = flags.shape
+    flags = np.ascontiguousarray(flags)
+    words = n // 8
+    out = np.count_nonzero(flags[:, words * 8 :], axis=1).astype(np.int64)
+    packed = flags[:, : words * 8].view(np.uint64)
+    for start in range(0, words, 255):
+        lanes = np.add.reduce(packed[:, start : start + 255], axis=1, dtype=np.uint64)
+        out += lanes.view(np.uint8).reshape(m, 8).sum(axis=1, dtype=np.int64)
+    return out
+
+
+def row_finite(block: np.ndarray, own: np.ndarray | None = None) -> np.ndarray:
+    """Rows free of NaN / inf (each row's own column, ``own`` >= 0, left out): two reductions, no copy."""
+    finite = np.isfinite(block.max(axis=1)) & np.isfinite(block.min(axis=1))
+    if own is not None:
+        again = np.flatnonzero(~finite & (own >= 0))  # rare: decided again without the own column
+        if len(again):
+            part = np.isfinite(block[again])
+            part[np.arange(len(again)), own[again]] = True
+            finite[again] = part.all(axis=1)
+    return finite
+
+
+@dataclass(frozen=True)
+class RankRequest:
+    """Exact ranks of some scorer rows: ``positive_mask(members, n_cols)`` gives the positives of the queries at
+    positions ``members`` of ``query_pos`` over the gallery columns ``gallery_pos`` (None: all); ``own``: each
+    query's own column among them (-1: none)."""
+
+    query_pos: np.ndarray
+    positive_mask: PositiveMask
+    gallery_pos: np.ndarray | None = None
+    own: np.ndarray | None = None
 
 
 def first_ranks(
     scorer: BlockScorer,
     query_pos: np.ndarray,
-    positive_mask: Callable[[np.ndarray, int], np.ndarray],
+    positive_mask: PositiveMask,
     gallery_pos: np.ndarray | None = None,
     own: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -48,6 +139,9 @@ def first_ranks(
     ``members`` of ``query_pos``, over the (restricted) gallery columns. ``gallery_pos`` / ``own``: as in
     :func:`~eccv_metric.kernels.topk.top_ranked`. Returns (ranks, bad) as :func:`block_ranks`.
     """
+    request = RankRequest(query_pos, positive_mask, gallery_pos, own)
+    if scorer.aligned:
+        return shared_first_ranks(scorer, [request])[0]
     n_cols = scorer.n_gallery if gallery_pos is None else len(gallery_pos)
     step = scorer.rows_per_block(n_cols, topk=False)
     ranks = np.zeros(len(query_pos))
@@ -65,3 +159,63 @@ def first_ranks(
             ranks[members], bad[members] = block_ranks(block, positive_mask(members, n_cols), finite)
             shown.update(1)
     return ranks, bad
+
+
+def rank_all(scorer: BlockScorer, requests: list[RankRequest]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(ranks, bad) of each request on one scorer: one shared pass when the scorer computes its blocks (aligned),
+    else request by request (blocks of a stored matrix are read, not computed)."""
+    if scorer.aligned:
+        return shared_first_ranks(scorer, requests)
+    return [first_ranks(scorer, r.query_pos, r.positive_mask, r.gallery_pos, r.own) for r in requests]
+
+
+def shared_first_ranks(scorer: BlockScorer, requests: list[RankRequest]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """:func:`first_ranks` of every request on one scorer whose blocks are computed, in one pass.
+
+    The scorer's query rows are read in aligned blocks (rows ``[b * scorer.aligned, (b + 1) * scorer.aligned)``,
+    every gallery column); each block any request needs is computed once, and each request ranks its rows of it
+    (its gallery columns, its own columns left out). Memory: one block and one request's part of it at a time.
+    On a :class:`~eccv_metric.kernels.scorers.DeviceScorer` the blocks and the counts stay on its device.
+    """
+    step = scorer.aligned
+    device = scorer if isinstance(scorer, DeviceScorer) else None
+    sorted_pos = []
+    for request in requests:
+        order = np.argsort(request.query_pos, kind="stable")
+        sorted_pos.append((order, request.query_pos[order]))
+    needed = np.unique(np.concatenate([pos // step for _, pos in sorted_pos])) if requests else np.zeros(0, np.int64)
+    out = [(np.zeros(len(r.query_pos)), np.zeros(len(r.query_pos), dtype=bool)) for r in requests]
+    what = f"exact ranks of {scorer.n_queries:,} queries x {scorer.n_gallery:,} items"
+    with progress.bar(what, len(needed), "block") as shown:
+        for b in needed.tolist():
+            start = b * step
+            block = device.aligned_block(b) if device is not None else full_block(scorer, start)
+            for request, (order, pos), (ranks, bad) in zip(requests, sorted_pos, out, strict=True):
+                lo, hi = np.searchsorted(pos, [start, start + step])
+                if lo == hi:
+                    continue
+                members = order[lo:hi]
+                local = request.query_pos[members] - start
+                n_cols = scorer.n_gallery if request.gallery_pos is None else len(request.gallery_pos)
+                mask = request.positive_mask(members, n_cols)
+                own = None if request.own is None else request.own[members]
+                if device is not None:
+                    ranks[members], bad[members] = device.count_ranks(block, local, request.gallery_pos, mask, own)
+                    continue
+                whole = len(local) == len(block) and local[-1] - local[0] == len(local) - 1
+                part = block if whole else block[local]
+                if request.gallery_pos is not None:
+                    part = part[:, request.gallery_pos]
+                ranks[members], bad[members] = block_ranks(part, mask, None, own)
+            shown.update(1)
+    return out
+
+
+def full_block(scorer: BlockScorer, start: int) -> np.ndarray:
+    """Scores of the aligned block of rows from ``start``, every gallery column, as float32/64 (read only)."""
+    rows = np.arange(start, min(start + scorer.aligned, scorer.n_queries))
+    block = scorer.block(rows, None)
+    if block.dtype not in (np.float32, np.float64):
+        block = block.astype(np.float32)
+    block.flags.writeable = False
+    return block

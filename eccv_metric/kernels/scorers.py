@@ -12,15 +12,23 @@ product may round the same dot product differently at different positions of
 its output (measured: duplicated rows of a 3,000 x 512 float32 matrix disagree
 in the last bit in about one row in three), which would turn the tie rule into
 noise for COCO's duplicate captions. Each distinct embedding is scored once
-(:func:`distinct_rows`) and its score copied to its duplicates. Beyond that,
-the last bits of a float similarity are BLAS's (they may depend on the block
-and thread layout, as in any float matrix product).
+(:func:`distinct_rows`) and its score copied to its duplicates. Query rows are
+computed in *aligned* blocks (fixed row ranges, ``aligned`` rows each, every
+gallery item), so a similarity always comes from the same product call,
+whichever queries, metrics or benchmarks ask for it. Beyond that, the last
+bits of a float similarity are BLAS's (they may depend on the machine and its
+threads, as in any float matrix product).
+
+A :class:`DeviceScorer` (:mod:`eccv_metric.kernels.device`: torch tensors on
+a GPU) also counts ranks and top-k lists where its blocks are, with the same
+rules; only the counts come back.
 """
 
 from __future__ import annotations
 
 import copy
 from typing import Protocol
+from typing import runtime_checkable
 
 import numpy as np
 
@@ -43,10 +51,32 @@ class BlockScorer(Protocol):
     n_queries: int
     n_gallery: int
     parallel: bool  # whether blocks may run on the shared block workers (False: each block is itself parallel)
+    aligned: int  # rows of a computed block (0: blocks are read, any rows at a time; see the module docstring)
 
     def block(self, rows: np.ndarray, cols: np.ndarray | None, scratch: Scratch | None = None) -> np.ndarray: ...
 
     def rows_per_block(self, n_cols: int, topk: bool) -> int: ...
+
+
+@runtime_checkable
+class DeviceScorer(Protocol):
+    """A scorer whose blocks stay on a device (torch): it ranks them there and hands back only the results."""
+
+    def aligned_block(self, b: int) -> object:
+        """Scores of the aligned block ``b`` of query rows, every gallery column, on the device."""
+        ...
+
+    def count_ranks(
+        self, block: object, local: np.ndarray, gallery_pos: np.ndarray | None, mask: np.ndarray, own: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`~eccv_metric.kernels.ranks.block_ranks` of rows ``local`` of ``block`` (columns ``gallery_pos``)."""
+        ...
+
+    def top_ranked(
+        self, query_pos: np.ndarray, k: int, gallery_pos: np.ndarray | None, own: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`~eccv_metric.kernels.topk.top_ranked` on the device."""
+        ...
 
 
 def as_score_matrix(scores: object, what: str = "scores") -> np.ndarray:
@@ -108,6 +138,7 @@ class MatrixScorer:
     """
 
     parallel = True
+    aligned = 0
 
     def __init__(
         self,
@@ -168,9 +199,10 @@ class MatrixScorer:
 class EmbeddingScorer:
     """``s[i, j] = <queries[i], gallery[j]>`` computed one block of queries at a time.
 
-    Blocks of about :data:`CHUNK_ELEMENTS` scores, computed in the calling thread: the matrix product
-    dominates and BLAS already runs it on every core (blocks on the two block workers would oversubscribe
-    them, and small blocks waste the product's efficiency: measured 10x slower on t2t over 25,000 captions).
+    Aligned blocks of about :data:`CHUNK_ELEMENTS` scores (module docstring), computed in the calling thread:
+    the matrix product dominates and BLAS already runs it on every core (blocks on the two block workers would
+    oversubscribe them, and small blocks waste the product's efficiency: measured 10x slower on t2t over 25,000
+    captions).
     """
 
     parallel = False
@@ -185,22 +217,38 @@ class EmbeddingScorer:
         self.gallery, self.copies = distinct_rows(gallery.astype(dtype, copy=False))
         self.n_queries = len(queries)
         self.n_gallery = len(gallery)
+        self.aligned = max(1, CHUNK_ELEMENTS // max(1, self.n_gallery))
 
     def rows_per_block(self, n_cols: int, topk: bool) -> int:
-        return max(1, CHUNK_ELEMENTS // max(1, n_cols))
+        return self.aligned
 
     def block(self, rows: np.ndarray, cols: np.ndarray | None, scratch: Scratch | None = None) -> np.ndarray:
-        scores = self.queries[rows] @ self.gallery.T
+        """Scores of ``rows`` (columns ``cols``), each row computed in its aligned block."""
+        blocks = rows // self.aligned
+        parts = []
+        for b in np.unique(blocks).tolist():
+            start = b * self.aligned
+            scores = self.queries[start : start + self.aligned] @ self.gallery.T
+            local = rows[blocks == b] - start
+            whole = len(local) == len(scores) and bool((local == np.arange(len(local))).all())
+            parts.append(scores if whole else scores[local])
+        scores = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        if len(parts) > 1 and (np.diff(blocks) < 0).any():  # rows given out of block order: back in theirs
+            scores = scores[np.argsort(np.argsort(blocks, kind="stable"))]
         if self.copies is None:
             return scores if cols is None else np.ascontiguousarray(scores[:, cols])
         return scores.take(self.copies if cols is None else self.copies[cols], axis=1)
 
     def pairs(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-        out = np.empty(len(rows))
-        gallery = self.gallery if self.copies is None else self.gallery[self.copies]
-        for s in range(0, len(rows), 8192):
-            out[s : s + 8192] = np.einsum("ij,ij->i", self.queries[rows[s : s + 8192]], gallery[cols[s : s + 8192]])
-        return out
+        return pair_dots(self.queries, self.gallery if self.copies is None else self.gallery[self.copies], rows, cols)
+
+
+def pair_dots(queries: np.ndarray, gallery: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``<queries[rows[k]], gallery[cols[k]]>`` of each pair k, float64 (8,192 pairs at a time)."""
+    out = np.empty(len(rows))
+    for s in range(0, len(rows), 8192):
+        out[s : s + 8192] = np.einsum("ij,ij->i", queries[rows[s : s + 8192]], gallery[cols[s : s + 8192]])
+    return out
 
 
 def constant_value(matrix: np.ndarray, skip_diagonal: bool = False) -> float | None:

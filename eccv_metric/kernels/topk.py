@@ -16,6 +16,7 @@ import numpy as np
 from eccv_metric.core import progress
 from eccv_metric.kernels import topk_choice
 from eccv_metric.kernels.scorers import BlockScorer
+from eccv_metric.kernels.scorers import DeviceScorer
 from eccv_metric.kernels.workers import Priority
 from eccv_metric.kernels.workers import block_workers
 from eccv_metric.kernels.workers import next_ticket
@@ -232,14 +233,19 @@ def top_ranked(
     own item, which is left out (-1: none). Returns (top positions into the
     scorer's gallery, bool mask of queries whose scores hold NaN or inf).
     Blocks run on the shared block workers when the scorer allows it, a lower
-    ``priority`` first (default: a new evaluation's ticket).
+    ``priority`` first (default: a new evaluation's ticket). A scorer that computes aligned blocks is read one
+    aligned block at a time (each computed once); a :class:`~eccv_metric.kernels.scorers.DeviceScorer` ranks
+    on its device.
     """
+    if isinstance(scorer, DeviceScorer):
+        return scorer.top_ranked(query_pos, k, gallery_pos, own)
     order = np.argsort(query_pos, kind="stable")  # read the scores in storage order
     query_pos = query_pos[order]
     own = None if own is None else own[order]
     n_gal = scorer.n_gallery if gallery_pos is None else len(gallery_pos)
     chunk = scorer.rows_per_block(n_gal, topk=True)
-    starts = range(0, len(query_pos), chunk)
+    starts = aligned_starts(query_pos, scorer.aligned) if scorer.aligned else range(0, len(query_pos), chunk)
+    ends = dict(zip(starts, [*starts[1:], len(query_pos)], strict=True))
     scratch = Scratch()
 
     many = len(starts) > INLINE_BLOCKS
@@ -247,11 +253,11 @@ def top_ranked(
     shown = progress.bar(what, len(starts), "block") if many else progress.NoBar()
 
     def work(start: int) -> tuple[np.ndarray, np.ndarray]:
-        block = scorer.block(query_pos[start : start + chunk], gallery_pos, scratch)
+        block = scorer.block(query_pos[start : ends[start]], gallery_pos, scratch)
         if own is None:
             top, bad = stable_topk(block, k, scratch)
         else:
-            block, finite = without_self(block, own[start : start + chunk])
+            block, finite = without_self(block, own[start : ends[start]])
             top, bad = stable_topk(block, k, scratch)
             bad |= ~finite
         shown.update(1)
@@ -274,3 +280,11 @@ def top_ranked(
     if gallery_pos is not None:
         top = gallery_pos[top].astype(np.int32)
     return top, bad
+
+
+def aligned_starts(sorted_pos: np.ndarray, aligned: int) -> list[int]:
+    """Where each aligned block of rows (``[b * aligned, (b + 1) * aligned)``) begins in ascending positions."""
+    if not len(sorted_pos):
+        return []
+    blocks = sorted_pos // aligned
+    return [0, *(np.flatnonzero(np.diff(blocks)) + 1).tolist()]

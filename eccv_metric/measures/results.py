@@ -97,3 +97,13 @@ PerQuery = dict[str, dict[str, QueryScores]]  # per-query values ``out[metric][d
 def means(per_query: Mapping[str, Mapping[str, QueryScores]]) -> dict[str, dict[str, float]]:
     """Per-query values -> the reported numbers ``{metric: {direction: value}}``."""
     return {name: {d: scores.value for d, scores in by_dir.items()} for name, by_dir in per_query.items()}
+
+
+def merge_results(parts: list[Results]) -> Results:
+    """One Results holding every metric of ``parts`` (in their order), their notes once each, partial if any is."""
+    per_query: PerQuery = {}
+    notes: list[str] = []
+    for part in parts:
+        per_query.update({name: dict(part[name]) for name in part})
+        notes += [n for n in part.notes if n not in notes]
+    return Results(per_query, notes, partial=any(p.partial for p in parts))

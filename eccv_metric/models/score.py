@@ -1,10 +1,10 @@
 """The last step of a model run: the embeddings as :class:`~eccv_metric.inputs.embeddings.Embeddings`, one per
-collection and caption text (benchmarks sharing items share one image-caption product), each scored by one
-:func:`eccv_metric.evaluate` call with every metric of its benchmarks, ranked by the model's similarity
-(cosine: L2-normalised rows; dot: the rows as they are).
+collection and caption text (benchmarks sharing items share one image-caption product), ranked by the
+model's similarity (cosine: L2-normalised rows; dot: the rows as they are).
 
-When nothing was asked (the plan skips what cannot be scored), a group whose call fails is scored benchmark by
-benchmark, so that one benchmark's reason (e.g. ratings a build lacks) skips that benchmark alone.
+Every benchmark of a group is scored in one engine run (:func:`eccv_metric.api.many.evaluate_benchmarks`: each
+product computed once for all of them). When nothing was asked (the plan skips what cannot be scored), a
+benchmark that cannot be scored (e.g. ratings a build lacks) is skipped alone with its reason.
 ``save_embeddings=`` writes ``<folder>/<group>/{image,caption}_{embeddings,ids}.npy`` (the vectors as
 ranked) once everything is scored, replacing the folder whole (the plan refused a folder holding anything
 else before any encoding).
@@ -20,7 +20,7 @@ import numpy as np
 
 from eccv_metric.api.chance import for_model
 from eccv_metric.api.chance import warn_chance
-from eccv_metric.api.evaluate import evaluate
+from eccv_metric.api.many import evaluate_benchmarks
 from eccv_metric.core.errors import ChanceLevelWarning
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import replace_folder
@@ -49,25 +49,15 @@ def score(
     notes: list[str] = []
     request = plan.request
     for group in groups.values():
-        calls = [group.benchmarks]
-        if plan.skip_unavailable and len(group.benchmarks) > 1:
-            calls = [group.benchmarks] + [[name] for name in group.benchmarks]  # the one call first
-        for names in calls:
-            metrics = [r.name for r in request.metrics if r.benchmark.name in names]
-            try:
-                with warnings.catch_warnings():  # warned below, in the model path's words (api.chance.for_model)
-                    warnings.simplefilter("ignore", ChanceLevelWarning)
-                    out = evaluate(group.embeddings, metrics, resources=plan.resources,
-                                   n_resamples=request.n_resamples, seed=request.seed)  # fmt: skip
-            except EvaluationError as exc:
-                if not plan.skip_unavailable:
-                    raise
-                if len(names) == 1:
-                    plan.skipped[names[0]] = f"{names[0]}: {exc}"
-                continue
-            per_query.update({m: dict(out[m]) for m in out})
-            notes += [for_model(note) for note in out.notes]
-            break
+        wanted = {name: [r.name for r in request.metrics if r.benchmark.name == name] for name in group.benchmarks}
+        with warnings.catch_warnings():  # warned below, in the model path's words (api.chance.for_model)
+            warnings.simplefilter("ignore", ChanceLevelWarning)
+            out, failed = evaluate_benchmarks(group.embeddings, wanted, resources=plan.resources,
+                                              n_resamples=request.n_resamples, seed=request.seed,
+                                              skip_failing=plan.skip_unavailable)  # fmt: skip
+        plan.skipped.update(failed)
+        per_query.update({m: dict(out[m]) for m in out})
+        notes += [for_model(note) for note in out.notes]
     if not per_query:
         raise EvaluationError("no benchmark could be scored: " + "; ".join(plan.skipped.values()))
     warn_chance(notes)

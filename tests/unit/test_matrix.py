@@ -1,7 +1,9 @@
 """Every registered benchmark x every metric x every input kind against the brute force (or refused, with why).
 
 Input kinds: ranked lists as dicts, as 2-D arrays and as a TREC run; a score matrix (with the square intramodal
-matrices); embeddings. Rows are given in a shuffled order, and the score inputs carry extra distractor ids.
+matrices); embeddings (one product), embeddings scored in aligned blocks of three query rows (``blocks``: every
+request of a direction shares one pass), and embeddings ranked by torch (``torch``: on the CPU, and on a GPU where
+the machine has one). Rows are given in a shuffled order, and the score inputs carry extra distractor ids.
 Scores are integer-valued dot products (exact, tie-heavy), so the brute force's full stable sort and the
 engine must agree to the bit.
 """
@@ -25,10 +27,18 @@ from tests.unit import brute
 from tests.unit.world import int_embeddings
 
 KS = (1, 2, 5, 25)
-INPUTS = ("dicts", "arrays", "trec", "scores", "embeddings")
+EMBEDDED = ("embeddings", "blocks", "torch")
+INPUTS = ("dicts", "arrays", "trec", "scores", *EMBEDDED)
 COLLECTIONS = ("coco_5k", "mscoco_fg", "flickr30k_fg")
 EXTRA_IMAGES = [7000 + k for k in range(5)]
 EXTRA_CAPTIONS = [9000 + k for k in range(7)]
+
+
+def torch_device() -> str:
+    """Where the torch input ranks: the GPU when the machine has one, else the CPU (torch is in the dev extra)."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def items(world, collection: str) -> tuple[list[int], list[int]]:
@@ -44,7 +54,7 @@ class Setup:
     def __init__(self, world, collection: str, kind: str, seed: int = 3, values: str = "int"):
         rng = np.random.default_rng(seed)
         images, captions = items(world, collection)
-        extras = kind in ("scores", "embeddings")
+        extras = kind in ("scores", *EMBEDDED)
         self.images = [images[k] for k in rng.permutation(len(images))] + (EXTRA_IMAGES if extras else [])
         self.captions = [captions[k] for k in rng.permutation(len(captions))] + (EXTRA_CAPTIONS if extras else [])
         self.vec = int_embeddings(rng, self.images) | {
@@ -81,10 +91,11 @@ class Setup:
         return {q: brute.ranking(q, self.order(gk), lambda g, q=q: self.score(qk, q, gk, g)) for q in self.order(qk)}
 
     def make_input(self, tmp_path):
-        if self.kind == "embeddings":
+        if self.kind in EMBEDDED:
             img = np.stack([self.vector("image", i) for i in self.images])
             cap = np.stack([self.vector("caption", c) for c in self.captions])
-            return Embeddings(img, cap, self.images, self.captions)
+            device = torch_device() if self.kind == "torch" else None
+            return Embeddings(img, cap, self.images, self.captions, device=device)
         if self.kind == "scores":
             m = self.matrices
             return ScoreMatrix(
@@ -147,8 +158,13 @@ def requested(collection: str) -> list[tuple]:
 
 @pytest.mark.parametrize("collection", COLLECTIONS)
 @pytest.mark.parametrize("kind,values", [(k, "int") for k in INPUTS] + [("scores", "float"), ("dicts", "float")])
-def test_every_benchmark_metric_and_input_equals_the_brute_force(world, tmp_path, collection, kind, values):
+def test_every_benchmark_metric_and_input_equals_the_brute_force(
+    world, tmp_path, monkeypatch, collection, kind, values
+):
     setup = Setup(world, collection, kind, values=values)
+    if kind in ("blocks", "torch"):  # no one product: blocks of three query rows (torch: its device's own blocks)
+        monkeypatch.setattr("eccv_metric.inputs.embeddings.MATRIX_BUDGET", 0)
+        monkeypatch.setattr("eccv_metric.kernels.scorers.CHUNK_ELEMENTS", 3 * (len(setup.captions) + 1))
     source = setup.make_input(tmp_path)
     metrics = [r for r in requested(collection) if r[2] != "spearman"]
     results = evaluate(source, [r[1] for r in metrics], KS, resources=world.resources())
