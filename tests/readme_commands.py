@@ -40,6 +40,14 @@ PARSE_ONLY = {
     "eccv-caption push --dataset-dir eccv_caption_hf --dataset-repo you/eccv-caption --space-repo you/eccv_map_at_r": (
         "uploads to the Hub (the --dry-run line above it runs)"
     ),
+    "eccv-caption evaluate --model hf:you/your-clip --data you/eccv-caption --benchmarks eccv_caption eccv "
+    "-o results.json": "downloads a model and a dataset from the Hub (the model path runs offline in tests/unit)",
+    "eccv-caption push-results results.json --dry-run": (
+        "reads the Hub dataset's eval.yaml (tests/integration/test_hub_results.py runs it against the local fake Hub)"
+    ),
+    "eccv-caption push-results results.json": "uploads to the Hub (tested against the local fake Hub)",
+    "eccv-caption push-results results.json --direct --model-index": "uploads to the Hub (tested against the fake Hub)",
+    "eccv-caption leaderboard --from-hub you/eccv-caption": "reads the Hub's leaderboard (tested against the fake Hub)",
 }
 
 # parse-only lines whose eccv-caption commands do run, alone (the install before them is what is not run)

@@ -253,10 +253,11 @@ def test_evaluate_image_caption_inputs_keep_the_official_defaults(world, res, wo
 
 
 @pytest.fixture()
-def per_query_files(world, monkeypatch, tmp_path):
-    from eccv_metric.groundtruth.split import GroundTruth
+def per_query_files(world, res, monkeypatch, tmp_path):
+    import eccv_metric.cli.analysis
 
-    monkeypatch.setattr(GroundTruth, "from_wheel", staticmethod(lambda: world.gt))
+    # the world's resources for compare's id checks (a patched wheel would enter the process-wide cache)
+    monkeypatch.setattr(eccv_metric.cli.analysis, "resources_of", lambda args: res)
     ids = world.image_ids
     files = []
     for shift in (0, 1):

@@ -232,7 +232,7 @@ def test_cli_source_folder_save_embeddings_twice_and_skipped_words(world, data, 
     (source / "annotations").mkdir(parents=True)
     assert main([*base[:4], str(source)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and len(err[0]) < 300
+    assert len(err) == 1 and len(err[0].replace(str(source), "SOURCE")) < 250  # the folder named twice, once per line
     assert err[0].startswith(f"error: --data {source} is not a folder built by `eccv-caption build`")
     # --save-embeddings twice: the folder is replaced
     emb, res = tmp_path / "emb", tmp_path / "res.json"
