@@ -34,6 +34,7 @@ MODEL_WORDS = {
     "device": "--device",
     "precision": "--precision",
     "batch_size": "--batch-size",
+    "text_batch_size": "--text-batch-size",
     "workers": "--workers",
     "save_embeddings": "--save-embeddings",
     "cache_dir": "--cache-dir",
@@ -55,8 +56,15 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--device", help="--model: cuda, mps or cpu (default: CUDA, then MPS, then CPU)")
     g.add_argument("--precision", choices=["fp32", "fp16", "bf16"], default="fp32", help="autocast on a GPU")
-    g.add_argument("--batch-size", type=positive_int, default=64, help="--model: items per forward pass (64)")
-    g.add_argument("--workers", type=int, help="--model: image decoding processes (default: CPUs - 1, at most 8)")
+    g.add_argument("--batch-size", type=positive_int, default=64, help="--model: images per forward pass (64)")
+    g.add_argument(
+        "--text-batch-size",
+        type=positive_int,
+        help="--model: captions per forward pass, cut in length order (default: 1024 on a GPU, 256 on a CPU)",
+    )
+    g.add_argument(
+        "--workers", type=int, help="--model: image decoding processes (default: cores - 1; on a CPU at most 8)"
+    )
     g.add_argument("--save-embeddings", help="--model: keep the embeddings here (re-score with --image-embeddings)")
     g.add_argument("--no-cache", action="store_true", help="--model: neither read nor write the embedding cache")
     g.add_argument("--cache-dir", help="--model: the embedding cache (default: <HF_HOME>/eccv_caption/embeddings)")
@@ -93,6 +101,7 @@ def run_model(args: argparse.Namespace) -> int:
                 device=args.device,
                 precision=args.precision,
                 batch_size=args.batch_size,
+                text_batch_size=args.text_batch_size,
                 workers=args.workers,
                 cache=not args.no_cache,
                 cache_dir=args.cache_dir,

@@ -29,6 +29,7 @@ class LoadOptions:
     device: str | None = None
     precision: str = "fp32"
     batch_size: int = 64
+    text_batch_size: int | None = None  # captions per forward pass (None: by the device, text_batches)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,8 @@ from eccv_metric.models.families import require
 from eccv_metric.models.identity import saved_digest
 from eccv_metric.models.torchutil import EXTRA
 from eccv_metric.models.torchutil import Loading
+from eccv_metric.models.torchutil import pinned
+from eccv_metric.models.torchutil import to_device
 
 
 def load(name: str, spec: str, options: LoadOptions) -> Any:
@@ -39,12 +41,18 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
 
     def images(pixels: Any) -> Any:
         with at.autocast():
-            return features(model.get_image_features(pixel_values=pixels.to(at.device)))
+            return features(model.get_image_features(pixel_values=to_device(pixels, at.device)))
+
+    def tokenize(batch: list[str]) -> dict:
+        tokens = tokenizer(list(batch), padding=padding, truncation=True, max_length=max_length, return_tensors="pt")
+        return {k: pinned(v, at.device) for k, v in tokens.items()}
+
+    def encode_tokens(tokens: dict) -> Any:
+        with at.autocast():
+            return features(model.get_text_features(**{k: to_device(v, at.device) for k, v in tokens.items()}))
 
     def texts(batch: list[str]) -> Any:
-        tokens = tokenizer(list(batch), padding=padding, truncation=True, max_length=max_length, return_tensors="pt")
-        with at.autocast():
-            return features(model.get_text_features(**{k: v.to(at.device) for k, v in tokens.items()}))
+        return encode_tokens(tokenize(batch))
 
     preprocessing = {
         "image_processor": image_processor.to_dict() if image_processor is not None else None,
@@ -62,6 +70,9 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
         images=images if has_images else None,
         prepare_image=Prepare(image_processor) if has_images else None,
         revision=getattr(model.config, "_commit_hash", None),
+        tokenize=tokenize if has_texts else None,
+        encode_tokens=encode_tokens if has_texts else None,
+        sort_texts=padding is True,  # padded to the longest caption of a batch: batches in length order
     )
 
 

@@ -19,6 +19,8 @@ from eccv_metric.models.identity import state_digest
 from eccv_metric.models.identity import without_addresses
 from eccv_metric.models.torchutil import Loading
 from eccv_metric.models.torchutil import load_error
+from eccv_metric.models.torchutil import pinned
+from eccv_metric.models.torchutil import to_device
 
 EXTRA = 'pip install "eccv-caption-hf[open_clip]"'
 
@@ -51,11 +53,17 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
 
     def images(pixels: Any) -> Any:
         with at.autocast():
-            return model.encode_image(pixels.to(at.device))
+            return model.encode_image(to_device(pixels, at.device))
+
+    def tokenize(batch: list[str]) -> Any:
+        return pinned(tokenizer(list(batch)), at.device)
+
+    def encode_tokens(tokens: Any) -> Any:
+        with at.autocast():
+            return model.encode_text(to_device(tokens, at.device))
 
     def texts(batch: list[str]) -> Any:
-        with at.autocast():
-            return model.encode_text(tokenizer(list(batch)).to(at.device))
+        return encode_tokens(tokenize(batch))
 
     preprocessing = {
         "transform": without_addresses(repr(transform)),
@@ -63,7 +71,10 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
         "tokenizer": state_digest(tokenizer),  # vocabulary, merges, context length
     }
     library = f"open_clip {open_clip.__version__}"
-    return at.encoder(model, library, preprocessing, texts=texts, images=images, prepare_image=transform)
+    return at.encoder(
+        model, library, preprocessing, texts=texts, images=images, prepare_image=transform, tokenize=tokenize,
+        encode_tokens=encode_tokens,
+    )  # fmt: skip
 
 
 FAMILY = register(

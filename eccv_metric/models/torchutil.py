@@ -20,6 +20,7 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.models.encoder import FunctionEncoder
 from eccv_metric.models.families import LoadOptions
 from eccv_metric.models.families import require
+from eccv_metric.models.text_batches import default_text_batch_size
 
 EXTRA = 'pip install "eccv-caption-hf[models]"'
 PRECISIONS = {"fp32": None, "fp16": "float16", "bf16": "bfloat16"}
@@ -61,6 +62,18 @@ def autocast(device: str, precision: str) -> Any:
     return stack
 
 
+def pinned(tensor: Any, device: str) -> Any:
+    """A host tensor in pinned memory when it is bound for a CUDA device (its copy then need not block)."""
+    if device.startswith("cuda") and not tensor.is_pinned():
+        return tensor.pin_memory()
+    return tensor
+
+
+def to_device(tensor: Any, device: str) -> Any:
+    """``tensor`` on ``device``; from pinned memory without blocking the host (the stream keeps the order)."""
+    return tensor.to(device, non_blocking=True)
+
+
 def weights_digest(module: Any) -> str:
     """sha256 of a torch module's state dict (names, dtypes, shapes, values): what identifies its weights."""
     torch = require("torch", EXTRA)
@@ -82,6 +95,7 @@ class Loading:
         self.device = pick_device(options.device)
         self.precision = check_precision(options.precision, self.device)
         self.batch_size = options.batch_size
+        self.text_batch_size = options.text_batch_size or default_text_batch_size(self.device)
         self.unreachable = hub_unreachable(name) if from_hub else None
         self.local_only = self.unreachable is not None
 
