@@ -36,6 +36,7 @@ MODEL_WORDS = {
     "batch_size": "--batch-size",
     "text_batch_size": "--text-batch-size",
     "workers": "--workers",
+    "decode": "--decode",
     "save_embeddings": "--save-embeddings",
     "cache_dir": "--cache-dir",
 }
@@ -64,6 +65,12 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--workers", type=int, help="--model: image decoding processes (default: cores - 1; on a CPU at most 8)"
+    )
+    g.add_argument(
+        "--decode",
+        choices=["pil", "gpu"],
+        default="pil",
+        help="--model: decode images with PIL in the workers (default) or with nvJPEG on the GPU (needs torchvision)",
     )
     g.add_argument("--save-embeddings", help="--model: keep the embeddings here (re-score with --image-embeddings)")
     g.add_argument("--no-cache", action="store_true", help="--model: neither read nor write the embedding cache")
@@ -103,6 +110,7 @@ def run_model(args: argparse.Namespace) -> int:
                 batch_size=args.batch_size,
                 text_batch_size=args.text_batch_size,
                 workers=args.workers,
+                decode=args.decode,
                 cache=not args.no_cache,
                 cache_dir=args.cache_dir,
                 save_embeddings=args.save_embeddings,

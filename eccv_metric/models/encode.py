@@ -46,14 +46,21 @@ def collate(batch: list) -> tuple[list[int], object, list[str]]:
 
 
 def encode_batches(
-    encoder: Encoder, items: Items, todo: list[Bounds], workers: int, order: np.ndarray | None = None
+    encoder: Encoder,
+    items: Items,
+    todo: list[Bounds],
+    workers: int,
+    order: np.ndarray | None = None,
+    raw: Iterator[tuple[Bounds, object]] | None = None,
 ) -> Iterator[tuple[Bounds, np.ndarray]]:
     """``(bounds, rows)`` of each range of ``todo`` in turn, rows as :func:`as_rows` gives them; captions: the
     ranges are of ``order`` (their encoding order, :func:`~eccv_metric.models.text_batches.text_order`). On a
     GPU each batch comes back to the host without blocking while the next one runs
-    (:func:`~eccv_metric.models.background.lagged`)."""
+    (:func:`~eccv_metric.models.background.lagged`). ``raw``: the model's outputs made elsewhere (images
+    decoded on the GPU: :func:`~eccv_metric.models.decode.decoded_batches`) instead of :func:`outputs`."""
     what = f"{items.item_set.collection} {items.item_set.kind}s ({items.item_set.label})"
-    for (start, stop), values in lagged(outputs(encoder, items, todo, workers, order)):
+    made = raw if raw is not None else outputs(encoder, items, todo, workers, order)
+    for (start, stop), values in lagged(made):
         yield (start, stop), as_rows(values, stop - start, f"{encoder.spec} on {what} {start}..{stop - 1}")
 
 
@@ -137,7 +144,11 @@ class ImageItems:
     def __len__(self) -> int:
         return len(self.locations)
 
-    def _bytes(self, loc: Location) -> bytes | None:
+    def describe(self, i: int) -> str:
+        """How errors name item ``i``: its id and where its pixels are."""
+        return f"image {int(self.ids[i])} ({self.locations[i][1]})"
+
+    def read_bytes(self, loc: Location) -> bytes | None:
         if loc[0] == "parquet":
             if self._group != (loc[1], loc[2]):
                 import pyarrow.parquet as pq
@@ -156,9 +167,9 @@ class ImageItems:
     def __getitem__(self, i: int) -> tuple[int, object, str | None]:
         from PIL import Image
 
-        where = f"image {int(self.ids[i])} ({self.locations[i][1]})"
+        where = self.describe(i)
         try:
-            data = self._bytes(self.locations[i])
+            data = self.read_bytes(self.locations[i])
             if not data:
                 return i, None, f"{where}: empty image"
             with Image.open(io.BytesIO(data)) as im:

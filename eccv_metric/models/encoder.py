@@ -35,7 +35,8 @@ class Encoder(Protocol):
     Optional, read with ``getattr`` (:mod:`eccv_metric.models.text_batches`): ``tokenize`` (list of str -> the
     model's text inputs, on the host; run ahead of the model) with ``encode_tokens`` (those inputs -> rows);
     ``sort_texts``: the model pads a caption batch to its longest caption, so captions are batched in length
-    order.
+    order. ``tensor_preprocessing`` (no arguments -> (decoded uint8 CHW tensors on the device -> the model's
+    pixel batch there, a description of it)): what ``decode="gpu"`` needs (:mod:`eccv_metric.models.decode`).
     """
 
     spec: str
@@ -70,6 +71,7 @@ class FunctionEncoder:
     sort_texts: bool = False
     tokenize: Callable[[list[str]], Any] | None = None
     encode_tokens: Callable[[Any], Any] | None = None
+    tensor_preprocessing: Callable[[], Any] | None = None
 
     def __post_init__(self) -> None:
         if self.similarity not in SIMILARITIES:

@@ -12,6 +12,8 @@ import json
 from typing import Any
 
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.models.decode import hf_tensor_preprocessing
+from eccv_metric.models.decode import pil_image_processor
 from eccv_metric.models.families import Family
 from eccv_metric.models.families import LoadOptions
 from eccv_metric.models.families import register
@@ -30,7 +32,8 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
         model = transformers.AutoModel.from_pretrained(name, local_files_only=at.local_only)
         processor = transformers.AutoProcessor.from_pretrained(name, local_files_only=at.local_only)
     model = model.to(at.device).eval()
-    image_processor = getattr(processor, "image_processor", None)
+    # the PIL backend even where transformers would pick torchvision: the numbers do not depend on what is installed
+    image_processor = pil_image_processor(name, getattr(processor, "image_processor", None), at.local_only)
     tokenizer = getattr(processor, "tokenizer", None)
     has_images = callable(getattr(model, "get_image_features", None)) and image_processor is not None
     has_texts = callable(getattr(model, "get_text_features", None)) and tokenizer is not None
@@ -54,6 +57,9 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
     def texts(batch: list[str]) -> Any:
         return encode_tokens(tokenize(batch))
 
+    def tensor_preprocessing() -> Any:  # decode="gpu": the image processor's torchvision backend on the device
+        return hf_tensor_preprocessing(name, at.device, at.local_only)
+
     preprocessing = {
         "image_processor": image_processor.to_dict() if image_processor is not None else None,
         "image_processor_class": type(image_processor).__name__ if image_processor is not None else None,
@@ -73,6 +79,7 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
         tokenize=tokenize if has_texts else None,
         encode_tokens=encode_tokens if has_texts else None,
         sort_texts=padding is True,  # padded to the longest caption of a batch: batches in length order
+        tensor_preprocessing=tensor_preprocessing if has_images else None,
     )
 
 

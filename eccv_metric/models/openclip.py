@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.models.decode import open_clip_tensor_preprocessing
 from eccv_metric.models.families import Family
 from eccv_metric.models.families import LoadOptions
 from eccv_metric.models.families import register
@@ -73,7 +74,7 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
     library = f"open_clip {open_clip.__version__}"
     return at.encoder(
         model, library, preprocessing, texts=texts, images=images, prepare_image=transform, tokenize=tokenize,
-        encode_tokens=encode_tokens,
+        encode_tokens=encode_tokens, tensor_preprocessing=lambda: open_clip_tensor_preprocessing(transform),
     )  # fmt: skip
 
 

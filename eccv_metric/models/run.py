@@ -34,6 +34,9 @@ from eccv_metric.core.defaults import SEED
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.measures.results import Results
+from eccv_metric.models.decode import DECODERS
+from eccv_metric.models.decode import check_decode
+from eccv_metric.models.decode import gpu_decoder
 from eccv_metric.models.digests import FileDigests
 from eccv_metric.models.plan import EVERY
 from eccv_metric.models.plan import make_plan
@@ -72,6 +75,7 @@ def evaluate_model(
     batch_size: int = 64,
     text_batch_size: int | None = None,
     workers: int | None = None,
+    decode: str = "pil",
     cache: bool = True,
     cache_dir: str | Path | None = None,
     save_embeddings: str | Path | None = None,
@@ -96,6 +100,7 @@ def evaluate_model(
         batch_size=batch_size,
         text_batch_size=text_batch_size,
         workers=workers,
+        decode=decode,
         cache=cache,
         cache_dir=cache_dir,
         save_embeddings=save_embeddings,
@@ -117,6 +122,7 @@ def evaluate_model_request(
     batch_size: int = 64,
     text_batch_size: int | None = None,
     workers: int | None = None,
+    decode: str = "pil",
     cache: bool = True,
     cache_dir: str | Path | None = None,
     save_embeddings: str | Path | None = None,
@@ -131,6 +137,8 @@ def evaluate_model_request(
     :class:`~eccv_metric.benchmarks.resource_options.ResourceOptions`) names none). ``device`` / ``precision`` /
     ``batch_size`` (images) / ``text_batch_size`` (captions, cut in length order; default 1024 on CUDA, 256 on a
     CPU) / ``workers`` (image decoding processes; default: cores - 1, at most 8 on a CPU): how the model runs.
+    ``decode``: ``pil`` (PIL in the workers) or ``gpu`` (opt-in: nvJPEG and the model's preprocessing on the
+    CUDA device, :mod:`eccv_metric.models.decode`; slightly different pixels, so its own cache entries).
     ``cache``: reuse and keep embeddings under ``cache_dir`` (default: the Hugging Face cache).
     ``save_embeddings``: a folder receiving ``<set>/{image,caption}_embeddings.npy`` and ids.
     """
@@ -143,14 +151,18 @@ def evaluate_model_request(
         raise EvaluationError(f"text_batch_size= must be a positive integer, not {text_batch_size!r:.20}")
     if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 0):
         raise EvaluationError(f"workers= must be an integer >= 0, not {workers!r:.20}")
+    if decode not in DECODERS:
+        raise EvaluationError(f"decode= must be one of {', '.join(DECODERS)}, not {decode!r:.20}")
     root = (cache_dir if cache_dir is not None else cache_root()) if cache else None
     source = DataSource(data, images, token, FileDigests(root))
     plan = make_plan(request, source, skip_unavailable, resources, resource_options, save_embeddings)
     encoder = load_model(model, device, precision, batch_size, text_batch_size)
     plan.fit(encoder)
+    check_decode(decode, encoder)
+    decoder = gpu_decoder(encoder) if decode == "gpu" and "image" in encoder.kinds else None
     workers = default_workers(encoder.device) if workers is None else workers
     text_batch_size = text_batch_size or default_text_batch_size(encoder.device)
-    store = EmbeddingStore(encoder, root, batch_size, workers, text_batch_size)
+    store = EmbeddingStore(encoder, root, batch_size, workers, text_batch_size, decoder)
     encoded, report = store.embed(plan.sets, plan.items)
     results, groups = score(plan, encoded, encoder.similarity, save_embeddings)
     provenance = {
@@ -165,6 +177,7 @@ def evaluate_model_request(
         "batch_size": batch_size,
         "text_batch_size": text_batch_size,
         "workers": workers,
+        "decode": decode,
         "similarity": encoder.similarity,
         "seconds": round(time.perf_counter() - started, 3),
         "skipped": plan.skipped,

@@ -16,7 +16,8 @@ set's order):
   (:func:`~eccv_metric.models.encode.encode_batches`) and each saved at once; the finished set becomes the
   entry.
 
-The key of an entry: the model's identity, the items' label and digest (with the image decoder; captions:
+The key of an entry: the model's identity, the items' label and digest (with the image decoder: PIL, or
+``decode="gpu"``'s nvJPEG and tensor preprocessing; captions:
 their batch size and order, which can move an embedding by float rounding), the device type, the precision
 and this package's version. An encoder without an identity (a Python object) is never
 cached.
@@ -52,6 +53,8 @@ from eccv_metric.core.about import __version__
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import atomic_open
 from eccv_metric.core.files import write_json_atomic
+from eccv_metric.models.decode import Decoder
+from eccv_metric.models.decode import decoded_batches
 from eccv_metric.models.encode import Bounds
 from eccv_metric.models.encode import encode_batches
 from eccv_metric.models.encoder import Encoder
@@ -81,11 +84,20 @@ def subset(items: Items, rows: list[int]) -> Items:
 class EmbeddingStore:
     """Embeddings of item sets by one encoder (see the module docstring); ``root=None``: no cache."""
 
-    def __init__(self, encoder: Encoder, root: str | Path | None, batch_size: int, workers: int, text_batch_size: int):
+    def __init__(
+        self,
+        encoder: Encoder,
+        root: str | Path | None,
+        batch_size: int,
+        workers: int,
+        text_batch_size: int,
+        decoder: Decoder | None = None,
+    ):
         self.encoder = encoder
         self.root = Path(root) if root is not None and encoder.identity is not None else None
         self.batch_size = batch_size
         self.text_batch_size = text_batch_size
+        self.decoder = decoder  # images decoded on the GPU (decode="gpu"); None: PIL in the workers
         self.workers = workers
         self.seen: dict[tuple, tuple[ItemSet, int]] = {}  # an item (Items.keys) -> the set and row that has it
 
@@ -145,11 +157,15 @@ class EmbeddingStore:
             "model": self.encoder.identity,
             "items": items.item_set.label,
             "digest": items.digest,
-            "decoder": f"Pillow {version('pillow')}: {DECODER}" if items.texts is None else None,
+            "decoder": self.decoding() if items.texts is None else None,
             "device": self.encoder.device.split(":")[0],
             "precision": self.encoder.precision,
             "package": __version__,
         }
+
+    def decoding(self) -> object:
+        """What decodes and prepares the images (it can move an embedding by rounding): the key's ``decoder``."""
+        return f"Pillow {version('pillow')}: {DECODER}" if self.decoder is None else self.decoder.describe
 
     def entry(self, items: Items) -> EmbeddingCache | None:
         return EmbeddingCache(self.key(items), self.root, len(items.ids)) if self.root is not None else None
@@ -168,7 +184,9 @@ class EmbeddingStore:
         what = f"{items.item_set.collection} {items.item_set.kind}s ({items.item_set.label})"
         with progress.bar(f"encoding {what}", total=len(items.ids), unit="item") as bar:
             bar.update(sum(e - s for s, e in parts))
-            encoded = encode_batches(self.encoder, items, todo, self.workers, order)
+            gpu = self.decoder is not None and items.texts is None and bool(todo)
+            raw = decoded_batches(self.encoder, items, todo, self.workers, self.decoder) if gpu else None  # type: ignore[arg-type]
+            encoded = encode_batches(self.encoder, items, todo, self.workers, order, raw)
             return self.collect(encoded, entry, bounds, parts, bar, items, order)
 
     def collect(
