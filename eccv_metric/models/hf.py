@@ -23,15 +23,19 @@ from eccv_metric.models.torchutil import EXTRA
 from eccv_metric.models.torchutil import Loading
 from eccv_metric.models.torchutil import pinned
 from eccv_metric.models.torchutil import to_device
+from eccv_metric.models.weights import hub_folder
 
 
 def load(name: str, spec: str, options: LoadOptions) -> Any:
     transformers = require("transformers", EXTRA)
     at = Loading(spec, name, options)
     with at.errors():
-        model = transformers.AutoModel.from_pretrained(name, local_files_only=at.local_only)
+        model, loading = transformers.AutoModel.from_pretrained(
+            name, local_files_only=at.local_only, output_loading_info=True
+        )
         processor = transformers.AutoProcessor.from_pretrained(name, local_files_only=at.local_only)
     model = model.to(at.device).eval()
+    initialised = bool(loading.get("missing_keys") or loading.get("mismatched_keys"))
     # the PIL backend even where transformers would pick torchvision: the numbers do not depend on what is installed
     image_processor = pil_image_processor(name, getattr(processor, "image_processor", None), at.local_only)
     tokenizer = getattr(processor, "tokenizer", None)
@@ -76,6 +80,9 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
         images=images if has_images else None,
         prepare_image=Prepare(image_processor) if has_images else None,
         revision=getattr(model.config, "_commit_hash", None),
+        # the weight files identify the weights, unless some were initialised at load (missing / mismatched keys)
+        weights_folder=None if initialised else hub_folder(name, getattr(model.config, "_commit_hash", None)),
+        weights_recursive=False,
         tokenize=tokenize if has_texts else None,
         encode_tokens=encode_tokens if has_texts else None,
         sort_texts=padding is True,  # padded to the longest caption of a batch: batches in length order

@@ -154,9 +154,10 @@ def evaluate_model_request(
     if decode not in DECODERS:
         raise EvaluationError(f"decode= must be one of {', '.join(DECODERS)}, not {decode!r:.20}")
     root = (cache_dir if cache_dir is not None else cache_root()) if cache else None
-    source = DataSource(data, images, token, FileDigests(root))
+    digests = FileDigests(root)  # content digests of the data's files and the model's weight files, remembered
+    source = DataSource(data, images, token, digests)
     plan = make_plan(request, source, skip_unavailable, resources, resource_options, save_embeddings)
-    encoder = load_model(model, device, precision, batch_size, text_batch_size)
+    encoder = load_model(model, device, precision, batch_size, text_batch_size, digests)
     plan.fit(encoder)
     check_decode(decode, encoder)
     decoder = gpu_decoder(encoder) if decode == "gpu" and "image" in encoder.kinds else None

@@ -19,6 +19,7 @@ from eccv_metric.models.families import require
 from eccv_metric.models.identity import plain
 from eccv_metric.models.torchutil import EXTRA
 from eccv_metric.models.torchutil import Loading
+from eccv_metric.models.weights import hub_folder
 
 
 def load(name: str, spec: str, options: LoadOptions) -> Any:
@@ -46,6 +47,7 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
         batches_itself=True,
         sort_texts=True,  # it pads each batch to its longest text
         class_name=type(model[0]).__name__,
+        weights_folder=hub_folder(name),
     )
 
 

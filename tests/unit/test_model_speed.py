@@ -1,5 +1,5 @@
 """The model path's speed-ups keep every number: length-sorted caption batches tokenised ahead of the model,
-non-blocking copies, the image workers.
+non-blocking copies, the image workers, the weights digest from the weights files.
 
 Checks: captions encoded in length order equal, row by row, the captions encoded in the given order (float
 tolerance) and give the same per-query ranks up to near-ties; an interrupted caption side resumes to
@@ -309,3 +309,66 @@ def test_text_batches_threaded_and_grouped_give_the_same_batches():
     cpu, gpu = run("cpu"), run("cuda")
     assert cpu == gpu and cpu[0] == todo
     assert cpu[1][0] == [texts[i] for i in order[:3].tolist()]
+
+
+def _file_digest(folder, names):  # noqa: ANN001, ANN202
+    """Brute force: sha256 over 'name|sha256(content)' lines."""
+    import hashlib
+
+    lines = "".join(f"{n}|{hashlib.sha256((folder / n).read_bytes()).hexdigest()}\n" for n in names)
+    return hashlib.sha256(lines.encode()).hexdigest()
+
+
+def test_weights_digest_is_of_the_files_and_remembered(tmp_path, monkeypatch):
+    from eccv_metric.models import digests
+    from eccv_metric.models.digests import FileDigests
+    from eccv_metric.models.spec import load_model
+    from tests.unit.model_world import tiny_clip
+
+    folder = tiny_clip(tmp_path / "clip")
+    (folder / "training_args.bin").write_bytes(b"not weights")
+    identity = load_model(f"hf:{folder}", digests=FileDigests(tmp_path / "memo")).identity
+    assert identity["weights_from"] == "files" and identity["weights_files"] == ["model.safetensors"]
+    assert identity["weights"] == _file_digest(folder, ["model.safetensors"])
+    assert (tmp_path / "memo" / "file_digests.json").is_file()
+
+    def no_hashing(path):  # noqa: ANN001, ANN202
+        raise AssertionError(f"{path} hashed again")
+
+    monkeypatch.setattr(digests, "sha256_file", no_hashing)
+    remembered = load_model(f"hf:{folder}", digests=FileDigests(tmp_path / "memo")).identity  # nothing read
+    assert remembered["weights"] == identity["weights"]
+    with pytest.raises(AssertionError, match="hashed again"):
+        load_model(f"hf:{folder}", digests=FileDigests(None))  # no memo (cache=False): hashed
+    monkeypatch.undo()
+    tiny_clip(folder, seed=1)  # other weights, same file names
+    again = load_model(f"hf:{folder}", digests=FileDigests(tmp_path / "memo")).identity
+    assert again["weights"] == _file_digest(folder, ["model.safetensors"]) != identity["weights"]
+
+
+def test_weights_initialised_at_load_are_hashed_as_tensors(tmp_path):
+    from safetensors.torch import load_file
+    from safetensors.torch import save_file
+
+    from eccv_metric.models.spec import load_model
+    from tests.unit.model_world import tiny_clip
+
+    folder = tiny_clip(tmp_path / "clip")
+    state = load_file(folder / "model.safetensors")
+    del state["text_projection.weight"]  # initialised at random by every load
+    save_file(state, folder / "model.safetensors", metadata={"format": "pt"})
+    encoder = load_model(f"hf:{folder}")
+    assert encoder.identity["weights_from"] == "tensors"
+    assert encoder.identity["weights"] != _file_digest(folder, ["model.safetensors"])
+
+
+def test_sentence_transformers_weights_from_its_folder(tmp_path):
+    from eccv_metric.models import weights
+    from eccv_metric.models.spec import load_model
+    from tests.unit.model_world import tiny_st
+
+    folder = tiny_st(tmp_path / "st")
+    identity = load_model(f"st:{folder}").identity
+    names = weights.weight_files(folder)
+    assert identity["weights_from"] == "files" and names
+    assert identity["weights"] == _file_digest(folder, [p.relative_to(folder).as_posix() for p in names])
