@@ -372,3 +372,55 @@ def test_sentence_transformers_weights_from_its_folder(tmp_path):
     names = weights.weight_files(folder)
     assert identity["weights_from"] == "files" and names
     assert identity["weights"] == _file_digest(folder, [p.relative_to(folder).as_posix() for p in names])
+
+
+def test_many_models_give_each_its_own_numbers(world, data, clip, tmp_path):
+    """A CLIP, a SigLIP and a text-only model in one run: each model's numbers and embeddings those of a run of
+    its own, bit for bit, its embeddings in a subfolder of its own."""
+    from eccv_metric.models import evaluate_model
+    from eccv_metric.models.many import evaluate_models
+    from eccv_metric.models.many import model_slug
+    from tests.unit.model_world import tiny_siglip
+    from tests.unit.model_world import tiny_st
+
+    specs = [f"hf:{clip}", f"hf:{tiny_siglip(tmp_path / 'siglip')}", f"st:{tiny_st(tmp_path / 'st')}"]
+    options = {"resources": world.resources(), "workers": 0, "batch_size": 8, "n_resamples": 20, "cache": False}
+    alone = [
+        evaluate_model(s, data, save_embeddings=tmp_path / f"a{k}", **options)  # type: ignore[arg-type]
+        for k, s in enumerate(specs)
+    ]
+    together = evaluate_models(specs, data, save_embeddings=tmp_path / "many", **options)
+    for k, (one, many) in enumerate(zip(alone, together, strict=True)):
+        assert many.results.means() == one.results.means()
+        assert many.provenance["model"] == specs[k] and many.skipped == one.skipped
+        for group in (tmp_path / f"a{k}").iterdir():
+            for name in (p.name for p in group.iterdir()):
+                got = np.load(tmp_path / "many" / model_slug(k, specs[k]) / group.name / name)
+                assert np.array_equal(got, np.load(group / name)), (specs[k], group.name, name)
+    with pytest.raises(EvaluationError, match=r"^models= takes a list of one model or more"):
+        evaluate_models([], data)
+
+
+def test_cli_several_models_write_one_file_each(world, data, clip, tmp_path, monkeypatch, capsys):
+    import json
+
+    from eccv_metric.cli.main import main
+
+    runs = [_run(f"hf:{clip}", data, world, tmp_path, benchmarks=["coco_5k"], cache=False)] * 2
+    seen = {}
+
+    def fake(models, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        seen["models"] = models
+        return runs
+
+    monkeypatch.setattr("eccv_metric.models.many.evaluate_models_request", fake)
+    out = tmp_path / "out"
+    argv = ["evaluate", "--model", "hf:a/b", "--model", "st:c", "--data", str(data), "-o", str(out), "--quiet"]
+    assert main(argv) == 0
+    assert seen["models"] == ["hf:a/b", "st:c"]
+    assert sorted(p.name for p in out.iterdir()) == ["0-hf_a_b.json", "1-st_c.json"]
+    saved = json.loads((out / "0-hf_a_b.json").read_text())
+    assert saved["coco_5k_r1"] == runs[0].results.means()["coco_5k_r1"] and "provenance" in saved
+    (tmp_path / "file.json").write_text("{}")
+    assert main([*argv[:-3], "-o", str(tmp_path / "file.json")]) == 2
+    assert "with several --model it is a folder" in capsys.readouterr().err
