@@ -9,21 +9,8 @@ import numpy as np
 import pytest
 
 from eccv_metric import EvaluationError
-from tests.unit.model_world import write_data
 
 COCO = ["coco_5k", "cxc", "eccv", "coco_t2t"]
-
-
-@pytest.fixture(scope="module")
-def data(world, tmp_path_factory):
-    return write_data(world, tmp_path_factory.mktemp("data"))
-
-
-@pytest.fixture(scope="module")
-def clip(tmp_path_factory):
-    from tests.unit.model_world import tiny_clip
-
-    return tiny_clip(tmp_path_factory.mktemp("clip"))
 
 
 def _run(model, data, world, tmp_path, **kwargs):  # noqa: ANN001, ANN202

@@ -21,29 +21,15 @@ from eccv_metric.models.background import lagged
 from eccv_metric.models.text_batches import given_order
 from eccv_metric.models.text_batches import text_order
 from tests.unit.model_world import caption_text
-from tests.unit.model_world import write_data
 
 COCO = ["coco_5k", "cxc", "eccv", "coco_t2t"]
 
 
-@pytest.fixture(scope="module")
-def data(world, tmp_path_factory):
-    return write_data(world, tmp_path_factory.mktemp("data"))
-
-
-@pytest.fixture(scope="module")
-def clip(tmp_path_factory):
-    from tests.unit.model_world import tiny_clip
-
-    return tiny_clip(tmp_path_factory.mktemp("clip"))
-
-
 def _run(model, data, world, tmp_path, **kwargs):  # noqa: ANN001, ANN202
-    from eccv_metric.models import evaluate_model
+    from tests.unit.model_world import run_model
 
     kwargs.setdefault("benchmarks", COCO)
-    kwargs.setdefault("cache_dir", tmp_path / "cache")
-    return evaluate_model(model, data, resources=world.resources(), workers=0, batch_size=8, n_resamples=20, **kwargs)  # type: ignore[arg-type]
+    return run_model(model, data, world, tmp_path, **kwargs)
 
 
 def test_text_order_is_longest_first_and_stable():
