@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 import warnings
+from pathlib import Path
 
 from eccv_metric.analysis.report import format_table
 from eccv_metric.benchmarks.request import Request
@@ -34,7 +35,9 @@ MODEL_WORDS = {
     "device": "--device",
     "precision": "--precision",
     "batch_size": "--batch-size",
+    "text_batch_size": "--text-batch-size",
     "workers": "--workers",
+    "decode": "--decode",
     "save_embeddings": "--save-embeddings",
     "cache_dir": "--cache-dir",
 }
@@ -46,7 +49,12 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     from eccv_metric.models.spec import spec_help
 
     g = p.add_argument_group('from a model (pip install "eccv-caption-hf[models]")')
-    g.add_argument("--model", help=spec_help())
+    g.add_argument(
+        "--model",
+        action="append",
+        help=spec_help() + "; several --model: each its own numbers, run in turn; -o / --per-query / "
+        "--save-embeddings then name folders (one file or subfolder per model)",
+    )
     g.add_argument("--data", help="--model: a folder built by `eccv-caption build` or its Hub dataset repo")
     g.add_argument(
         "--images",
@@ -55,8 +63,21 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--device", help="--model: cuda, mps or cpu (default: CUDA, then MPS, then CPU)")
     g.add_argument("--precision", choices=["fp32", "fp16", "bf16"], default="fp32", help="autocast on a GPU")
-    g.add_argument("--batch-size", type=positive_int, default=64, help="--model: items per forward pass (64)")
-    g.add_argument("--workers", type=int, help="--model: image decoding processes (default: CPUs - 1, at most 8)")
+    g.add_argument("--batch-size", type=positive_int, default=64, help="--model: images per forward pass (64)")
+    g.add_argument(
+        "--text-batch-size",
+        type=positive_int,
+        help="--model: captions per forward pass, cut in length order (default: 1024 on a GPU, 256 on a CPU)",
+    )
+    g.add_argument(
+        "--workers", type=int, help="--model: image decoding processes (default: cores - 1; on a CPU at most 8)"
+    )
+    g.add_argument(
+        "--decode",
+        choices=["pil", "gpu"],
+        default="pil",
+        help="--model: decode images with PIL in the workers (default) or with nvJPEG on the GPU (needs torchvision)",
+    )
     g.add_argument("--save-embeddings", help="--model: keep the embeddings here (re-score with --image-embeddings)")
     g.add_argument("--no-cache", action="store_true", help="--model: neither read nor write the embedding cache")
     g.add_argument("--cache-dir", help="--model: the embedding cache (default: <HF_HOME>/eccv_caption/embeddings)")
@@ -72,8 +93,14 @@ def run_model(args: argparse.Namespace) -> int:
         raise EvaluationError(f"--model is an input of its own: drop {', '.join(given)}")
     if not args.data:
         raise EvaluationError("--model needs --data: a folder built by `eccv-caption build` or its Hub dataset repo")
+    models = list(args.model)
     for path in (args.output, args.per_query):
-        check_output_path(path)
+        if len(models) == 1 or path is None:
+            check_output_path(path)
+        elif Path(path).exists() and not Path(path).is_dir():
+            raise EvaluationError(f"output {path}: with several --model it is a folder (one file per model)")
+    from eccv_metric.models.many import evaluate_models_request
+    from eccv_metric.models.many import model_slug
     from eccv_metric.models.plan import EVERY
     from eccv_metric.models.run import evaluate_model_request
 
@@ -83,36 +110,45 @@ def run_model(args: argparse.Namespace) -> int:
         with warnings.catch_warnings():  # the notes are printed below, in the CLI's words
             warnings.simplefilter("ignore", ChanceLevelWarning)
             warnings.showwarning = _warning_line
-            out = evaluate_model_request(
-                args.model,
-                args.data,
-                request,
+            options = dict(
                 skip_unavailable=not (args.metrics or args.benchmarks),
                 images=args.images,
                 resource_options=options_of(args),
                 device=args.device,
                 precision=args.precision,
                 batch_size=args.batch_size,
+                text_batch_size=args.text_batch_size,
                 workers=args.workers,
+                decode=args.decode,
                 cache=not args.no_cache,
                 cache_dir=args.cache_dir,
                 save_embeddings=args.save_embeddings,
             )
+            runs = (
+                [evaluate_model_request(models[0], args.data, request, **options)]  # type: ignore[arg-type]
+                if len(models) == 1
+                else evaluate_models_request(models, args.data, request, **options)  # type: ignore[arg-type]
+            )
     except EvaluationError as exc:
         raise EvaluationError(in_words(exc, MODEL_WORDS)) from None
-    means = out.results.means()
-    skipped = {name: in_words(why, MODEL_WORDS) for name, why in out.skipped.items()}
-    written = {**means, "provenance": {**out.provenance, "skipped": skipped}}
+    several = len(runs) > 1
+    shown = []
+    for k, out in enumerate(runs):
+        means = out.results.means()
+        skipped = {name: in_words(why, MODEL_WORDS) for name, why in out.skipped.items()}
+        written = {**means, "provenance": {**out.provenance, "skipped": skipped}}
+        shown.append(written)
+        if not args.json and not args.quiet:
+            print((f"model: {models[k]}\n" if several else "") + format_table(means))
+        lines = [f"skipped {name}: {why.removeprefix(name + ': ')}" for name, why in skipped.items()]
+        for line in lines + [f"warning: {in_words(note, CLI_WORDS)}" for note in out.results.notes]:
+            print(line, file=sys.stderr)
+        for path, payload in ((args.output, written), (args.per_query, None)):
+            if path:
+                target = Path(path) / f"{model_slug(k, models[k])}.json" if several else path
+                write_json_atomic(target, payload if payload is not None else out.results.per_query_json())
     if args.json:
-        print(json.dumps(written, indent=1))
-    elif not args.quiet:
-        print(format_table(means))
-    lines = [f"skipped {name}: {why.removeprefix(name + ': ')}" for name, why in skipped.items()]
-    for line in lines + [f"warning: {in_words(note, CLI_WORDS)}" for note in out.results.notes]:
-        print(line, file=sys.stderr)
-    for path, payload in ((args.output, written), (args.per_query, None)):
-        if path:
-            write_json_atomic(path, payload if payload is not None else out.results.per_query_json())
+        print(json.dumps(shown if several else shown[0], indent=1))
     for path in (args.output, args.per_query, args.save_embeddings):
         if path:
             say(args, f"wrote {path}")

@@ -15,9 +15,19 @@ spec string naming a registered family (:mod:`eccv_metric.models.families`: ``hf
 from eccv_metric.models.encoder import Encoder
 from eccv_metric.models.families import Family
 from eccv_metric.models.families import register
+from eccv_metric.models.many import evaluate_models
 from eccv_metric.models.run import ModelResults
 from eccv_metric.models.run import evaluate_model
 from eccv_metric.models.run import evaluate_model_request
 from eccv_metric.models.spec import load_model
 
-__all__ = ["Encoder", "Family", "ModelResults", "evaluate_model", "evaluate_model_request", "load_model", "register"]
+__all__ = [
+    "Encoder",
+    "Family",
+    "ModelResults",
+    "evaluate_model",
+    "evaluate_model_request",
+    "evaluate_models",
+    "load_model",
+    "register",
+]

@@ -6,13 +6,13 @@ doing), and each batch's output comes back as float32 rows of its own (:func:`as
 
 Which batches to encode, and what becomes of them (the cache, resuming), is the store's
 (:mod:`eccv_metric.models.store`); this module only encodes the ranges it is given. Memory: the model, a few
-batches in flight (``workers * prefetch``); never the images.
+batches in flight (``workers * prefetch``); never the images. Captions come in the store's order (length
+order for encoders that pad to the longest: :mod:`eccv_metric.models.text_batches`), tokenised ahead.
 """
 
 from __future__ import annotations
 
 import io
-import os
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,15 +20,14 @@ from pathlib import Path
 import numpy as np
 
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.models.background import lagged
 from eccv_metric.models.encoder import Encoder
 from eccv_metric.models.items import Items
 from eccv_metric.models.items import Location
+from eccv_metric.models.text_batches import encode_text_batches
+from eccv_metric.models.workers import image_loader
 
 Bounds = tuple[int, int]
-
-
-def default_workers() -> int:
-    return max(0, min(8, (os.cpu_count() or 1) - 1))
 
 
 def collate(batch: list) -> tuple[list[int], object, list[str]]:
@@ -47,32 +46,38 @@ def collate(batch: list) -> tuple[list[int], object, list[str]]:
 
 
 def encode_batches(
-    encoder: Encoder, items: Items, todo: list[Bounds], workers: int
+    encoder: Encoder,
+    items: Items,
+    todo: list[Bounds],
+    workers: int,
+    order: np.ndarray | None = None,
+    raw: Iterator[tuple[Bounds, object]] | None = None,
 ) -> Iterator[tuple[Bounds, np.ndarray]]:
-    """``(bounds, rows)`` of each range of ``todo`` in turn, rows as :func:`as_rows` gives them."""
+    """``(bounds, rows)`` of each range of ``todo`` in turn, rows as :func:`as_rows` gives them; captions: the
+    ranges are of ``order`` (their encoding order, :func:`~eccv_metric.models.text_batches.text_order`). On a
+    GPU each batch comes back to the host without blocking while the next one runs
+    (:func:`~eccv_metric.models.background.lagged`). ``raw``: the model's outputs made elsewhere (images
+    decoded on the GPU: :func:`~eccv_metric.models.decode.decoded_batches`) instead of :func:`outputs`."""
     what = f"{items.item_set.collection} {items.item_set.kind}s ({items.item_set.label})"
-    for (start, stop), values in outputs(encoder, items, todo, workers):
+    made = raw if raw is not None else outputs(encoder, items, todo, workers, order)
+    for (start, stop), values in lagged(made):
         yield (start, stop), as_rows(values, stop - start, f"{encoder.spec} on {what} {start}..{stop - 1}")
 
 
-def outputs(encoder: Encoder, items: Items, todo: list[Bounds], workers: int) -> Iterator[tuple[Bounds, object]]:
-    """The encoder's raw output for each range: texts sliced, images decoded and prepared by a DataLoader."""
+def outputs(
+    encoder: Encoder, items: Items, todo: list[Bounds], workers: int, order: np.ndarray | None = None
+) -> Iterator[tuple[Bounds, object]]:
+    """The encoder's raw output for each range: texts in ``order`` (tokenised ahead:
+    :mod:`eccv_metric.models.text_batches`), images decoded and prepared by a DataLoader
+    (:mod:`eccv_metric.models.workers`)."""
     if items.texts is not None:
-        for start, stop in todo:
-            yield (start, stop), encoder.encode_texts(items.texts[start:stop])
+        order = np.arange(len(items.texts), dtype=np.int64) if order is None else order
+        yield from encode_text_batches(encoder, items.texts, order, todo)
         return
     if not todo:
         return
-    from torch.utils.data import DataLoader
-
     dataset = ImageItems(items.locations or [], items.ids, encoder.prepare_image, items.item_set.source.pixel_column)
-    loader = DataLoader(
-        dataset,
-        batch_sampler=[list(range(s, e)) for s, e in todo],
-        num_workers=workers,
-        collate_fn=collate,
-        pin_memory=encoder.device.startswith("cuda"),
-    )
+    loader = image_loader(dataset, todo, workers, encoder.device, collate)
     for (start, stop), (_, values, errors) in zip(todo, loader, strict=True):
         if errors:
             more = f" (and {len(errors) - 1} more in this batch)" if len(errors) > 1 else ""
@@ -139,7 +144,11 @@ class ImageItems:
     def __len__(self) -> int:
         return len(self.locations)
 
-    def _bytes(self, loc: Location) -> bytes | None:
+    def describe(self, i: int) -> str:
+        """How errors name item ``i``: its id and where its pixels are."""
+        return f"image {int(self.ids[i])} ({self.locations[i][1]})"
+
+    def read_bytes(self, loc: Location) -> bytes | None:
         if loc[0] == "parquet":
             if self._group != (loc[1], loc[2]):
                 import pyarrow.parquet as pq
@@ -158,9 +167,9 @@ class ImageItems:
     def __getitem__(self, i: int) -> tuple[int, object, str | None]:
         from PIL import Image
 
-        where = f"image {int(self.ids[i])} ({self.locations[i][1]})"
+        where = self.describe(i)
         try:
-            data = self._bytes(self.locations[i])
+            data = self.read_bytes(self.locations[i])
             if not data:
                 return i, None, f"{where}: empty image"
             with Image.open(io.BytesIO(data)) as im:

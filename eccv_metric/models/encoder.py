@@ -31,6 +31,12 @@ class Encoder(Protocol):
     batch of prepared images (a stacked tensor when ``prepare_image`` gives tensors, else the list);
     ``encode_texts`` on a list of str. Both return one row per item (numpy or torch). ``batches_itself``:
     the model batches (and length-sorts) what it is given, so it gets several batches at a time.
+
+    Optional, read with ``getattr`` (:mod:`eccv_metric.models.text_batches`): ``tokenize`` (list of str -> the
+    model's text inputs, on the host; run ahead of the model) with ``encode_tokens`` (those inputs -> rows);
+    ``sort_texts``: the model pads a caption batch to its longest caption, so captions are batched in length
+    order. ``tensor_preprocessing`` (no arguments -> (decoded uint8 CHW tensors on the device -> the model's
+    pixel batch there, a description of it)): what ``decode="gpu"`` needs (:mod:`eccv_metric.models.decode`).
     """
 
     spec: str
@@ -62,6 +68,10 @@ class FunctionEncoder:
     device: str = "cpu"
     precision: str = "fp32"
     batches_itself: bool = False
+    sort_texts: bool = False
+    tokenize: Callable[[list[str]], Any] | None = None
+    encode_tokens: Callable[[Any], Any] | None = None
+    tensor_preprocessing: Callable[[], Any] | None = None
 
     def __post_init__(self) -> None:
         if self.similarity not in SIMILARITIES:

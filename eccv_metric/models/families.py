@@ -29,6 +29,8 @@ class LoadOptions:
     device: str | None = None
     precision: str = "fp32"
     batch_size: int = 64
+    text_batch_size: int | None = None  # captions per forward pass (None: by the device, text_batches)
+    digests: Any = None  # a FileDigests remembering the weight files' digests (None: each file hashed)
 
 
 @dataclass(frozen=True)

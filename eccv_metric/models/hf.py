@@ -12,6 +12,8 @@ import json
 from typing import Any
 
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.models.decode import hf_tensor_preprocessing
+from eccv_metric.models.decode import pil_image_processor
 from eccv_metric.models.families import Family
 from eccv_metric.models.families import LoadOptions
 from eccv_metric.models.families import register
@@ -19,16 +21,23 @@ from eccv_metric.models.families import require
 from eccv_metric.models.identity import saved_digest
 from eccv_metric.models.torchutil import EXTRA
 from eccv_metric.models.torchutil import Loading
+from eccv_metric.models.torchutil import pinned
+from eccv_metric.models.torchutil import to_device
+from eccv_metric.models.weights import hub_folder
 
 
 def load(name: str, spec: str, options: LoadOptions) -> Any:
     transformers = require("transformers", EXTRA)
     at = Loading(spec, name, options)
     with at.errors():
-        model = transformers.AutoModel.from_pretrained(name, local_files_only=at.local_only)
+        model, loading = transformers.AutoModel.from_pretrained(
+            name, local_files_only=at.local_only, output_loading_info=True
+        )
         processor = transformers.AutoProcessor.from_pretrained(name, local_files_only=at.local_only)
     model = model.to(at.device).eval()
-    image_processor = getattr(processor, "image_processor", None)
+    initialised = bool(loading.get("missing_keys") or loading.get("mismatched_keys"))
+    # the PIL backend even where transformers would pick torchvision: the numbers do not depend on what is installed
+    image_processor = pil_image_processor(name, getattr(processor, "image_processor", None), at.local_only)
     tokenizer = getattr(processor, "tokenizer", None)
     has_images = callable(getattr(model, "get_image_features", None)) and image_processor is not None
     has_texts = callable(getattr(model, "get_text_features", None)) and tokenizer is not None
@@ -39,12 +48,21 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
 
     def images(pixels: Any) -> Any:
         with at.autocast():
-            return features(model.get_image_features(pixel_values=pixels.to(at.device)))
+            return features(model.get_image_features(pixel_values=to_device(pixels, at.device)))
+
+    def tokenize(batch: list[str]) -> dict:
+        tokens = tokenizer(list(batch), padding=padding, truncation=True, max_length=max_length, return_tensors="pt")
+        return {k: pinned(v, at.device) for k, v in tokens.items()}
+
+    def encode_tokens(tokens: dict) -> Any:
+        with at.autocast():
+            return features(model.get_text_features(**{k: to_device(v, at.device) for k, v in tokens.items()}))
 
     def texts(batch: list[str]) -> Any:
-        tokens = tokenizer(list(batch), padding=padding, truncation=True, max_length=max_length, return_tensors="pt")
-        with at.autocast():
-            return features(model.get_text_features(**{k: v.to(at.device) for k, v in tokens.items()}))
+        return encode_tokens(tokenize(batch))
+
+    def tensor_preprocessing() -> Any:  # decode="gpu": the image processor's torchvision backend on the device
+        return hf_tensor_preprocessing(name, at.device, at.local_only)
 
     preprocessing = {
         "image_processor": image_processor.to_dict() if image_processor is not None else None,
@@ -62,6 +80,13 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
         images=images if has_images else None,
         prepare_image=Prepare(image_processor) if has_images else None,
         revision=getattr(model.config, "_commit_hash", None),
+        # the weight files identify the weights, unless some were initialised at load (missing / mismatched keys)
+        weights_folder=None if initialised else hub_folder(name, getattr(model.config, "_commit_hash", None)),
+        weights_recursive=False,
+        tokenize=tokenize if has_texts else None,
+        encode_tokens=encode_tokens if has_texts else None,
+        sort_texts=padding is True,  # padded to the longest caption of a batch: batches in length order
+        tensor_preprocessing=tensor_preprocessing if has_images else None,
     )
 
 

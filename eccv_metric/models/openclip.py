@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.models.decode import open_clip_tensor_preprocessing
 from eccv_metric.models.families import Family
 from eccv_metric.models.families import LoadOptions
 from eccv_metric.models.families import register
@@ -19,6 +20,8 @@ from eccv_metric.models.identity import state_digest
 from eccv_metric.models.identity import without_addresses
 from eccv_metric.models.torchutil import Loading
 from eccv_metric.models.torchutil import load_error
+from eccv_metric.models.torchutil import pinned
+from eccv_metric.models.torchutil import to_device
 
 EXTRA = 'pip install "eccv-caption-hf[open_clip]"'
 
@@ -51,11 +54,17 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
 
     def images(pixels: Any) -> Any:
         with at.autocast():
-            return model.encode_image(pixels.to(at.device))
+            return model.encode_image(to_device(pixels, at.device))
+
+    def tokenize(batch: list[str]) -> Any:
+        return pinned(tokenizer(list(batch)), at.device)
+
+    def encode_tokens(tokens: Any) -> Any:
+        with at.autocast():
+            return model.encode_text(to_device(tokens, at.device))
 
     def texts(batch: list[str]) -> Any:
-        with at.autocast():
-            return model.encode_text(tokenizer(list(batch)).to(at.device))
+        return encode_tokens(tokenize(batch))
 
     preprocessing = {
         "transform": without_addresses(repr(transform)),
@@ -63,7 +72,10 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
         "tokenizer": state_digest(tokenizer),  # vocabulary, merges, context length
     }
     library = f"open_clip {open_clip.__version__}"
-    return at.encoder(model, library, preprocessing, texts=texts, images=images, prepare_image=transform)
+    return at.encoder(
+        model, library, preprocessing, texts=texts, images=images, prepare_image=transform, tokenize=tokenize,
+        encode_tokens=encode_tokens, tensor_preprocessing=lambda: open_clip_tensor_preprocessing(transform),
+    )  # fmt: skip
 
 
 FAMILY = register(

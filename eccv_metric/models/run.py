@@ -34,8 +34,10 @@ from eccv_metric.core.defaults import SEED
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.measures.results import Results
+from eccv_metric.models.decode import DECODERS
+from eccv_metric.models.decode import check_decode
+from eccv_metric.models.decode import gpu_decoder
 from eccv_metric.models.digests import FileDigests
-from eccv_metric.models.encode import default_workers
 from eccv_metric.models.plan import EVERY
 from eccv_metric.models.plan import make_plan
 from eccv_metric.models.score import score
@@ -43,6 +45,8 @@ from eccv_metric.models.source import DataSource
 from eccv_metric.models.spec import load_model
 from eccv_metric.models.store import EmbeddingStore
 from eccv_metric.models.store import cache_root
+from eccv_metric.models.text_batches import default_text_batch_size
+from eccv_metric.models.workers import default_workers
 
 
 @dataclass
@@ -69,7 +73,9 @@ def evaluate_model(
     device: str | None = None,
     precision: str = "fp32",
     batch_size: int = 64,
+    text_batch_size: int | None = None,
     workers: int | None = None,
+    decode: str = "pil",
     cache: bool = True,
     cache_dir: str | Path | None = None,
     save_embeddings: str | Path | None = None,
@@ -92,7 +98,9 @@ def evaluate_model(
         device=device,
         precision=precision,
         batch_size=batch_size,
+        text_batch_size=text_batch_size,
         workers=workers,
+        decode=decode,
         cache=cache,
         cache_dir=cache_dir,
         save_embeddings=save_embeddings,
@@ -112,7 +120,9 @@ def evaluate_model_request(
     device: str | None = None,
     precision: str = "fp32",
     batch_size: int = 64,
+    text_batch_size: int | None = None,
     workers: int | None = None,
+    decode: str = "pil",
     cache: bool = True,
     cache_dir: str | Path | None = None,
     save_embeddings: str | Path | None = None,
@@ -125,22 +135,36 @@ def evaluate_model_request(
     ``images``: folders / zips (or one) with the pixels a build does not embed (COCO val2014, unlabeled2017,
     Flickr30K). ``resources``: the ground truth (default: the data's own, where ``resource_options`` (a
     :class:`~eccv_metric.benchmarks.resource_options.ResourceOptions`) names none). ``device`` / ``precision`` /
-    ``batch_size`` / ``workers``: how the model runs. ``cache``: reuse and keep embeddings under
-    ``cache_dir`` (default: the Hugging Face cache). ``save_embeddings``: a folder receiving
-    ``<set>/{image,caption}_embeddings.npy`` and ids.
+    ``batch_size`` (images) / ``text_batch_size`` (captions, cut in length order; default 1024 on CUDA, 256 on a
+    CPU) / ``workers`` (image decoding processes; default: cores - 1, at most 8 on a CPU): how the model runs.
+    ``decode``: ``pil`` (PIL in the workers) or ``gpu`` (opt-in: nvJPEG and the model's preprocessing on the
+    CUDA device, :mod:`eccv_metric.models.decode`; slightly different pixels, so its own cache entries).
+    ``cache``: reuse and keep embeddings under ``cache_dir`` (default: the Hugging Face cache).
+    ``save_embeddings``: a folder receiving ``<set>/{image,caption}_embeddings.npy`` and ids.
     """
     started = time.perf_counter()
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
         raise EvaluationError(f"batch_size= must be a positive integer, not {batch_size!r:.20}")
-    workers = default_workers() if workers is None else workers
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 0:
+    if text_batch_size is not None and (
+        not isinstance(text_batch_size, int) or isinstance(text_batch_size, bool) or text_batch_size < 1
+    ):
+        raise EvaluationError(f"text_batch_size= must be a positive integer, not {text_batch_size!r:.20}")
+    if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 0):
         raise EvaluationError(f"workers= must be an integer >= 0, not {workers!r:.20}")
+    if decode not in DECODERS:
+        raise EvaluationError(f"decode= must be one of {', '.join(DECODERS)}, not {decode!r:.20}")
     root = (cache_dir if cache_dir is not None else cache_root()) if cache else None
-    source = DataSource(data, images, token, FileDigests(root))
+    digests = FileDigests(root)  # content digests of the data's files and the model's weight files, remembered
+    source = DataSource(data, images, token, digests)
     plan = make_plan(request, source, skip_unavailable, resources, resource_options, save_embeddings)
-    encoder = load_model(model, device, precision, batch_size)
+    encoder = load_model(model, device, precision, batch_size, text_batch_size, digests)
     plan.fit(encoder)
-    encoded, report = EmbeddingStore(encoder, root, batch_size, workers).embed(plan.sets, plan.items)
+    check_decode(decode, encoder)
+    decoder = gpu_decoder(encoder) if decode == "gpu" and "image" in encoder.kinds else None
+    workers = default_workers(encoder.device) if workers is None else workers
+    text_batch_size = text_batch_size or default_text_batch_size(encoder.device)
+    store = EmbeddingStore(encoder, root, batch_size, workers, text_batch_size, decoder)
+    encoded, report = store.embed(plan.sets, plan.items)
     results, groups = score(plan, encoded, encoder.similarity, save_embeddings)
     provenance = {
         "model": encoder.spec,
@@ -152,7 +176,9 @@ def evaluate_model_request(
         "device": encoder.device,
         "precision": encoder.precision,
         "batch_size": batch_size,
+        "text_batch_size": text_batch_size,
         "workers": workers,
+        "decode": decode,
         "similarity": encoder.similarity,
         "seconds": round(time.perf_counter() - started, 3),
         "skipped": plan.skipped,

@@ -19,6 +19,7 @@ from eccv_metric.models.families import require
 from eccv_metric.models.identity import plain
 from eccv_metric.models.torchutil import EXTRA
 from eccv_metric.models.torchutil import Loading
+from eccv_metric.models.weights import hub_folder
 
 
 def load(name: str, spec: str, options: LoadOptions) -> Any:
@@ -32,19 +33,21 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
     if type(model[0]).__name__ == "CLIPModel":
         modalities.append("image")
 
-    def encode(items: list) -> Any:
+    def encode(items: list, batch_size: int) -> Any:
         with at.autocast():
-            return model.encode(list(items), batch_size=at.batch_size, show_progress_bar=False, convert_to_numpy=True)
+            return model.encode(list(items), batch_size=batch_size, show_progress_bar=False, convert_to_numpy=True)
 
     return at.encoder(
         model,
         f"sentence-transformers {st.__version__}",
         json.loads(json.dumps(preprocessing(model), default=str, sort_keys=True)),
-        texts=encode,
-        images=encode if "image" in modalities else None,
+        texts=lambda texts: encode(texts, at.text_batch_size),
+        images=(lambda images: encode(images, at.batch_size)) if "image" in modalities else None,
         similarity=str(getattr(model, "similarity_fn_name", None) or "cosine"),
         batches_itself=True,
+        sort_texts=True,  # it pads each batch to its longest text
         class_name=type(model[0]).__name__,
+        weights_folder=hub_folder(name),
     )
 
 

@@ -9,13 +9,17 @@ set's order):
 - a set whose whole entry is in the cache (:class:`EmbeddingCache`, checked before use) is read,
   nothing encoded;
 - otherwise the items not shared (the whole set, or the rest as a subset with an entry of its own) are cut
-  into fixed ranges ``[start, start + step)`` (``step``: the batch size; several batches for an encoder that
-  batches itself), the ranges an interrupted run finished are read back, the others encoded
+  into fixed ranges ``[start, start + step)`` (``step``: the batch size, ``text_batch_size`` for captions;
+  several batches for an encoder that batches itself; captions: ranges of their length order, longest first,
+  for an encoder that pads to the longest, :mod:`eccv_metric.models.text_batches`), the ranges an
+  interrupted run finished are read back, the others encoded
   (:func:`~eccv_metric.models.encode.encode_batches`) and each saved at once; the finished set becomes the
   entry.
 
-The key of an entry: the model's identity, the items' label and digest (with the image decoder), the device
-type, the precision and this package's version. An encoder without an identity (a Python object) is never
+The key of an entry: the model's identity, the items' label and digest (with the image decoder: PIL, or
+``decode="gpu"``'s nvJPEG and tensor preprocessing; captions:
+their batch size and order, which can move an embedding by float rounding), the device type, the precision
+and this package's version. An encoder without an identity (a Python object) is never
 cached.
 
 The cache: ``$ECCV_CAPTION_CACHE`` or ``<huggingface_hub HF_HOME>/eccv_caption/embeddings``, one folder per
@@ -49,12 +53,17 @@ from eccv_metric.core.about import __version__
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import atomic_open
 from eccv_metric.core.files import write_json_atomic
+from eccv_metric.models.decode import Decoder
+from eccv_metric.models.decode import decoded_batches
 from eccv_metric.models.encode import Bounds
 from eccv_metric.models.encode import encode_batches
 from eccv_metric.models.encoder import Encoder
 from eccv_metric.models.items import DECODER
 from eccv_metric.models.items import Items
 from eccv_metric.models.items import ItemSet
+from eccv_metric.models.text_batches import given_order
+from eccv_metric.models.text_batches import sorts
+from eccv_metric.models.text_batches import text_order
 
 CHUNK = 8  # batches handed at once to an encoder that batches (and length-sorts) itself
 
@@ -75,11 +84,20 @@ def subset(items: Items, rows: list[int]) -> Items:
 class EmbeddingStore:
     """Embeddings of item sets by one encoder (see the module docstring); ``root=None``: no cache."""
 
-    def __init__(self, encoder: Encoder, root: str | Path | None, batch_size: int, workers: int):
+    def __init__(
+        self,
+        encoder: Encoder,
+        root: str | Path | None,
+        batch_size: int,
+        workers: int,
+        text_batch_size: int,
+        decoder: Decoder | None = None,
+    ):
         self.encoder = encoder
         self.root = Path(root) if root is not None and encoder.identity is not None else None
         self.batch_size = batch_size
-        self.step = batch_size * (CHUNK if encoder.batches_itself else 1)
+        self.text_batch_size = text_batch_size
+        self.decoder = decoder  # images decoded on the GPU (decode="gpu"); None: PIL in the workers
         self.workers = workers
         self.seen: dict[tuple, tuple[ItemSet, int]] = {}  # an item (Items.keys) -> the set and row that has it
 
@@ -119,16 +137,35 @@ class EmbeddingStore:
             report[s.label] = {**meta, **counts, "digest": items[s].digest, "cache": str(entry.dir) if entry else None}
         return done, report
 
+    def size(self, items: Items) -> int:
+        """Items per batch of this set: images ``batch_size``, captions ``text_batch_size``."""
+        return self.batch_size if items.texts is None else self.text_batch_size
+
+    def order(self, items: Items) -> np.ndarray | None:
+        """The captions' encoding order (length order for an encoder that pads to the longest); images: None."""
+        return None if items.texts is None else text_order(items.texts, sorts(self.encoder))
+
+    def batching(self, items: Items) -> dict:
+        """What of the captions' batching can change an embedding: their batch size and order (images: none)."""
+        if items.texts is None:
+            return {}
+        return {"text_batch_size": self.text_batch_size, "text_order": "length" if sorts(self.encoder) else "given"}
+
     def key(self, items: Items) -> dict:
         return {
+            **self.batching(items),
             "model": self.encoder.identity,
             "items": items.item_set.label,
             "digest": items.digest,
-            "decoder": f"Pillow {version('pillow')}: {DECODER}" if items.texts is None else None,
+            "decoder": self.decoding() if items.texts is None else None,
             "device": self.encoder.device.split(":")[0],
             "precision": self.encoder.precision,
             "package": __version__,
         }
+
+    def decoding(self) -> object:
+        """What decodes and prepares the images (it can move an embedding by rounding): the key's ``decoder``."""
+        return f"Pillow {version('pillow')}: {DECODER}" if self.decoder is None else self.decoder.describe
 
     def entry(self, items: Items) -> EmbeddingCache | None:
         return EmbeddingCache(self.key(items), self.root, len(items.ids)) if self.root is not None else None
@@ -139,20 +176,25 @@ class EmbeddingStore:
         if hit is not None:
             made = {k: v for k, v in hit[1].items() if k != "key"}
             return hit[0], {**made, "encoded": 0, "resumed": 0, "cached": True}
-        bounds = batch_bounds(len(items.ids), self.step)
+        step = self.size(items) * (CHUNK if self.encoder.batches_itself else 1)
+        bounds = batch_bounds(len(items.ids), step)
         parts = entry.resumed(bounds) if entry is not None else {}
         todo = [b for b in bounds if b not in parts]
+        order = self.order(items)
         what = f"{items.item_set.collection} {items.item_set.kind}s ({items.item_set.label})"
         with progress.bar(f"encoding {what}", total=len(items.ids), unit="item") as bar:
             bar.update(sum(e - s for s, e in parts))
-            return self.collect(encode_batches(self.encoder, items, todo, self.workers), entry, bounds, parts, bar)
+            gpu = self.decoder is not None and items.texts is None and bool(todo)
+            raw = decoded_batches(self.encoder, items, todo, self.workers, self.decoder) if gpu else None  # type: ignore[arg-type]
+            encoded = encode_batches(self.encoder, items, todo, self.workers, order, raw)
+            return self.collect(encoded, entry, bounds, parts, bar, items, order)
 
     def collect(
         self, encoded: Iterator[tuple[Bounds, np.ndarray]], entry: EmbeddingCache | None, bounds: list[Bounds],
-        parts: dict[Bounds, np.ndarray], bar: Any,
+        parts: dict[Bounds, np.ndarray], bar: Any, items: Items, order: np.ndarray | None,
     ) -> tuple[np.ndarray, dict]:  # fmt: skip
-        """Each batch kept as it comes (in the entry at once: a killed run resumes from it), then the whole set,
-        stored as the finished entry."""
+        """Each batch kept as it comes (in the entry at once: a killed run resumes from it), then the whole set
+        (captions back from their encoding order to the set's), stored as the finished entry."""
         started = time.perf_counter()
         resumed = sum(e - s for s, e in parts)
         keep = entry is not None and entry.writable
@@ -168,10 +210,13 @@ class EmbeddingStore:
         if len(dims) > 1:
             raise EvaluationError(f"{self.encoder.spec}: a set's batches came back with dimensions {sorted(dims)}")
         values = np.concatenate([parts[b] for b in bounds]) if bounds else np.zeros((0, 0), np.float32)
+        if order is not None:  # batches were cut in encoding order: rows back in the set's order
+            values = given_order(values, order)
         meta = {
             "items": len(values),
             "dimensions": int(values.shape[1]) if values.ndim == 2 else 0,
-            "batch_size": self.batch_size,
+            "batch_size": self.size(items),
+            **({"order": self.batching(items)["text_order"]} if items.texts is not None else {}),
             "encoded": len(values) - resumed,
             "resumed": resumed,
             "seconds": round(time.perf_counter() - started, 3),

@@ -20,6 +20,8 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.models.encoder import FunctionEncoder
 from eccv_metric.models.families import LoadOptions
 from eccv_metric.models.families import require
+from eccv_metric.models.text_batches import default_text_batch_size
+from eccv_metric.models.weights import files_identity
 
 EXTRA = 'pip install "eccv-caption-hf[models]"'
 PRECISIONS = {"fp32": None, "fp16": "float16", "bf16": "bfloat16"}
@@ -61,6 +63,18 @@ def autocast(device: str, precision: str) -> Any:
     return stack
 
 
+def pinned(tensor: Any, device: str) -> Any:
+    """A host tensor in pinned memory when it is bound for a CUDA device (its copy then need not block)."""
+    if device.startswith("cuda") and not tensor.is_pinned():
+        return tensor.pin_memory()
+    return tensor
+
+
+def to_device(tensor: Any, device: str) -> Any:
+    """``tensor`` on ``device``; from pinned memory without blocking the host (the stream keeps the order)."""
+    return tensor.to(device, non_blocking=True)
+
+
 def weights_digest(module: Any) -> str:
     """sha256 of a torch module's state dict (names, dtypes, shapes, values): what identifies its weights."""
     torch = require("torch", EXTRA)
@@ -82,6 +96,8 @@ class Loading:
         self.device = pick_device(options.device)
         self.precision = check_precision(options.precision, self.device)
         self.batch_size = options.batch_size
+        self.text_batch_size = options.text_batch_size or default_text_batch_size(self.device)
+        self.digests = options.digests
         self.unreachable = hub_unreachable(name) if from_hub else None
         self.local_only = self.unreachable is not None
 
@@ -110,13 +126,20 @@ class Loading:
     ) -> FunctionEncoder:
         """The encoder of a loaded torch model: kinds from the functions given, the identity (spec, library
         and version, class, weights digest, preprocessing, revision), device and precision; ``extra``: the
-        encoder's other fields (``similarity``, ``batches_itself``) and ``revision``."""
+        encoder's other fields (``similarity``, ``batches_itself``, ...), ``revision``, and ``weights_folder``
+        (with ``weights_recursive``): the folder whose weight files identify the weights
+        (:mod:`eccv_metric.models.weights`; None or no file there: the tensors are hashed)."""
         kinds = tuple(kind for kind, fn in (("image", images), ("caption", texts)) if fn is not None)
+        folder, recursive = extra.pop("weights_folder", None), extra.pop("weights_recursive", True)
+        weights = files_identity(folder, self.digests, recursive) or {
+            "weights": weights_digest(model),
+            "weights_from": "tensors",
+        }
         identity = {
             "spec": self.spec,
             "library": library,
             "class": class_name or type(model).__name__,
-            "weights": weights_digest(model),
+            **weights,
             "preprocessing": preprocessing,
         }
         revision = extra.pop("revision", None)

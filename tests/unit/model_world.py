@@ -201,10 +201,12 @@ def tiny_st(folder: Path, seed: int = 0, similarity: str | None = None) -> Path:
 
 
 def run_model(model: object, data: Path, world: World, tmp_path: Path, **kwargs: object) -> object:
-    """evaluate_model on the world's resources, small batches in the main process, a cache under ``tmp_path``."""
+    """evaluate_model on the world's resources, small batches (images and captions) in the main process, a cache
+    under ``tmp_path``."""
     from eccv_metric.models import evaluate_model
 
     kwargs.setdefault("cache_dir", tmp_path / "cache")
+    kwargs.setdefault("text_batch_size", 8)
     return evaluate_model(model, data, resources=world.resources(), workers=0, batch_size=8, n_resamples=20, **kwargs)  # type: ignore[arg-type]
 
 

@@ -193,7 +193,7 @@ def test_workers_give_the_same_embeddings(world, data, clip, tmp_path):
 
     one = _run(f"hf:{clip}", data, world, tmp_path, cache=False, save_embeddings=tmp_path / "a")
     two = evaluate_model(f"hf:{clip}", data, benchmarks=["coco_5k"], resources=world.resources(), workers=2,
-                         batch_size=8, cache=False, save_embeddings=tmp_path / "b")  # fmt: skip
+                         batch_size=8, text_batch_size=8, cache=False, save_embeddings=tmp_path / "b")  # fmt: skip
     for name in ("image_embeddings.npy", "caption_embeddings.npy"):
         assert np.array_equal(np.load(tmp_path / "a" / "coco_5k" / name), np.load(tmp_path / "b" / "coco_5k" / name))
     assert two.results.means()["coco_5k_r1"] == one.results.means()["coco_5k_r1"]

@@ -1,0 +1,71 @@
+"""What identifies a model's weights, without hashing every tensor on every run.
+
+A model loaded from a folder of weight files (a local folder, or the Hugging Face cache's snapshot of a Hub
+repo) is identified by those files: the sha256 of each (``*.safetensors``, else ``*.bin`` / ``*.pt`` /
+``*.pth``, folder by folder, as transformers and sentence-transformers prefer safetensors), remembered by
+:class:`~eccv_metric.models.digests.FileDigests` (``file_digests.json`` in the embedding cache folder, by the
+file's resolved path, size, mtime, ctime and inode; nothing remembered with ``cache=False``): a second run
+reads a stamp per file. Where no file stands for the weights (a model built in Python, weights some of which
+were initialised at load: missing or mismatched keys, open_clip), the digest is of the state dict's tensors
+(:func:`~eccv_metric.models.torchutil.weights_digest`). Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from eccv_metric.models.digests import FileDigests
+
+SAFE = (".safetensors",)
+PICKLED = (".bin", ".pt", ".pth")
+NOT_WEIGHTS = ("training_args", "optimizer", "scheduler", "rng_state")  # what a trainer saves beside the weights
+
+
+def weight_files(folder: str | Path, recursive: bool = True) -> list[Path]:
+    """The weight files in ``folder`` (and its subfolders when ``recursive``): in each folder its
+    ``*.safetensors``, or else its ``*.bin`` / ``*.pt`` / ``*.pth`` (sorted; ``training_args.bin`` and
+    optimizer states are not weights)."""
+    root = Path(folder)
+    if not root.is_dir():
+        return []
+    out: list[Path] = []
+    for here, dirs, files in os.walk(root, followlinks=True):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if recursive else []
+        names = sorted(files)
+        safe = [n for n in names if n.endswith(SAFE)]
+        chosen = safe or [n for n in names if n.endswith(PICKLED) and not n.startswith(NOT_WEIGHTS)]
+        out += [Path(here) / n for n in chosen]
+    return out
+
+
+def hub_folder(name: str, revision: str | None = None) -> Path | None:
+    """The local folder a model was loaded from: ``name`` itself, or its Hub snapshot in the Hugging Face cache
+    (``revision``: the commit it was loaded at); None when neither is on this machine."""
+    if Path(name).is_dir():
+        return Path(name)
+    if name.count("/") != 1:
+        return None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(name, "config.json", revision=revision)
+    except Exception:  # noqa: BLE001 - an odd name or cache layout: no folder, the tensors are hashed instead
+        return None
+    return Path(found).parent if isinstance(found, str) else None
+
+
+def files_identity(folder: Path | None, digests: FileDigests | None, recursive: bool = True) -> dict | None:
+    """``{"weights": digest, "weights_from": "files", "weights_files": [...]}``: sha256 over each weight file's
+    name (relative to ``folder``) and content digest; None when ``folder`` holds no weight file."""
+    files = weight_files(folder, recursive) if folder is not None else []
+    if not files:
+        return None
+    memo = digests if digests is not None else FileDigests(None)
+    names = [p.relative_to(folder).as_posix() for p in files]  # type: ignore[arg-type]
+    h = hashlib.sha256()
+    for name, path in zip(names, files, strict=True):
+        h.update(f"{name}|{memo.of(path)}\n".encode())
+    memo.save()
+    return {"weights": h.hexdigest(), "weights_from": "files", "weights_files": names}
