@@ -177,7 +177,8 @@ def child_clip_benchmark(args: argparse.Namespace, root: Path) -> dict:
 
 
 def run_child(kind: str, argv: list[str], extra: list[str]) -> dict:
-    env = {**os.environ, "ECCV_CAPTION_PROGRESS": "0", "TQDM_DISABLE": "1", "PYTHONPATH": str(HERE.parent)}
+    path = os.pathsep.join([str(HERE.parent), *filter(None, [os.environ.get("PYTHONPATH")])])  # ours first
+    env = {**os.environ, "ECCV_CAPTION_PROGRESS": "0", "TQDM_DISABLE": "1", "PYTHONPATH": path}
     start = time.perf_counter()
     try:
         proc = subprocess.run([sys.executable, __file__, *argv, "--child", kind, *extra], capture_output=True,
