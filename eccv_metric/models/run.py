@@ -40,6 +40,7 @@ from eccv_metric.models.decode import gpu_decoder
 from eccv_metric.models.digests import FileDigests
 from eccv_metric.models.plan import EVERY
 from eccv_metric.models.plan import make_plan
+from eccv_metric.models.score import ranking_device
 from eccv_metric.models.score import score
 from eccv_metric.models.source import DataSource
 from eccv_metric.models.spec import load_model
@@ -165,7 +166,8 @@ def evaluate_model_request(
     text_batch_size = text_batch_size or default_text_batch_size(encoder.device)
     store = EmbeddingStore(encoder, root, batch_size, workers, text_batch_size, decoder)
     encoded, report = store.embed(plan.sets, plan.items)
-    results, groups = score(plan, encoded, encoder.similarity, save_embeddings)
+    ranking = ranking_device(encoder.device)
+    results, groups = score(plan, encoded, encoder.similarity, save_embeddings, ranking)
     provenance = {
         "model": encoder.spec,
         "identity": encoder.identity,
@@ -180,6 +182,7 @@ def evaluate_model_request(
         "workers": workers,
         "decode": decode,
         "similarity": encoder.similarity,
+        "ranking": f"torch on {ranking}" if ranking else "numpy",
         "seconds": round(time.perf_counter() - started, 3),
         "skipped": plan.skipped,
     }

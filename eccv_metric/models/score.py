@@ -40,11 +40,23 @@ class Group:
     ids: dict[str, np.ndarray]
 
 
+def ranking_device(model_device: str) -> str | None:
+    """Where a run's ranks are counted: on the model's CUDA device by torch (exact for the scores it computes:
+    :mod:`eccv_metric.kernels.device`, the same per-query values as the numpy engine on integer embeddings),
+    else (None) by the numpy engine, the reference."""
+    return model_device if model_device.startswith("cuda") else None
+
+
 def score(
-    plan: Plan, encoded: dict[ItemSet, np.ndarray], similarity: str, save_embeddings: str | Path | None = None
+    plan: Plan,
+    encoded: dict[ItemSet, np.ndarray],
+    similarity: str,
+    save_embeddings: str | Path | None = None,
+    device: str | None = None,
 ) -> tuple[Results, dict[str, Group]]:
-    """Every requested metric of every planned benchmark (see the module docstring); skips go to ``plan``."""
-    groups = make_groups(plan, encoded, similarity)
+    """Every requested metric of every planned benchmark (see the module docstring); skips go to ``plan``.
+    ``device``: a torch device that ranks (:func:`ranking_device`), None: the numpy engine."""
+    groups = make_groups(plan, encoded, similarity, device)
     per_query: dict = {}
     notes: list[str] = []
     request = plan.request
@@ -66,7 +78,9 @@ def score(
     return Results(per_query, notes), groups
 
 
-def make_groups(plan: Plan, encoded: dict[ItemSet, np.ndarray], similarity: str) -> dict[str, Group]:
+def make_groups(
+    plan: Plan, encoded: dict[ItemSet, np.ndarray], similarity: str, device: str | None = None
+) -> dict[str, Group]:
     """One Embeddings per collection and caption text (benchmarks sharing items share its similarity matrix)."""
     members: dict[str, tuple[list[str], dict[str, ItemSet]]] = {}
     for name, sets in plan.wanted.items():
@@ -85,6 +99,7 @@ def make_groups(plan: Plan, encoded: dict[ItemSet, np.ndarray], similarity: str)
             ids.get("image"),
             ids.get("caption"),
             normalize=similarity == "cosine",
+            device=device if device is not None else "numpy",
         )
         out[group] = Group(emb, names, ids)
     return out

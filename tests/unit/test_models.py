@@ -112,6 +112,21 @@ def test_hf_pipeline_is_the_models_forward_pass(family, world, data, clip, tmp_p
     assert direct.means() == out.results.means()
     assert out.provenance["model"] == f"hf:{folder}" and out.provenance["identity"]["weights"]
     assert {"device", "precision", "batch_size", "package", "data_revision", "seconds"} <= set(out.provenance)
+    assert out.provenance["ranking"] == "numpy"  # a model on the CPU: ranked by the reference engine
+
+
+def test_a_gpu_run_ranks_with_torch_and_gives_the_same_numbers(world, data, clip, tmp_path, monkeypatch):
+    """On a CUDA model the run ranks with torch on that device (models.score.ranking_device); forced onto the CPU's
+    torch here, every per-query value equals the numpy engine's on the same embeddings."""
+    import eccv_metric.models.run
+    from eccv_metric.models.score import ranking_device
+
+    assert ranking_device("cuda:1") == "cuda:1" and ranking_device("cpu") is None and ranking_device("mps") is None
+    numpy_run = _run(f"hf:{clip}", data, world, tmp_path)
+    monkeypatch.setattr(eccv_metric.models.run, "ranking_device", lambda device: "cpu")
+    torch_run = _run(f"hf:{clip}", data, world, tmp_path)  # the same embeddings, from the cache
+    assert torch_run.provenance["ranking"] == "torch on cpu"
+    assert torch_run.results.per_query_json() == numpy_run.results.per_query_json()
 
 
 def test_clip_benchmark_gives_our_coco_5k_recalls(world, data, clip, tmp_path):
