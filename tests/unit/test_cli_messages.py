@@ -1,4 +1,4 @@
-"""Issue 38 (round five), the CLI and the front ends: a missing matplotlib is one line; errors in each front end's
+"""The CLI and the front ends, what they say: a missing matplotlib is one line; errors in each front end's
 words; compare checks every benchmark's queries; a NaN anywhere in a score matrix is refused; the smaller CLI
 items (files of the wrong kind named, the missing half of an input named, help texts); a model run's chance
 note advises on the model, not on ids it does not take."""
