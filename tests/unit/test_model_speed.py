@@ -234,45 +234,6 @@ def test_pickled_modules_name_what_unpickling_imports():
     assert {"eccv_metric.models.encode", "eccv_metric.models.text_batches"} <= set(pickled_modules(dataset))
 
 
-def test_clean_workers_give_the_same_embeddings(world, data, clip, tmp_path, monkeypatch):
-    """Workers from a fork server (what a GPU run uses) decode to the same bits as the main process."""
-    from eccv_metric.models import evaluate_model
-
-    one = _run(f"hf:{clip}", data, world, tmp_path, benchmarks=["coco_5k"], cache=False, save_embeddings=tmp_path / "a")
-    monkeypatch.setenv("ECCV_CAPTION_WORKER_START", "forkserver")
-    two = evaluate_model(f"hf:{clip}", data, benchmarks=["coco_5k"], resources=world.resources(), workers=2,
-                         batch_size=8, cache=False, save_embeddings=tmp_path / "b")  # fmt: skip
-    name = "image_embeddings.npy"
-    assert np.array_equal(np.load(tmp_path / "a" / "coco_5k" / name), np.load(tmp_path / "b" / "coco_5k" / name))
-    assert two.results.means() == one.results.means()
-
-
-def test_model_path_runs_without_datasets_evaluate_or_the_official_package(world, data, clip, tmp_path):
-    """The GPU machines that run benchmark_models.py have torch and transformers but neither datasets nor evaluate:
-    a whole model run (items from a built folder, encoding, scoring) imports none of them."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    code = f"""
-import sys
-for name in ("datasets", "evaluate", "eccv_caption", "torchvision"):
-    sys.modules[name] = None
-sys.path.insert(0, {str(root)!r})
-from pathlib import Path
-from eccv_metric.models import evaluate_model
-from tests.unit.world import make_world
-world = make_world(Path({str(tmp_path / "w")!r}))
-out = evaluate_model("hf:{clip}", {str(data)!r}, benchmarks=["coco_5k", "cxc_t2t"], resources=world.resources(),
-                     workers=0, cache=False, n_resamples=10)
-print("OK", sorted(out.results.means())[:2])
-"""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert "OK ['coco_5k_r1', 'coco_5k_r10']" in out.stdout
-
-
 def test_text_batches_threaded_and_grouped_give_the_same_batches():
     """The GPU path (a tokenizer thread one batch ahead) and the CPU path (groups tokenised, then encoded) hand
     the same batches, in the same order, to the model."""

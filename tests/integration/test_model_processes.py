@@ -1,0 +1,96 @@
+"""The model path in processes of its own (the unit layer's tiny models and synthetic world, moved here because
+each starts Python or worker processes, seconds apart): workers from a fork server (a GPU run's) decode to the
+same bits; a whole model run imports neither datasets, evaluate nor the official package (the GPU machines'
+case); a Hub spec with no network fails at once, in one line."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tests.unit.conftest as unit_layer
+from tests.unit.model_world import run_model
+
+ROOT = Path(__file__).resolve().parents[2]
+# the unit layer's fixtures: the synthetic world, its built folder with pixels, a tiny random CLIP
+world = unit_layer.world
+data = unit_layer.data
+clip = unit_layer.clip
+
+
+def _run(model, data, world, tmp_path, **kwargs):  # noqa: ANN001, ANN202
+    return run_model(model, data, world, tmp_path, **kwargs)
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_clean_workers_give_the_same_embeddings(world, data, clip, tmp_path, monkeypatch):
+    """Workers from a fork server (what a GPU run uses) decode to the same bits as the main process."""
+    from eccv_metric.models import evaluate_model
+
+    one = _run(f"hf:{clip}", data, world, tmp_path, benchmarks=["coco_5k"], cache=False, save_embeddings=tmp_path / "a")
+    monkeypatch.setenv("ECCV_CAPTION_WORKER_START", "forkserver")
+    two = evaluate_model(f"hf:{clip}", data, benchmarks=["coco_5k"], resources=world.resources(), workers=2,
+                         batch_size=8, cache=False, save_embeddings=tmp_path / "b")  # fmt: skip
+    name = "image_embeddings.npy"
+    assert np.array_equal(np.load(tmp_path / "a" / "coco_5k" / name), np.load(tmp_path / "b" / "coco_5k" / name))
+    assert two.results.means() == one.results.means()
+
+
+def test_model_path_runs_without_datasets_evaluate_or_the_official_package(world, data, clip, tmp_path):
+    """The GPU machines that run benchmark_models.py have torch and transformers but neither datasets nor evaluate:
+    a whole model run (items from a built folder, encoding, scoring) imports none of them."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = f"""
+import sys
+for name in ("datasets", "evaluate", "eccv_caption", "torchvision"):
+    sys.modules[name] = None
+sys.path.insert(0, {str(root)!r})
+from pathlib import Path
+from eccv_metric.models import evaluate_model
+from tests.unit.world import make_world
+world = make_world(Path({str(tmp_path / "w")!r}))
+out = evaluate_model("hf:{clip}", {str(data)!r}, benchmarks=["coco_5k", "cxc_t2t"], resources=world.resources(),
+                     workers=0, cache=False, n_resamples=10)
+print("OK", sorted(out.results.means())[:2])
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "OK ['coco_5k_r1', 'coco_5k_r10']" in out.stdout
+
+
+@pytest.mark.parametrize("prefix", ["hf", "st"])
+def test_a_hub_spec_without_network_fails_at_once(prefix, tmp_path):
+    """An unreachable Hub (HF_ENDPOINT on a closed local port): one error line naming HF_HUB_OFFLINE=1 and a local
+    folder; the libraries' retries (27 s / 78 s) never start."""
+    env = {**os.environ, "HF_ENDPOINT": f"http://127.0.0.1:{_closed_port()}", "HF_HOME": str(tmp_path / "hf"),
+           "PYTHONPATH": str(ROOT)}  # fmt: skip
+    env.pop("HF_HUB_OFFLINE", None)
+    code = f"""
+import eccv_metric.models
+try:
+    eccv_metric.models.load_model("{prefix}:someone/some-model", device="cpu")
+except eccv_metric.EvaluationError as exc:
+    print("ERR", exc)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    [line] = [x for x in out.stdout.splitlines() if x.startswith("ERR")]
+    assert line.startswith(f"ERR {prefix}:someone/some-model: cannot reach the Hugging Face Hub at http://127.0.0.1:")
+    assert line.endswith("and the model is not in the local cache: connect, set HF_HUB_OFFLINE=1 to use cached "
+                         "models only, or give a local folder")  # fmt: skip
+    assert "Retrying" not in out.stderr
