@@ -23,9 +23,9 @@ from eccv_metric.core.defaults import KS
 from eccv_metric.core.defaults import N_RESAMPLES
 from eccv_metric.core.defaults import SEED
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.models.plan import EVERY
 from eccv_metric.models.run import ModelResults
 from eccv_metric.models.run import evaluate_model_request
+from eccv_metric.models.run import model_request
 
 
 def model_slug(k: int, model: object) -> str:
@@ -47,8 +47,7 @@ def evaluate_models(
 ) -> list[ModelResults]:
     """:func:`~eccv_metric.models.run.evaluate_model` for each of ``models`` (specs, Encoders or objects), in
     order; keywords as there (``save_embeddings``: a folder of one subfolder per model)."""
-    request = Request.parse(metrics, ks, benchmarks=benchmarks, n_resamples=n_resamples, seed=seed, made_for=EVERY)  # type: ignore[arg-type]
-    skip = metrics is None and benchmarks is None
+    request, skip = model_request(metrics, ks, benchmarks, n_resamples, seed)
     return evaluate_models_request(models, data, request, skip_unavailable=skip, **kwargs)
 
 

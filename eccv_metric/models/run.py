@@ -60,6 +60,19 @@ class ModelResults:
     embeddings: dict[str, Embeddings] = field(default_factory=dict)
 
 
+def model_request(
+    metrics: Iterable[str] | str | None,
+    ks: Iterable[int] | int,
+    benchmarks: Iterable[str] | str | None,
+    n_resamples: int,
+    seed: int,
+) -> tuple[Request, bool]:
+    """A model run's request from Python keywords, and whether what cannot be scored is skipped (nothing was
+    asked: every benchmark the data and the model allow) rather than an error."""
+    request = Request.parse(metrics, ks, benchmarks=benchmarks, n_resamples=n_resamples, seed=seed, made_for=EVERY)  # type: ignore[arg-type]
+    return request, metrics is None and benchmarks is None
+
+
 def evaluate_model(
     model: object,
     data: str | Path,
@@ -88,12 +101,12 @@ def evaluate_model(
     nothing asked: every benchmark whose items are available, the others skipped with their reason. The
     other keywords as in :func:`evaluate_model_request`.
     """
-    request = Request.parse(metrics, ks, benchmarks=benchmarks, n_resamples=n_resamples, seed=seed, made_for=EVERY)  # type: ignore[arg-type]
+    request, skip = model_request(metrics, ks, benchmarks, n_resamples, seed)
     return evaluate_model_request(
         model,
         data,
         request,
-        skip_unavailable=metrics is None and benchmarks is None,
+        skip_unavailable=skip,
         images=images,
         resources=resources,
         device=device,
