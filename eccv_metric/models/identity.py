@@ -1,6 +1,7 @@
-"""What identifies a model's preprocessing, for the embedding cache's key and the provenance: the full
-serialisation of a tokenizer or processor (:func:`saved_digest`), or the state of an object that has none (an
-open_clip tokenizer or transform: :func:`state_digest`), the same in every process. Nothing here imports torch.
+"""What identifies a model's preprocessing and configuration, for the embedding cache's key and the provenance:
+the full serialisation of a tokenizer or processor (:func:`saved_digest`), or the state of an object that has
+none (an open_clip tokenizer or transform: :func:`state_digest`), and the configs of a model's modules
+(:func:`configs_digest`), the same in every process. Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -37,6 +38,21 @@ def saved_digest(obj: Any) -> str:
             h.update(f"{name}|{len(data)}|".encode())
             h.update(data)
     return h.hexdigest()
+
+
+def configs_digest(model: Any) -> str | None:
+    """sha256 of the configs of a torch model's modules (a transformers model's ``config``: layer norms,
+    activations, projection, position embeddings... all that its weight files leave out), each once, in module
+    order, without the keys that only say where it was loaded from (:data:`WHERE_FROM`); None when no module
+    has one (open_clip: its architecture is the spec's)."""
+    configs: dict[int, dict] = {}
+    for module in model.modules() if callable(getattr(model, "modules", None)) else ():
+        config = getattr(module, "config", None)
+        if callable(getattr(config, "to_dict", None)) and id(config) not in configs:
+            configs[id(config)] = {k: v for k, v in config.to_dict().items() if k not in WHERE_FROM}
+    if not configs:
+        return None
+    return hashlib.sha256(json.dumps(list(configs.values()), sort_keys=True, default=str).encode()).hexdigest()
 
 
 def state_digest(obj: Any) -> str:

@@ -16,11 +16,10 @@ set's order):
   (:func:`~eccv_metric.models.encode.encode_batches`) and each saved at once; the finished set becomes the
   entry.
 
-The key of an entry: the model's identity, the items' label and digest (with the image decoder: PIL, or
-``decode="gpu"``'s nvJPEG and tensor preprocessing; captions:
-their batch size and order, which can move an embedding by float rounding), the device type, the precision
-and this package's version. An encoder without an identity (a Python object) is never
-cached.
+The key of an entry: the model's identity (weights, configs, preprocessing), the items' label and digest
+(with the image decoder: PIL, or ``decode="gpu"``'s nvJPEG and tensor preprocessing; captions: their batch
+size and order, which can move an embedding by float rounding), the device type, the precision and this
+package's version. An encoder without an identity (a Python object) is never cached.
 
 The cache: ``$ECCV_CAPTION_CACHE`` or ``<huggingface_hub HF_HOME>/eccv_caption/embeddings``, one folder per
 key, named by its sha256 (:class:`EmbeddingCache`). Each finished batch is written at once

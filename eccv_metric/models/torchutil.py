@@ -20,6 +20,7 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.models.encoder import FunctionEncoder
 from eccv_metric.models.families import LoadOptions
 from eccv_metric.models.families import require
+from eccv_metric.models.identity import configs_digest
 from eccv_metric.models.text_batches import default_text_batch_size
 from eccv_metric.models.weights import files_identity
 
@@ -140,6 +141,7 @@ class Loading:
             "library": library,
             "class": class_name or type(model).__name__,
             **weights,
+            "config": configs_digest(model),  # what the weight files leave out (layer norms, activations, ...)
             "preprocessing": preprocessing,
         }
         revision = extra.pop("revision", None)
