@@ -17,8 +17,8 @@ set's order):
   entry.
 
 The key of an entry: the model's identity (weights, configs, preprocessing), the items' label and digest
-(with the image decoder: PIL, or ``decode="gpu"``'s nvJPEG and tensor preprocessing; captions: their batch
-size and order, which can move an embedding by float rounding), the device type, the precision and this
+(images: their batch size and decoder, PIL or ``decode="gpu"``'s nvJPEG and tensor preprocessing; captions:
+their batch size and order: each can move an embedding by float rounding), the device type, the precision and this
 package's version. An encoder without an identity (a Python object) is never cached.
 
 The cache: ``$ECCV_CAPTION_CACHE`` or ``<huggingface_hub HF_HOME>/eccv_caption/embeddings``, one folder per
@@ -145,9 +145,10 @@ class EmbeddingStore:
         return None if items.texts is None else text_order(items.texts, sorts(self.encoder))
 
     def batching(self, items: Items) -> dict:
-        """What of the captions' batching can change an embedding: their batch size and order (images: none)."""
+        """What of the batching can change an embedding by float rounding (a kernel's shape): images their batch
+        size, captions their batch size and order."""
         if items.texts is None:
-            return {}
+            return {"batch_size": self.batch_size}
         return {"text_batch_size": self.text_batch_size, "text_order": "length" if sorts(self.encoder) else "given"}
 
     def key(self, items: Items) -> dict:

@@ -207,7 +207,8 @@ def run_model(model: object, data: Path, world: World, tmp_path: Path, **kwargs:
 
     kwargs.setdefault("cache_dir", tmp_path / "cache")
     kwargs.setdefault("text_batch_size", 8)
-    return evaluate_model(model, data, resources=world.resources(), workers=0, batch_size=8, n_resamples=20, **kwargs)  # type: ignore[arg-type]
+    kwargs.setdefault("batch_size", 8)
+    return evaluate_model(model, data, resources=world.resources(), workers=0, n_resamples=20, **kwargs)  # type: ignore[arg-type]
 
 
 class Counting:

@@ -117,6 +117,16 @@ def test_cache_key_records_the_caption_batching(world, data, clip, tmp_path):
     assert other.results.means()["coco_t2t_r1"] == pytest.approx(first.results.means()["coco_t2t_r1"], abs=0.02)
 
 
+def test_cache_key_records_the_image_batch_size(world, data, clip, tmp_path):
+    """Images batched otherwise may round otherwise (a kernel's shape): another image batch size is another
+    entry; the captions' entry, batched as before, is reused."""
+    first = _run(f"hf:{clip}", data, world, tmp_path, benchmarks=["coco_5k"])  # image batches of 8
+    other = _run(f"hf:{clip}", data, world, tmp_path, benchmarks=["coco_5k"], batch_size=4)
+    assert not other.provenance["items"]["images.image"]["cached"]
+    assert other.provenance["items"]["images.image"]["cache"] != first.provenance["items"]["images.image"]["cache"]
+    assert other.provenance["items"]["captions.caption"]["cached"]
+
+
 def test_text_batch_size_words(world, data, clip, tmp_path, capsys, monkeypatch):
     with pytest.raises(EvaluationError, match=r"^text_batch_size= must be a positive integer, not 0$"):
         _run(f"hf:{clip}", data, world, tmp_path, text_batch_size=0)
