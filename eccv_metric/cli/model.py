@@ -38,6 +38,7 @@ MODEL_WORDS = {
     "text_batch_size": "--text-batch-size",
     "workers": "--workers",
     "decode": "--decode",
+    "share_decode": "--decode-per-model",
     "save_embeddings": "--save-embeddings",
     "cache_dir": "--cache-dir",
 }
@@ -52,8 +53,9 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--model",
         action="append",
-        help=spec_help() + "; several --model: each its own numbers, run in turn; -o / --per-query / "
-        "--save-embeddings then name folders (one file or subfolder per model)",
+        help=spec_help() + "; several --model: each its own numbers, run in turn, images decoded once for the "
+        "models that prepare them alike (all loaded at once); -o / --per-query / --save-embeddings then name "
+        "folders (one file or subfolder per model)",
     )
     g.add_argument("--data", help="--model: a folder built by `eccv-caption build` or its Hub dataset repo")
     g.add_argument(
@@ -77,6 +79,11 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
         choices=["pil", "gpu"],
         default="pil",
         help="--model: decode images with PIL in the workers (default) or with nvJPEG on the GPU (needs torchvision)",
+    )
+    g.add_argument(
+        "--decode-per-model",
+        action="store_true",
+        help="several --model: one model in memory at a time, each decoding its own images",
     )
     g.add_argument("--save-embeddings", help="--model: keep the embeddings here (re-score with --image-embeddings)")
     g.add_argument("--no-cache", action="store_true", help="--model: neither read nor write the embedding cache")
@@ -127,7 +134,9 @@ def run_model(args: argparse.Namespace) -> int:
             runs = (
                 [evaluate_model_request(models[0], args.data, request, **options)]  # type: ignore[arg-type]
                 if len(models) == 1
-                else evaluate_models_request(models, args.data, request, **options)  # type: ignore[arg-type]
+                else evaluate_models_request(
+                    models, args.data, request, share_decode=not args.decode_per_model, **options
+                )  # type: ignore[arg-type]
             )
     except EvaluationError as exc:
         raise EvaluationError(in_words(exc, MODEL_WORDS)) from None

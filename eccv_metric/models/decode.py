@@ -141,10 +141,16 @@ def gpu_decoder(encoder: Encoder) -> Decoder:
 
 
 def decoded_batches(
-    encoder: Encoder, items: Items, todo: list[tuple[int, int]], workers: int, decoder: Decoder
+    encoder: Encoder,
+    items: Items,
+    todo: list[tuple[int, int]],
+    workers: int,
+    decoder: Decoder,
+    feed: Callable[[tuple[int, int], Any], None] | None = None,
 ) -> Iterator[tuple[tuple[int, int], Any]]:
     """``((start, stop), the model's output)`` for each range of ``todo``: bytes read by the workers, decoded
-    and preprocessed on the device in a thread one batch ahead, encoded here."""
+    and preprocessed on the device in a thread one batch ahead, encoded here (``feed``: then by the models
+    sharing the decode, :mod:`eccv_metric.models.shared`)."""
     dataset = RawImages(items.locations or [], items.ids, None, items.item_set.source.pixel_column)
     loader = image_loader(dataset, todo, workers, encoder.device, collate)
 
@@ -157,7 +163,10 @@ def decoded_batches(
             yield (start, stop), decoder.prepare(images)
 
     for bounds, pixels in ahead(prepared(), depth=2):
-        yield bounds, encoder.encode_prepared(pixels)
+        made = encoder.encode_prepared(pixels)
+        if feed is not None:
+            feed(bounds, pixels)
+        yield bounds, made
 
 
 def pil_image_processor(name: str, loaded: Any, local_only: bool = False) -> Any:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import zipfile
+from collections.abc import Callable
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,20 +53,27 @@ def encode_batches(
     workers: int,
     order: np.ndarray | None = None,
     raw: Iterator[tuple[Bounds, object]] | None = None,
+    feed: Callable[[Bounds, object], None] | None = None,
 ) -> Iterator[tuple[Bounds, np.ndarray]]:
     """``(bounds, rows)`` of each range of ``todo`` in turn, rows as :func:`as_rows` gives them; captions: the
     ranges are of ``order`` (their encoding order, :func:`~eccv_metric.models.text_batches.text_order`). On a
     GPU each batch comes back to the host without blocking while the next one runs
     (:func:`~eccv_metric.models.background.lagged`). ``raw``: the model's outputs made elsewhere (images
-    decoded on the GPU: :func:`~eccv_metric.models.decode.decoded_batches`) instead of :func:`outputs`."""
+    decoded on the GPU: :func:`~eccv_metric.models.decode.decoded_batches`) instead of :func:`outputs`.
+    ``feed``: called with each prepared image batch (other models encode it: :mod:`eccv_metric.models.shared`)."""
     what = f"{items.item_set.collection} {items.item_set.kind}s ({items.item_set.label})"
-    made = raw if raw is not None else outputs(encoder, items, todo, workers, order)
+    made = raw if raw is not None else outputs(encoder, items, todo, workers, order, feed)
     for (start, stop), values in lagged(made):
         yield (start, stop), as_rows(values, stop - start, f"{encoder.spec} on {what} {start}..{stop - 1}")
 
 
 def outputs(
-    encoder: Encoder, items: Items, todo: list[Bounds], workers: int, order: np.ndarray | None = None
+    encoder: Encoder,
+    items: Items,
+    todo: list[Bounds],
+    workers: int,
+    order: np.ndarray | None = None,
+    feed: Callable[[Bounds, object], None] | None = None,
 ) -> Iterator[tuple[Bounds, object]]:
     """The encoder's raw output for each range: texts in ``order`` (tokenised ahead:
     :mod:`eccv_metric.models.text_batches`), images decoded and prepared by a DataLoader
@@ -82,7 +90,10 @@ def outputs(
         if errors:
             more = f" (and {len(errors) - 1} more in this batch)" if len(errors) > 1 else ""
             raise EvaluationError(errors[0] + more)
-        yield (start, stop), encoder.encode_prepared(values)
+        made = encoder.encode_prepared(values)
+        if feed is not None:
+            feed((start, stop), values)
+        yield (start, stop), made
 
 
 def as_rows(values: object, n: int, what: str) -> np.ndarray:

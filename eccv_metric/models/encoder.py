@@ -37,6 +37,8 @@ class Encoder(Protocol):
     ``sort_texts``: the model pads a caption batch to its longest caption, so captions are batched in length
     order. ``tensor_preprocessing`` (no arguments -> (decoded uint8 CHW tensors on the device -> the model's
     pixel batch there, a description of it)): what ``decode="gpu"`` needs (:mod:`eccv_metric.models.decode`).
+    ``image_preprocessing`` (a JSON-able description of what ``prepare_image`` does: encoders with equal ones
+    prepare equal images): models of one run that agree share one decode (:mod:`eccv_metric.models.shared`).
     """
 
     spec: str
@@ -72,6 +74,7 @@ class FunctionEncoder:
     tokenize: Callable[[list[str]], Any] | None = None
     encode_tokens: Callable[[Any], Any] | None = None
     tensor_preprocessing: Callable[[], Any] | None = None
+    image_preprocessing: dict | None = None
 
     def __post_init__(self) -> None:
         if self.similarity not in SIMILARITIES:

@@ -72,10 +72,11 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
         "padding": padding,
         "max_length": max_length,
     }
+    preprocessing = json.loads(json.dumps(preprocessing, default=str, sort_keys=True))
     return at.encoder(
         model,
         f"transformers {transformers.__version__}",
-        json.loads(json.dumps(preprocessing, default=str, sort_keys=True)),
+        preprocessing,
         texts=texts if has_texts else None,
         images=images if has_images else None,
         prepare_image=Prepare(image_processor) if has_images else None,
@@ -87,6 +88,9 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
         encode_tokens=encode_tokens if has_texts else None,
         sort_texts=padding is True,  # padded to the longest caption of a batch: batches in length order
         tensor_preprocessing=tensor_preprocessing if has_images else None,
+        image_preprocessing={key: preprocessing[key] for key in ("image_processor", "image_processor_class")}
+        if has_images
+        else None,
     )
 
 

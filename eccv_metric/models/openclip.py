@@ -75,6 +75,7 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
     return at.encoder(
         model, library, preprocessing, texts=texts, images=images, prepare_image=transform, tokenize=tokenize,
         encode_tokens=encode_tokens, tensor_preprocessing=lambda: open_clip_tensor_preprocessing(transform),
+        image_preprocessing={k: preprocessing[k] for k in ("transform", "transform_state")},
     )  # fmt: skip
 
 

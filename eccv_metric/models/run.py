@@ -38,7 +38,9 @@ from eccv_metric.models.decode import DECODERS
 from eccv_metric.models.decode import check_decode
 from eccv_metric.models.decode import gpu_decoder
 from eccv_metric.models.digests import FileDigests
+from eccv_metric.models.encoder import Encoder
 from eccv_metric.models.plan import EVERY
+from eccv_metric.models.plan import Plan
 from eccv_metric.models.plan import make_plan
 from eccv_metric.models.score import ranking_device
 from eccv_metric.models.score import score
@@ -156,47 +158,108 @@ def evaluate_model_request(
     ``cache``: reuse and keep embeddings under ``cache_dir`` (default: the Hugging Face cache).
     ``save_embeddings``: a folder receiving ``<set>/{image,caption}_embeddings.npy`` and ids.
     """
-    started = time.perf_counter()
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-        raise EvaluationError(f"batch_size= must be a positive integer, not {batch_size!r:.20}")
-    if text_batch_size is not None and (
-        not isinstance(text_batch_size, int) or isinstance(text_batch_size, bool) or text_batch_size < 1
-    ):
-        raise EvaluationError(f"text_batch_size= must be a positive integer, not {text_batch_size!r:.20}")
-    if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 0):
-        raise EvaluationError(f"workers= must be an integer >= 0, not {workers!r:.20}")
-    if decode not in DECODERS:
-        raise EvaluationError(f"decode= must be one of {', '.join(DECODERS)}, not {decode!r:.20}")
-    root = (cache_dir if cache_dir is not None else cache_root()) if cache else None
-    digests = FileDigests(root)  # content digests of the data's files and the model's weight files, remembered
+    options = RunOptions(
+        skip_unavailable, images, resources, resource_options, device, precision, batch_size, text_batch_size,
+        workers, decode, cache, cache_dir, token,
+    )  # fmt: skip
+    digests = FileDigests(options.root)  # content digests of the data's files and the model's weight files
     source = DataSource(data, images, token, digests)
-    plan = make_plan(request, source, skip_unavailable, resources, resource_options, save_embeddings)
-    encoder = load_model(model, device, precision, batch_size, text_batch_size, digests)
+    return finish_run(open_run(model, source, request, options, save_embeddings))
+
+
+@dataclass
+class RunOptions:
+    """How a model run goes: the keywords of :func:`evaluate_model_request` beside the model, the data, the
+    request and the output folder, checked when made (one error naming the keyword)."""
+
+    skip_unavailable: bool = False
+    images: Iterable[str | Path] | str | Path | None = None
+    resources: Resources | None = None
+    resource_options: ResourceOptions | None = None
+    device: str | None = None
+    precision: str = "fp32"
+    batch_size: int = 64
+    text_batch_size: int | None = None
+    workers: int | None = None
+    decode: str = "pil"
+    cache: bool = True
+    cache_dir: str | Path | None = None
+    token: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("batch_size", "text_batch_size", "workers"):
+            value, least = getattr(self, name), 0 if name == "workers" else 1
+            if value is None and name != "batch_size":
+                continue
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                what = "an integer >= 0" if least == 0 else "a positive integer"
+                raise EvaluationError(f"{name}= must be {what}, not {value!r:.20}")
+        if self.decode not in DECODERS:
+            raise EvaluationError(f"decode= must be one of {', '.join(DECODERS)}, not {self.decode!r:.20}")
+
+    @property
+    def root(self) -> Path | None:
+        """The embedding cache's folder (None: no cache)."""
+        if not self.cache:
+            return None
+        return Path(self.cache_dir) if self.cache_dir is not None else cache_root()
+
+
+@dataclass
+class LoadedRun:
+    """One model loaded and planned, not yet encoded: :func:`open_run` makes it, :func:`finish_run` encodes
+    and scores it. Its store may be fed another run's prepared images (:mod:`eccv_metric.models.shared`)."""
+
+    plan: Plan
+    encoder: Encoder
+    store: EmbeddingStore
+    source: DataSource
+    options: RunOptions
+    save_embeddings: str | Path | None
+    started: float
+
+
+def open_run(
+    model: object, source: DataSource, request: Request, options: RunOptions, save_embeddings: str | Path | None
+) -> LoadedRun:
+    """The plan (before the model loads: a bad request fails at once), the model, and its store."""
+    started = time.perf_counter()
+    plan = make_plan(request, source, options.skip_unavailable, options.resources, options.resource_options,
+                     save_embeddings)  # fmt: skip
+    encoder = load_model(
+        model, options.device, options.precision, options.batch_size, options.text_batch_size, source.digests
+    )
     plan.fit(encoder)
-    check_decode(decode, encoder)
-    decoder = gpu_decoder(encoder) if decode == "gpu" and "image" in encoder.kinds else None
-    workers = default_workers(encoder.device) if workers is None else workers
-    text_batch_size = text_batch_size or default_text_batch_size(encoder.device)
-    store = EmbeddingStore(encoder, root, batch_size, workers, text_batch_size, decoder)
+    check_decode(options.decode, encoder)
+    decoder = gpu_decoder(encoder) if options.decode == "gpu" and "image" in encoder.kinds else None
+    workers = default_workers(encoder.device) if options.workers is None else options.workers
+    text_batch_size = options.text_batch_size or default_text_batch_size(encoder.device)
+    store = EmbeddingStore(encoder, options.root, options.batch_size, workers, text_batch_size, decoder)
+    return LoadedRun(plan, encoder, store, source, options, save_embeddings, started)
+
+
+def finish_run(run: LoadedRun) -> ModelResults:
+    """Every item set's embeddings (the store), every number (the score step) and the provenance."""
+    plan, encoder, store, options = run.plan, run.encoder, run.store, run.options
     encoded, report = store.embed(plan.sets, plan.items)
     ranking = ranking_device(encoder.device)
-    results, groups = score(plan, encoded, encoder.similarity, save_embeddings, ranking)
+    results, groups = score(plan, encoded, encoder.similarity, run.save_embeddings, ranking)
     provenance = {
         "model": encoder.spec,
         "identity": encoder.identity,
-        "data": source.data,
-        "data_revision": source.revision,
+        "data": run.source.data,
+        "data_revision": run.source.revision,
         "items": report,
         "package": f"{DISTRIBUTION} {__version__}",
         "device": encoder.device,
         "precision": encoder.precision,
-        "batch_size": batch_size,
-        "text_batch_size": text_batch_size,
-        "workers": workers,
-        "decode": decode,
+        "batch_size": options.batch_size,
+        "text_batch_size": store.text_batch_size,
+        "workers": store.workers,
+        "decode": options.decode,
         "similarity": encoder.similarity,
         "ranking": f"torch on {ranking}" if ranking else "numpy",
-        "seconds": round(time.perf_counter() - started, 3),
+        "seconds": round(time.perf_counter() - run.started, 3),
         "skipped": plan.skipped,
     }
     embeddings = {name: group.embeddings for name, group in groups.items()}

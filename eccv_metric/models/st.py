@@ -43,6 +43,7 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
         json.loads(json.dumps(preprocessing(model), default=str, sort_keys=True)),
         texts=lambda texts: encode(texts, at.text_batch_size),
         images=(lambda images: encode(images, at.batch_size)) if "image" in modalities else None,
+        image_preprocessing={"images": "PIL RGB, prepared by the model"} if "image" in modalities else None,
         similarity=str(getattr(model, "similarity_fn_name", None) or "cosine"),
         batches_itself=True,
         sort_texts=True,  # it pads each batch to its longest text

@@ -60,6 +60,7 @@ from eccv_metric.models.encoder import Encoder
 from eccv_metric.models.items import DECODER
 from eccv_metric.models.items import Items
 from eccv_metric.models.items import ItemSet
+from eccv_metric.models.shared import feeder
 from eccv_metric.models.text_batches import given_order
 from eccv_metric.models.text_batches import sorts
 from eccv_metric.models.text_batches import text_order
@@ -99,6 +100,9 @@ class EmbeddingStore:
         self.decoder = decoder  # images decoded on the GPU (decode="gpu"); None: PIL in the workers
         self.workers = workers
         self.seen: dict[tuple, tuple[ItemSet, int]] = {}  # an item (Items.keys) -> the set and row that has it
+        self.companions: list[EmbeddingStore] = []  # fed this store's prepared image batches (models.shared)
+        self.received: dict[str, dict[Bounds, np.ndarray]] = {}  # by cache key: batches another store fed
+        self.received_from: dict[str, str] = {}  # by cache key: the model whose decode fed them
 
     def embed(self, sets: list[ItemSet], items: dict[ItemSet, Items]) -> tuple[dict[ItemSet, np.ndarray], dict]:
         """(embeddings of each set, what made them: per set label, counts, digest and cache folder)."""
@@ -170,6 +174,18 @@ class EmbeddingStore:
     def entry(self, items: Items) -> EmbeddingCache | None:
         return EmbeddingCache(self.key(items), self.root, len(items.ids)) if self.root is not None else None
 
+    def has_finished(self, items: Items) -> bool:
+        """Whether this store's cache holds every embedding of ``items`` (checked), or was fed all of them."""
+        entry = self.entry(items)
+        return entry is not None and entry.finished() is not None
+
+    def receive(self, items: Items, bounds: Bounds, rows: np.ndarray, by: str) -> None:
+        """One batch of ``items`` encoded by this store's model from the prepared images of another store (of
+        model ``by``: :mod:`eccv_metric.models.shared`), taken as encoded when this store's run reaches ``items``."""
+        key = cache_key(self.key(items))
+        self.received.setdefault(key, {})[bounds] = rows
+        self.received_from[key] = by
+
     def values(self, items: Items, entry: EmbeddingCache | None) -> tuple[np.ndarray, dict]:
         """Every item's embedding (config order) and what made them: from the entry, resumed, encoded now."""
         hit = entry.finished() if entry is not None else None
@@ -179,24 +195,34 @@ class EmbeddingStore:
         step = self.size(items) * (CHUNK if self.encoder.batches_itself else 1)
         bounds = batch_bounds(len(items.ids), step)
         parts = entry.resumed(bounds) if entry is not None else {}
-        todo = [b for b in bounds if b not in parts]
+        handed = self.received.pop(cache_key(self.key(items)), {})  # fed by a store sharing the decode
+        shared = {b: rows for b, rows in handed.items() if b in set(bounds) and b not in parts}
+        by = self.received_from.pop(cache_key(self.key(items)), None)
+        todo = [b for b in bounds if b not in parts and b not in shared]
         order = self.order(items)
         what = f"{items.item_set.collection} {items.item_set.kind}s ({items.item_set.label})"
         with progress.bar(f"encoding {what}", total=len(items.ids), unit="item") as bar:
-            bar.update(sum(e - s for s, e in parts))
+            bar.update(sum(e - s for s, e in [*parts, *shared]))
+            feed = feeder(self, items) if items.texts is None and todo else None
             gpu = self.decoder is not None and items.texts is None and bool(todo)
-            raw = decoded_batches(self.encoder, items, todo, self.workers, self.decoder) if gpu else None  # type: ignore[arg-type]
-            encoded = encode_batches(self.encoder, items, todo, self.workers, order, raw)
-            return self.collect(encoded, entry, bounds, parts, bar, items, order)
+            raw = decoded_batches(self.encoder, items, todo, self.workers, self.decoder, feed) if gpu else None  # type: ignore[arg-type]
+            encoded = encode_batches(self.encoder, items, todo, self.workers, order, raw, feed)
+            values, meta = self.collect(encoded, entry, bounds, parts, bar, items, order, shared)
+        if shared:
+            meta["shared_decode"] = {"items": sum(e - s for s, e in shared), "decoded_by": by}
+        return values, meta
 
     def collect(
         self, encoded: Iterator[tuple[Bounds, np.ndarray]], entry: EmbeddingCache | None, bounds: list[Bounds],
         parts: dict[Bounds, np.ndarray], bar: Any, items: Items, order: np.ndarray | None,
+        shared: dict[Bounds, np.ndarray] | None = None,
     ) -> tuple[np.ndarray, dict]:  # fmt: skip
         """Each batch kept as it comes (in the entry at once: a killed run resumes from it), then the whole set
-        (captions back from their encoding order to the set's), stored as the finished entry."""
+        (captions back from their encoding order to the set's), stored as the finished entry. ``shared``: the
+        batches another store's decode fed this one (encoded in this run, from its prepared images)."""
         started = time.perf_counter()
         resumed = sum(e - s for s, e in parts)
+        parts = {**parts, **(shared or {})}
         keep = entry is not None and entry.writable
         if keep and bounds and not (entry.partial / "key.json").is_file():  # type: ignore[union-attr]
             write_json_atomic(entry.partial / "key.json", entry.expected)  # type: ignore[union-attr]

@@ -1,0 +1,145 @@
+"""Several models, one decode (issue 40, item 3): images are decoded once per distinct preprocessing and fed to
+every model sharing it; each model gets exactly the numbers, embeddings and cache entries of a run of its own.
+
+The decodes are counted where they happen (``ImageItems.__getitem__``: one call per image read, decoded and
+prepared; workers=0 keeps it in this process)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from eccv_metric.models.encode import ImageItems
+from eccv_metric.models.many import evaluate_models
+from eccv_metric.models.many import model_slug
+from tests.unit.model_world import run_model
+from tests.unit.model_world import tiny_clip
+from tests.unit.model_world import tiny_siglip
+from tests.unit.model_world import tiny_st
+
+IMAGES = "images.image"
+
+
+@pytest.fixture
+def decodes(monkeypatch):
+    """Every image decoded (and prepared) in this process, in order."""
+    seen: list[int] = []
+    real = ImageItems.__getitem__
+
+    def counted(self, i):  # noqa: ANN001, ANN202
+        seen.append(int(self.ids[i]))
+        return real(self, i)
+
+    monkeypatch.setattr(ImageItems, "__getitem__", counted)
+    return seen
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """Two CLIPs with different weights and the same image processor, a SigLIP (another processor), a text model."""
+    root = tmp_path_factory.mktemp("models")
+    return [
+        f"hf:{tiny_clip(root / 'clip_a', seed=0)}",
+        f"hf:{tiny_clip(root / 'clip_b', seed=1)}",
+        f"hf:{tiny_siglip(root / 'siglip', seed=2)}",
+        f"st:{tiny_st(root / 'st', seed=3)}",
+    ]
+
+
+def _many(models, data, world, tmp_path, **kwargs):  # noqa: ANN001, ANN202
+    options = {"resources": world.resources(), "workers": 0, "batch_size": 8, "text_batch_size": 8}
+    return evaluate_models(models, data, benchmarks=None, n_resamples=20, **{**options, **kwargs})
+
+
+def _images(world) -> int:  # noqa: ANN001
+    return len(world.image_ids)
+
+
+def test_models_sharing_a_preprocessing_decode_once_and_get_their_own_numbers(world, data, models, tmp_path, decodes):
+    """The two CLIPs decode once; each model's numbers and embeddings are those of a run of its own, bit for bit;
+    the second CLIP's provenance says whose decode fed it; its cache entries are its own (a later run of it alone
+    reads them, decoding nothing)."""
+    together = _many(models, data, world, tmp_path, cache_dir=tmp_path / "cache", save_embeddings=tmp_path / "many")
+    n = _images(world)
+    assert len(decodes) == 2 * n  # the CLIPs' decode, the SigLIP's (the text model has no images)
+    assert sorted(decodes[:n]) == sorted(world.image_ids) == sorted(decodes[n:])
+    fed = together[1].provenance["items"][IMAGES]
+    assert fed["shared_decode"] == {"items": n, "decoded_by": models[0]} and fed["encoded"] == n
+    assert "shared_decode" not in together[0].provenance["items"][IMAGES]
+    assert "shared_decode" not in together[2].provenance["items"][IMAGES]
+    for k, spec in enumerate(models):
+        alone = run_model(spec, data, world, tmp_path, cache=False, save_embeddings=tmp_path / f"alone{k}")
+        assert together[k].results.means() == alone.results.means(), spec
+        assert together[k].provenance["model"] == spec and together[k].skipped == alone.skipped
+        for group in (tmp_path / f"alone{k}").iterdir():
+            for path in group.iterdir():
+                got = np.load(tmp_path / "many" / model_slug(k, spec) / group.name / path.name)
+                assert np.array_equal(got, np.load(path)), (spec, group.name, path.name)
+    decodes.clear()
+    again = run_model(models[1], data, world, tmp_path, cache_dir=tmp_path / "cache")
+    assert decodes == [] and again.provenance["items"][IMAGES]["cached"]
+    assert again.results.means() == together[1].results.means()
+
+
+def test_share_decode_false_decodes_per_model(world, data, models, tmp_path, decodes):
+    _many(models[:2], data, world, tmp_path, cache=False, share_decode=False)
+    assert len(decodes) == 2 * _images(world)
+
+
+def test_a_model_whose_images_are_cached_leaves_the_decode_to_the_next(world, data, models, tmp_path, decodes):
+    """The first CLIP's images are cached: it decodes nothing, the second decodes once and feeds a third."""
+    third = f"hf:{tiny_clip(tmp_path / 'clip_c', seed=5)}"
+    run_model(models[0], data, world, tmp_path, cache_dir=tmp_path / "cache")
+    decodes.clear()
+    runs = _many([models[0], models[1], third], data, world, tmp_path, cache_dir=tmp_path / "cache")
+    assert len(decodes) == _images(world)
+    assert runs[0].provenance["items"][IMAGES]["cached"]
+    assert runs[2].provenance["items"][IMAGES]["shared_decode"]["decoded_by"] == models[1]
+    alone = run_model(third, data, world, tmp_path, cache=False)
+    assert runs[2].results.means() == alone.results.means()
+
+
+def test_batches_the_first_model_resumed_are_decoded_by_the_next(world, data, models, tmp_path, decodes, monkeypatch):
+    """The first CLIP resumes half its image batches from an interrupted run: the second is fed the batches the
+    first encodes now and decodes the others itself; both give their own run's numbers."""
+    from transformers import CLIPModel
+
+    real = CLIPModel.get_image_features
+    calls = {"n": 0}
+
+    def dies_after_two(self, *args, **kwargs):  # noqa: ANN001, ANN202
+        calls["n"] += 1
+        if calls["n"] > 2:
+            raise KeyboardInterrupt  # killed mid-way, after two finished image batches
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(CLIPModel, "get_image_features", dies_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        run_model(models[0], data, world, tmp_path, cache_dir=tmp_path / "cache")
+    monkeypatch.setattr(CLIPModel, "get_image_features", real)
+    decodes.clear()
+    runs = _many(models[:2], data, world, tmp_path, cache_dir=tmp_path / "cache")
+    first, second = (r.provenance["items"][IMAGES] for r in runs)
+    n = _images(world)
+    assert first["resumed"] == 16 and second["shared_decode"]["items"] == n - 16
+    assert len(decodes) == n  # the first's rest, then the second's resumed part decoded for it alone
+    for k in range(2):
+        alone = run_model(models[k], data, world, tmp_path, cache=False)
+        assert runs[k].results.means() == alone.results.means()
+
+
+@pytest.mark.parametrize(("flag", "shared"), [([], True), (["--decode-per-model"], False)])
+def test_cli_decode_per_model_flag(world, data, tmp_path, monkeypatch, flag, shared):
+    from eccv_metric.cli.main import main
+
+    seen = {}
+
+    def fake(models, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        seen.update(kwargs)
+        raise SystemExit(0)
+
+    monkeypatch.setattr("eccv_metric.models.many.evaluate_models_request", fake)
+    argv = ["evaluate", "--model", "hf:a/b", "--model", "hf:c/d", "--data", str(data), "--quiet", *flag]
+    with pytest.raises(SystemExit):
+        main(argv)
+    assert seen["share_decode"] is shared
