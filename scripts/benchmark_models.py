@@ -146,14 +146,13 @@ def in_process(args: argparse.Namespace, root: Path) -> dict:
     from eccv_metric.models.decode import check_decode
     from eccv_metric.models.decode import gpu_decoder
     from eccv_metric.models.encode import ImageItems
-    from eccv_metric.models.encode import collate
     from eccv_metric.models.items import ITEM_SOURCES
     from eccv_metric.models.items import ItemSet
     from eccv_metric.models.source import DataSource
     from eccv_metric.models.spec import load_model
     from eccv_metric.models.text_batches import default_text_batch_size
     from eccv_metric.models.workers import default_workers
-    from eccv_metric.models.workers import image_loader
+    from eccv_metric.models.workers import image_batches
 
     encoder = load_model(f"hf:{root / f'model_{args.preset}'}", args.device, args.precision)
     decoder = None
@@ -219,10 +218,10 @@ def in_process(args: argparse.Namespace, root: Path) -> dict:
             continue
         start = time.perf_counter()
         if dec is None:
-            for _ in image_loader(dataset, todo, workers, encoder.device, collate):
+            for _ in image_batches(dataset, todo, workers, encoder.device):
                 pass
         else:
-            for index, blobs, _ in image_loader(raw, todo, workers, encoder.device, collate):
+            for _, (index, blobs, _) in image_batches(raw, todo, workers, encoder.device):
                 dec.prepare(dec.decode(blobs, [raw.describe(i) for i in index]))
             synced(encoder)
         out[f"floor_{name}"] = n_img / (time.perf_counter() - start)

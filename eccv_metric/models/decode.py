@@ -32,10 +32,9 @@ import numpy as np
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.models.background import ahead
 from eccv_metric.models.encode import ImageItems
-from eccv_metric.models.encode import collate
 from eccv_metric.models.encoder import Encoder
 from eccv_metric.models.items import Items
-from eccv_metric.models.workers import image_loader
+from eccv_metric.models.workers import image_batches
 
 DECODERS = ("pil", "gpu")
 JPEG_MAGIC = b"\xff\xd8"
@@ -152,10 +151,9 @@ def decoded_batches(
     and preprocessed on the device in a thread one batch ahead, encoded here (``feed``: then by the models
     sharing the decode, :mod:`eccv_metric.models.shared`)."""
     dataset = RawImages(items.locations or [], items.ids, None, items.item_set.source.pixel_column)
-    loader = image_loader(dataset, todo, workers, encoder.device, collate)
 
     def prepared() -> Iterator[tuple[tuple[int, int], Any]]:
-        for (start, stop), (index, blobs, errors) in zip(todo, loader, strict=True):
+        for (start, stop), (index, blobs, errors) in image_batches(dataset, todo, workers, encoder.device):
             if errors:
                 more = f" (and {len(errors) - 1} more in this batch)" if len(errors) > 1 else ""
                 raise EvaluationError(errors[0] + more)

@@ -26,24 +26,9 @@ from eccv_metric.models.encoder import Encoder
 from eccv_metric.models.items import Items
 from eccv_metric.models.items import Location
 from eccv_metric.models.text_batches import encode_text_batches
-from eccv_metric.models.workers import image_loader
+from eccv_metric.models.workers import image_batches
 
 Bounds = tuple[int, int]
-
-
-def collate(batch: list) -> tuple[list[int], object, list[str]]:
-    """(indices, stacked tensors or the list of prepared items, error messages)."""
-    index = [b[0] for b in batch]
-    errors = [b[2] for b in batch if b[2] is not None]
-    values = [b[1] for b in batch]
-    if errors:
-        return index, None, errors
-    if values and hasattr(values[0], "shape") and hasattr(values[0], "detach"):
-        import torch
-
-        # numpy's stack: torch.stack of many CPU tensors was measured ~30x slower here (torch 2.13, CPU)
-        return index, torch.from_numpy(np.stack([v.numpy() for v in values])), errors
-    return index, values, errors
 
 
 def encode_batches(
@@ -85,8 +70,7 @@ def outputs(
     if not todo:
         return
     dataset = ImageItems(items.locations or [], items.ids, encoder.prepare_image, items.item_set.source.pixel_column)
-    loader = image_loader(dataset, todo, workers, encoder.device, collate)
-    for (start, stop), (_, values, errors) in zip(todo, loader, strict=True):
+    for (start, stop), (_, values, errors) in image_batches(dataset, todo, workers, encoder.device):
         if errors:
             more = f" (and {len(errors) - 1} more in this batch)" if len(errors) > 1 else ""
             raise EvaluationError(errors[0] + more)

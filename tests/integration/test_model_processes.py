@@ -34,10 +34,13 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
-def test_clean_workers_give_the_same_embeddings(world, data, clip, tmp_path, monkeypatch):
-    """Workers from a fork server (what a GPU run uses) decode to the same bits as the main process."""
+@pytest.mark.parametrize("least_piece", [16, 1])
+def test_clean_workers_give_the_same_embeddings(world, data, clip, tmp_path, monkeypatch, least_piece):
+    """Workers from a fork server (what a GPU run uses) decode to the same bits as the main process, whole
+    batches or each batch read in pieces (``least_piece=1``: batches of 8 in pieces of 3, 3 and 2)."""
     from eccv_metric.models import evaluate_model
 
+    monkeypatch.setattr("eccv_metric.models.workers.LEAST_PIECE", least_piece)
     one = _run(f"hf:{clip}", data, world, tmp_path, benchmarks=["coco_5k"], cache=False, save_embeddings=tmp_path / "a")
     monkeypatch.setenv("ECCV_CAPTION_WORKER_START", "forkserver")
     two = evaluate_model(f"hf:{clip}", data, benchmarks=["coco_5k"], resources=world.resources(), workers=2,
