@@ -31,6 +31,7 @@ class LoadOptions:
     batch_size: int = 64
     text_batch_size: int | None = None  # captions per forward pass (None: by the device, text_batches)
     digests: Any = None  # a FileDigests remembering the weight files' digests (None: each file hashed)
+    workers: int | None = None  # image decoding processes (None: by the device; 0: none: no fork server)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from eccv_metric.models.weights import hub_folder
 
 def load(name: str, spec: str, options: LoadOptions) -> Any:
     transformers = require("transformers", EXTRA)
-    at = Loading(spec, name, options)
+    at = Loading(spec, name, options, worker_modules=("transformers.image_processing_utils",))
     with at.errors():
         model, loading = transformers.AutoModel.from_pretrained(
             name, local_files_only=at.local_only, output_loading_info=True

@@ -44,7 +44,7 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
         ) from None
     arch, pretrained = split_name(name)
     downloads = name.startswith("hf-hub:") or (pretrained is not None and not Path(pretrained).exists())
-    at = Loading(spec, name.removeprefix("hf-hub:"), options, from_hub=downloads)
+    at = Loading(spec, name.removeprefix("hf-hub:"), options, from_hub=downloads, worker_modules=("open_clip",))
     if at.unreachable is not None:  # open_clip's download would retry
         raise load_error(spec, OSError(), at.unreachable, cache_read=False)
     with at.errors(RuntimeError, ValueError, OSError):

@@ -227,8 +227,9 @@ def open_run(
     plan = make_plan(request, source, options.skip_unavailable, options.resources, options.resource_options,
                      save_embeddings)  # fmt: skip
     encoder = load_model(
-        model, options.device, options.precision, options.batch_size, options.text_batch_size, source.digests
-    )
+        model, options.device, options.precision, options.batch_size, options.text_batch_size, source.digests,
+        options.workers,
+    )  # fmt: skip
     plan.fit(encoder)
     check_decode(options.decode, encoder)
     decoder = gpu_decoder(encoder) if options.decode == "gpu" and "image" in encoder.kinds else None

@@ -23,6 +23,7 @@ from eccv_metric.models.families import require
 from eccv_metric.models.identity import configs_digest
 from eccv_metric.models.text_batches import default_text_batch_size
 from eccv_metric.models.weights import files_identity
+from eccv_metric.models.workers import start_early
 
 EXTRA = 'pip install "eccv-caption-hf[models]"'
 PRECISIONS = {"fp32": None, "fp16": "float16", "bf16": "bfloat16"}
@@ -89,12 +90,17 @@ def weights_digest(module: Any) -> str:
 
 class Loading:
     """Where a family loads its model: the device and precision checked, and whether only the local cache can
-    be read (:func:`hub_unreachable`); :meth:`errors` turns the library's errors into one line."""
+    be read (:func:`hub_unreachable`); :meth:`errors` turns the library's errors into one line. Once the
+    device is known, the image workers' fork server starts (:func:`~eccv_metric.models.workers.start_early`;
+    ``worker_modules``: what unpickling the family's image preprocessing imports)."""
 
-    def __init__(self, spec: str, name: str, options: LoadOptions, from_hub: bool = True):
+    def __init__(
+        self, spec: str, name: str, options: LoadOptions, from_hub: bool = True, worker_modules: tuple[str, ...] = ()
+    ):
         require("torch", EXTRA)
         self.spec = spec
         self.device = pick_device(options.device)
+        start_early(self.device, options.workers, worker_modules)  # image workers' fork server, beside the load
         self.precision = check_precision(options.precision, self.device)
         self.batch_size = options.batch_size
         self.text_batch_size = options.text_batch_size or default_text_batch_size(self.device)

@@ -9,7 +9,10 @@
   worker in milliseconds for each loader) where the platform has one, else spawned. On a CPU they are forked
   (the platform's default): DataLoader workers run torch single-threaded, which keeps them out of the
   parent's OpenMP pool (measured: a forked worker hangs only once it asks for more threads), and spawning
-  costs each loader seconds of imports. ``ECCV_CAPTION_WORKER_START=fork|spawn|forkserver`` forces one. A
+  costs each loader seconds of imports. The fork server is started as soon as the device is known, before
+  the model loads (:func:`start_early`): its imports (torch, the family's image preprocessing: about 3 s)
+  then run beside the model's loading and the captions' encoding instead of before the first image batch.
+  ``ECCV_CAPTION_WORKER_START=fork|spawn|forkserver`` forces one. A
   script that starts clean workers must guard its top level (``if __name__ == "__main__":``), as for any
   spawned process; the ``eccv-caption`` command does.
 - **How far ahead**: each worker prepares ``prefetch_factor`` pieces ahead, at least four in flight in all;
@@ -129,6 +132,24 @@ def start_method(device: str) -> str | None:
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
 
+SERVER_MODULES = ("torch", "torch.utils.data", "eccv_metric.models.encode")  # what every worker imports
+
+
+def start_early(device: str, workers: int | None, modules: tuple[str, ...] = ()) -> bool:
+    """Start the fork server now (its imports run in its own process, beside this one's work) when this run's
+    image workers will come from one: ``workers`` (None: :func:`default_workers`) is not 0 and the start
+    method for ``device`` is ``forkserver``. ``modules``: what the model family's image preprocessing needs
+    when unpickled (imported once, in the server). Returns whether it started it."""
+    count = default_workers(device) if workers is None else workers
+    if count < 1 or start_method(device) != "forkserver":
+        return False
+    from multiprocessing import forkserver
+
+    multiprocessing.get_context("forkserver").set_forkserver_preload([*SERVER_MODULES, *modules])
+    forkserver.ensure_running()  # returns at once: the server imports in its own process
+    return True
+
+
 class _Recorder(pickle.Unpickler):
     def __init__(self, data: bytes):
         super().__init__(io.BytesIO(data))
@@ -160,7 +181,7 @@ def image_loader(dataset: Any, todo: list[tuple[int, int]], workers: int, device
         if method is not None:
             context = multiprocessing.get_context(method)
             if method == "forkserver":
-                context.set_forkserver_preload(["torch", "torch.utils.data", *pickled_modules(dataset)])
+                context.set_forkserver_preload([*SERVER_MODULES, *pickled_modules(dataset)])  # unless running
             options["multiprocessing_context"] = context
     return DataLoader(
         dataset,

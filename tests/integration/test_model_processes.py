@@ -50,6 +50,29 @@ def test_clean_workers_give_the_same_embeddings(world, data, clip, tmp_path, mon
     assert two.results.means() == one.results.means()
 
 
+@pytest.mark.parametrize(("workers", "started"), [(2, True), (0, False)])
+def test_the_fork_server_starts_while_the_model_loads(clip, workers, started):
+    """A run whose image workers come from a fork server (a GPU's; forced here) starts it when the device is
+    known, before the model loads (its imports run beside the load), preloading the family's image
+    preprocessing; a run without workers starts none."""
+    code = f"""
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+from multiprocessing import forkserver
+from eccv_metric.models.spec import load_model
+load_model("hf:{clip}", "cpu", workers={workers})
+server = forkserver._forkserver
+print("STARTED", server._forkserver_pid is not None, sorted(server._preload_modules))
+"""
+    env = {**os.environ, "ECCV_CAPTION_WORKER_START": "forkserver"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("STARTED"))
+    assert line.startswith(f"STARTED {started}")
+    if started:
+        assert "'transformers.image_processing_utils'" in line and "'torch'" in line
+
+
 def test_model_path_runs_without_datasets_evaluate_or_the_official_package(world, data, clip, tmp_path):
     """The GPU machines that run benchmark_models.py have torch and transformers but neither datasets nor evaluate:
     a whole model run (items from a built folder, encoding, scoring) imports none of them."""
