@@ -16,7 +16,9 @@ tests' tiny CLIP; ``b32``: ViT-B/32's shape, 49,408-token vocabulary), then prin
 - the decode floor: images/s of the same number of worker processes doing decode + preprocessing only
   (``--decode gpu``: nvJPEG and the tensor preprocessing on the device);
 - with ``--compare-decoders`` (CUDA + torchvision): coco_5k R@1/5/10 and per-query ranks of the PIL path
-  against the GPU decoder on the same images.
+  against the GPU decoder on the same images;
+- with ``--models K`` / ``--profile``: K models in one call, decode shared and per model; the warm run's
+  profile (``scripts/benchmark_models_more.py``).
 
 Needs: torch, transformers (with tokenizers, huggingface_hub), pyarrow, pillow, numpy, this project
 (``eccv_metric``; neither ``datasets`` nor ``evaluate`` is imported on this path), and for its row
@@ -45,6 +47,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 
+import benchmark_models_more as more  # noqa: E402
 import benchmark_models_world as world  # noqa: E402
 from benchmark_models_clip import child_clip_benchmark  # noqa: E402
 from benchmark_timing import interleaved  # noqa: E402
@@ -69,8 +72,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--folder", help="keep the synthetic world here (reused when its sizes match)")
     p.add_argument("--compare-decoders", action="store_true", help="PIL path against --decode gpu (CUDA)")
     p.add_argument("--skip", nargs="*", default=[], choices=["processes", "clip_benchmark", "floors"])
-    p.add_argument("--child", choices=["ours", "clip_benchmark"], help=argparse.SUPPRESS)
+    more.add_args(p)
+    p.add_argument("--child", choices=["ours", "clip_benchmark", "many"], help=argparse.SUPPRESS)
     p.add_argument("--cache", help=argparse.SUPPRESS)
+    p.add_argument("--profile-this", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
 
@@ -79,11 +84,11 @@ def child_ours(args: argparse.Namespace, root: Path) -> dict:
 
     res = world.resources(root / "world")
     start = time.perf_counter()
-    out = evaluate_model(
+    out, profile = (more.profiled if args.profile_this else lambda fn: (fn(), ""))(lambda: evaluate_model(
         f"hf:{root / f'model_{args.preset}'}", root / "world", benchmarks=args.benchmarks, resources=res,
         device=args.device, precision=args.precision, batch_size=args.batch_size,
         text_batch_size=args.text_batch_size, workers=args.workers, decode=args.decode, cache_dir=args.cache,
-    )  # fmt: skip
+    ))  # fmt: skip
     means = out.results.means()
     third = sorted({m.split(".")[0] for m in sys.modules} & THIRD_PARTY)
     return {
@@ -93,6 +98,7 @@ def child_ours(args: argparse.Namespace, root: Path) -> dict:
         "workers": out.provenance["workers"],
         "text_batch_size": out.provenance["text_batch_size"],
         "modules": third,
+        "profile": profile,
     }  # fmt: skip
 
 
@@ -292,13 +298,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     root = Path(args.folder) if args.folder else Path(tempfile.mkdtemp(prefix="eccv_models_bench_"))
     if args.child:
-        result = (child_ours if args.child == "ours" else child_clip_benchmark)(args, root)
+        child = {"ours": child_ours, "many": more.child_many, "clip_benchmark": child_clip_benchmark}[args.child]
+        result = child(args, root)
         print("RESULT " + json.dumps(result))
         return 0
     root.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     world.write_world(root / "world", args.n_images, args.n_captions, processes=os.cpu_count() or 1)
-    world.write_model(root / f"model_{args.preset}", args.preset)
+    more.model_folders(root, args.preset, max(1, args.models))
     print(f"world written in {time.perf_counter() - started:.1f} s: {root}", file=sys.stderr)
     passed = [a for a in (argv if argv is not None else sys.argv[1:])]
     passed += ["--folder", str(root)] if not args.folder else []
@@ -309,16 +316,21 @@ def main(argv: list[str] | None = None) -> int:
         runs["ours, --benchmarks, cold cache"] = run_child("ours", passed, ["--cache", str(root / "cache_five")])
         runs["ours, coco_5k, cold cache"] = run_child("ours", [*passed, "--benchmarks", "coco_5k"],
                                                       ["--cache", str(root / "cache_coco")])  # fmt: skip
-        runs["ours, --benchmarks, warm cache"] = run_child("ours", passed, ["--cache", str(root / "cache_five")])
+        runs["ours, --benchmarks, warm cache"] = run_child(
+            "ours", passed, ["--cache", str(root / "cache_five"), *(["--profile-this"] if args.profile else [])]
+        )
         if args.decode == "gpu":  # the default decoder too, side by side
             shutil.rmtree(root / "cache_pil", ignore_errors=True)
             runs["ours, --benchmarks, cold cache, decode pil"] = run_child(
                 "ours", [*passed, "--decode", "pil"], ["--cache", str(root / "cache_pil")]
             )
+        if args.models > 1:
+            runs.update(more.many_rows(args, passed, root, run_child))
         if "clip_benchmark" not in args.skip:
             runs["CLIP_benchmark zeroshot_retrieval.evaluate"] = run_child("clip_benchmark", passed, [])
     measured = in_process(args, root)
     report(args, runs, measured)
+    more.print_profile(runs)
     if args.compare_decoders:
         print("decoders (coco_5k, same model and captions):")
         try:
@@ -371,6 +383,9 @@ def report(args: argparse.Namespace, runs: dict[str, dict], m: dict) -> None:
             if name in ours:
                 print(f"  {name}: {ours[name]['wall'] / theirs['wall']:.2f} of CLIP_benchmark's process, "
                       f"{ours[name]['wall'] / theirs['call']:.2f} of its call")  # fmt: skip
+    shared, alone = (ours.get(f"ours, {args.models} models, decode {w}, cold cache") for w in ("shared", "per model"))
+    if shared and alone:
+        print(f"  {args.models} models: decode shared / per model {shared['wall'] / alone['wall']:.2f}")
     first = next(iter(ours.values()), None)
     if first and "modules" in first:
         print(f"ours imported (third-party): {', '.join(first['modules'])}")

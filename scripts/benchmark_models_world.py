@@ -222,9 +222,9 @@ def word_tokenizer(max_length: int) -> object:
     )  # fmt: skip
 
 
-def write_model(folder: Path, preset: str) -> Path:
+def write_model(folder: Path, preset: str, seed: int = 0) -> Path:
     """``tiny``: the unit tests' tiny CLIP (tests/unit/model_world.py); ``b32``: a CLIPModel of ViT-B/32's shape
-    (both towers, 224 pixels, patch 32, 77 tokens, 49,408-token vocabulary), random weights, seed 0."""
+    (both towers, 224 pixels, patch 32, 77 tokens, 49,408-token vocabulary), random weights of ``seed``."""
     if (folder / "config.json").is_file():
         return folder
     if preset == "tiny":
@@ -233,14 +233,14 @@ def write_model(folder: Path, preset: str) -> Path:
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
         from tests.unit.model_world import tiny_clip
 
-        return tiny_clip(folder)
+        return tiny_clip(folder, seed)
     import torch
     from transformers import CLIPConfig
     from transformers import CLIPImageProcessor
     from transformers import CLIPModel
     from transformers import CLIPProcessor
 
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     config = CLIPConfig(
         text_config={"hidden_size": 512, "intermediate_size": 2048, "num_hidden_layers": 12, "num_attention_heads": 8,
                      "vocab_size": VOCAB, "max_position_embeddings": 77, **TOKEN_IDS},

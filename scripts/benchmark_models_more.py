@@ -1,0 +1,77 @@
+"""Two more rows of ``scripts/benchmark_models.py``, each in a fresh Python:
+
+- ``--models K``: K models of the preset's shape (random weights, seeds 0..K-1, one image processor) in one
+  ``evaluate_models`` call, images decoded once for all of them (the default) and decoded per model
+  (``share_decode=False``), cold cache: what a sweep costs (issue 40: "a sweep should cost one decode");
+- ``--profile``: the warm-cache run of ``--benchmarks`` under cProfile, its 25 most expensive calls
+  (cumulative), so that the start-up a warm run pays shows where it goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import sys
+import time
+from pathlib import Path
+
+import benchmark_models_world as world
+
+
+def model_folders(root: Path, preset: str, k: int) -> list[Path]:
+    """The preset's model (seed 0) and k - 1 more of its shape (seeds 1..k-1), written once."""
+    return [world.write_model(root / (f"model_{preset}" if s == 0 else f"model_{preset}_{s}"), preset, s)
+            for s in range(k)]  # fmt: skip
+
+
+def child_many(args: argparse.Namespace, root: Path) -> dict:
+    """The K models in one evaluate_models call (``--share`` yes / no)."""
+    from eccv_metric.models.many import evaluate_models
+
+    specs = [f"hf:{f}" for f in model_folders(root, args.preset, args.models)]
+    start = time.perf_counter()
+    runs = evaluate_models(
+        specs, root / "world", benchmarks=args.benchmarks, resources=world.resources(root / "world"),
+        device=args.device, precision=args.precision, batch_size=args.batch_size,
+        text_batch_size=args.text_batch_size, workers=args.workers, decode=args.decode, cache_dir=args.cache,
+        share_decode=args.share == "yes",
+    )  # fmt: skip
+    fed = [r.provenance["items"].get("images.image", {}).get("shared_decode") for r in runs]
+    return {"call": time.perf_counter() - start, "fed": sum(1 for f in fed if f)}
+
+
+def profiled(fn: object) -> tuple[object, str]:
+    """``fn()`` under cProfile: its result and the 25 most expensive calls (cumulative)."""
+    profile = cProfile.Profile()
+    out = profile.runcall(fn)  # type: ignore[arg-type]
+    text = io.StringIO()
+    pstats.Stats(profile, stream=text).sort_stats("cumulative").print_stats(25)
+    return out, text.getvalue()
+
+
+def add_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--models", type=int, default=1, help="K > 1: K models in one call, shared / per-model decode")
+    p.add_argument("--profile", action="store_true", help="the warm-cache run under cProfile (its top 25)")
+    p.add_argument("--share", choices=["yes", "no"], help=argparse.SUPPRESS)
+
+
+def many_rows(args: argparse.Namespace, passed: list[str], root: Path, run_child: object) -> dict[str, dict]:
+    """The ``--models`` rows (cold caches), for the table."""
+    import shutil
+
+    rows = {}
+    for share in ("yes", "no"):
+        cache = root / f"cache_many_{share}"
+        shutil.rmtree(cache, ignore_errors=True)
+        name = f"ours, {args.models} models, decode {'shared' if share == 'yes' else 'per model'}, cold cache"
+        rows[name] = run_child("many", passed, ["--cache", str(cache), "--share", share])  # type: ignore[operator]
+    return rows
+
+
+def print_profile(runs: dict[str, dict]) -> None:
+    for name, r in runs.items():
+        if r.get("profile"):
+            print(f"profile of '{name}' (cumulative, top 25):", file=sys.stderr)
+            print(r["profile"], file=sys.stderr)
