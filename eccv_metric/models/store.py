@@ -138,6 +138,7 @@ class EmbeddingStore:
                 self.seen.setdefault(key, (s, row))
             counts = {"items": len(keys), "dimensions": int(done[s].shape[1]), "shared": len(keys) - len(fresh)}
             report[s.label] = {**meta, **counts, "digest": items[s].digest, "cache": str(entry.dir) if entry else None}
+        self.received.clear()  # batches fed for a part this run did not encode (its whole set was cached)
         return done, report
 
     def size(self, items: Items) -> int:
