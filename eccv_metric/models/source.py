@@ -66,6 +66,7 @@ class DataSource:
             if not (p.is_dir() or zipfile.is_zipfile(p)):
                 raise EvaluationError(f"images= {p}: not a folder of images nor a zip file")
         self._zip_members: dict[Path, dict[str, zipfile.ZipInfo]] = {}
+        self._items: dict[ItemSet, Items] = {}  # each set read once per source (several models of one call)
 
     def config_files(self, config: str) -> list[Path]:
         if self.root is not None:
@@ -131,7 +132,14 @@ class DataSource:
         return None
 
     def read(self, item_set: ItemSet) -> Items:
-        """The items of a set in the config's order (a restricted set: the ids it holds), with their digest."""
+        """The items of a set in the config's order (a restricted set: the ids it holds), with their digest;
+        read once (the models of one call share them)."""
+        if item_set not in self._items:
+            self._items[item_set] = self.read_now(item_set)
+        return self._items[item_set]
+
+    def read_now(self, item_set: ItemSet) -> Items:
+        """:meth:`read`, from the files."""
         src, only = item_set.source, item_set.only
         files = self.config_files(src.config)
         if not files:
