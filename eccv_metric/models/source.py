@@ -183,7 +183,7 @@ class DataSource:
                         else [None] * len(files_)
                     )
                 ]
-                embedded = (~np.asarray(table.column(src.pixel_column).is_null())).tolist()
+                embedded = [not null for null in table.column(src.pixel_column).is_null().to_pylist()]  # no pandas
                 for row, (name, origin, has, k) in enumerate(zip(files_, origins, embedded, keep, strict=True)):
                     if not k:
                         continue
