@@ -175,7 +175,7 @@ class EmbeddingStore:
         return EmbeddingCache(self.key(items), self.root, len(items.ids)) if self.root is not None else None
 
     def has_finished(self, items: Items) -> bool:
-        """Whether this store's cache holds every embedding of ``items`` (checked), or was fed all of them."""
+        """Whether this store's cache holds every embedding of ``items`` (a finished entry, checked)."""
         entry = self.entry(items)
         return entry is not None and entry.finished() is not None
 
