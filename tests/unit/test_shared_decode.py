@@ -12,6 +12,7 @@ import pytest
 from eccv_metric.models.encode import ImageItems
 from eccv_metric.models.many import evaluate_models
 from eccv_metric.models.many import model_slug
+from tests.unit.model_world import pixel_folder
 from tests.unit.model_world import run_model
 from tests.unit.model_world import tiny_clip
 from tests.unit.model_world import tiny_siglip
@@ -47,8 +48,8 @@ def models(tmp_path_factory):
 
 
 def _many(models, data, world, tmp_path, **kwargs):  # noqa: ANN001, ANN202
-    options = {"resources": world.resources(), "workers": 0, "batch_size": 8, "text_batch_size": 8}
-    return evaluate_models(models, data, benchmarks=None, n_resamples=20, **{**options, **kwargs})
+    options = {"resources": world.resources(), "workers": 0, "batch_size": 8, "text_batch_size": 8, "benchmarks": None}
+    return evaluate_models(models, data, n_resamples=20, **{**options, **kwargs})
 
 
 def _images(world) -> int:  # noqa: ANN001
@@ -129,6 +130,20 @@ def test_batches_the_first_model_resumed_are_decoded_by_the_next(world, data, mo
     assert len(decodes) == n  # the first's rest, then the second's resumed part decoded for it and the third
     for k, spec in enumerate([*models[:2], third]):
         alone = run_model(spec, data, world, tmp_path, cache=False)
+        assert runs[k].results.means() == alone.results.means()
+
+
+def test_a_gallery_part_of_its_own_is_fed_too(world, data, models, tmp_path, decodes):
+    """MSCOCO-FG's gallery holds the coco_5k images: each model encodes only the rest, as a subset of its own;
+    the second CLIP is fed that subset too, and both give their own runs' numbers."""
+    names, pixels = ["coco_5k", "mscoco_fg"], [pixel_folder(world, tmp_path / "pixels")]
+    runs = _many(models[:2], data, world, tmp_path, benchmarks=names, images=pixels, cache=False)
+    gallery = runs[1].provenance["items"]["mscoco_fg_gallery.image"]
+    rest = gallery["items"] - gallery["shared"]
+    assert 0 < rest < gallery["items"] and gallery["shared_decode"] == {"items": rest, "decoded_by": {models[0]: rest}}
+    assert len(decodes) == _images(world) + rest
+    for k in range(2):
+        alone = run_model(models[k], data, world, tmp_path, benchmarks=names, images=pixels, cache=False)
         assert runs[k].results.means() == alone.results.means()
 
 
