@@ -3,8 +3,9 @@
 - ``--models K``: K models of the preset's shape (random weights, seeds 0..K-1, one image processor) in one
   ``evaluate_models`` call, images decoded once for all of them (the default) and decoded per model
   (``share_decode=False``), cold cache: what a sweep costs (issue 40: "a sweep should cost one decode");
-- ``--profile``: the warm-cache run of ``--benchmarks`` under cProfile, its 25 most expensive calls
-  (cumulative), so that the start-up a warm run pays shows where it goes.
+- ``--profile``: one more warm-cache run of ``--benchmarks``, under cProfile (its own row: the profiler slows
+  it; the timed warm-cache row runs without), its 25 most expensive calls (cumulative), so that the start-up
+  a warm run pays shows where it goes.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def profiled(fn: object) -> tuple[object, str]:
 
 def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--models", type=int, default=1, help="K > 1: K models in one call, shared / per-model decode")
-    p.add_argument("--profile", action="store_true", help="the warm-cache run under cProfile (its top 25)")
+    p.add_argument("--profile", action="store_true", help="one more warm-cache run, under cProfile (its top 25)")
     p.add_argument("--share", choices=["yes", "no"], help=argparse.SUPPRESS)
 
 

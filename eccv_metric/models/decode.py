@@ -33,6 +33,7 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.models.background import ahead
 from eccv_metric.models.encode import ImageItems
 from eccv_metric.models.encoder import Encoder
+from eccv_metric.models.identity import without_addresses
 from eccv_metric.models.items import Items
 from eccv_metric.models.workers import image_batches
 
@@ -238,7 +239,7 @@ def open_clip_tensor_preprocessing(transform: Any) -> tuple[Callable[[list], Any
             out.append(image)
         return torch.stack(out)
 
-    return prepare, {"transform": repr(transform), "on": "tensors"}
+    return prepare, {"transform": without_addresses(repr(transform)), "on": "tensors"}
 
 
 def _to_float(image: Any) -> Any:

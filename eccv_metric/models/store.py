@@ -101,8 +101,7 @@ class EmbeddingStore:
         self.workers = workers
         self.seen: dict[tuple, tuple[ItemSet, int]] = {}  # an item (Items.keys) -> the set and row that has it
         self.companions: list[EmbeddingStore] = []  # fed this store's prepared image batches (models.shared)
-        self.received: dict[str, dict[Bounds, np.ndarray]] = {}  # by cache key: batches another store fed
-        self.received_from: dict[str, str] = {}  # by cache key: the model whose decode fed them
+        self.received: dict[str, dict[Bounds, tuple[np.ndarray, str]]] = {}  # by cache key: batches fed, by whom
 
     def embed(self, sets: list[ItemSet], items: dict[ItemSet, Items]) -> tuple[dict[ItemSet, np.ndarray], dict]:
         """(embeddings of each set, what made them: per set label, counts, digest and cache folder)."""
@@ -176,16 +175,14 @@ class EmbeddingStore:
         return EmbeddingCache(self.key(items), self.root, len(items.ids)) if self.root is not None else None
 
     def has_finished(self, items: Items) -> bool:
-        """Whether this store's cache holds every embedding of ``items`` (checked), or was fed all of them."""
+        """Whether this store's cache holds every embedding of ``items`` (a finished entry, checked)."""
         entry = self.entry(items)
         return entry is not None and entry.finished() is not None
 
     def receive(self, items: Items, bounds: Bounds, rows: np.ndarray, by: str) -> None:
         """One batch of ``items`` encoded by this store's model from the prepared images of another store (of
         model ``by``: :mod:`eccv_metric.models.shared`), taken as encoded when this store's run reaches ``items``."""
-        key = cache_key(self.key(items))
-        self.received.setdefault(key, {})[bounds] = rows
-        self.received_from[key] = by
+        self.received.setdefault(cache_key(self.key(items)), {})[bounds] = (rows, by)
 
     def values(self, items: Items, entry: EmbeddingCache | None) -> tuple[np.ndarray, dict]:
         """Every item's embedding (config order) and what made them: from the entry, resumed, encoded now."""
@@ -196,9 +193,12 @@ class EmbeddingStore:
         step = self.size(items) * (CHUNK if self.encoder.batches_itself else 1)
         bounds = batch_bounds(len(items.ids), step)
         parts = entry.resumed(bounds) if entry is not None else {}
-        handed = self.received.pop(cache_key(self.key(items)), {})  # fed by a store sharing the decode
-        shared = {b: rows for b, rows in handed.items() if b in set(bounds) and b not in parts}
-        by = self.received_from.pop(cache_key(self.key(items)), None)
+        handed = self.received.pop(cache_key(self.key(items)), {})  # fed by stores sharing the decode
+        shared = {b: rows for b, (rows, _) in handed.items() if b in set(bounds) and b not in parts}
+        decoded_by: dict[str, int] = {}  # whose decode fed how many items (a chain: several models)
+        for start, stop in shared:
+            who = handed[(start, stop)][1]
+            decoded_by[who] = decoded_by.get(who, 0) + stop - start
         todo = [b for b in bounds if b not in parts and b not in shared]
         order = self.order(items)
         what = f"{items.item_set.collection} {items.item_set.kind}s ({items.item_set.label})"
@@ -210,7 +210,7 @@ class EmbeddingStore:
             encoded = encode_batches(self.encoder, items, todo, self.workers, order, raw, feed)
             values, meta = self.collect(encoded, entry, bounds, parts, bar, items, order, shared)
         if shared:
-            meta["shared_decode"] = {"items": sum(e - s for s, e in shared), "decoded_by": by}
+            meta["shared_decode"] = {"items": sum(e - s for s, e in shared), "decoded_by": decoded_by}
         return values, meta
 
     def collect(

@@ -70,3 +70,28 @@ def test_collate_stacks_tensors_and_keeps_errors():
     got = w.collate([(0, torch.ones(2), None), (1, torch.zeros(2), None)])
     assert got[0] == [0, 1] and np.array_equal(got[1].numpy(), [[1, 1], [0, 0]]) and got[2] == []
     assert w.collate([(0, None, "bad"), (1, torch.ones(2), None)]) == ([0, 1], None, ["bad"])
+
+
+class _Rows:
+    """Item i: a tensor of i (what a prepared image would be), no error."""
+
+    def __len__(self) -> int:
+        return 300
+
+    def __getitem__(self, i: int):  # noqa: ANN204
+        import torch
+
+        return i, torch.full((3,), float(i)), None
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_image_batches_with_gaps_give_each_batch_in_order(workers):
+    """The batches a resumed run still encodes have gaps between them (the finished ones are read back): each
+    comes back whole, in order, its rows its own (forked workers, pieces of at least 16)."""
+    torch = pytest.importorskip("torch")
+    todo = [(0, 64), (128, 192), (192, 256), (256, 300)]
+    got = list(w.image_batches(_Rows(), todo, workers, "cpu"))
+    assert [bounds for bounds, _ in got] == todo
+    for (start, stop), (index, values, errors) in got:
+        assert index == list(range(start, stop)) and errors == []
+        assert torch.equal(values[:, 0], torch.arange(start, stop, dtype=torch.float32))

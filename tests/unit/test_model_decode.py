@@ -178,3 +178,23 @@ def test_open_clip_transform_on_tensors():
         EvaluationError, match=r"^decode= gpu: open_clip's transform step RandomCrop has no tensor form"
     ):
         open_clip_tensor_preprocessing(compose)
+
+
+def test_open_clip_tensor_description_is_the_same_in_every_process():
+    """The description goes into the cache key and the shared-decode key: torchvision's ``Compose`` repr shows
+    open_clip's ``_convert_to_rgb`` step as ``<function _convert_to_rgb at 0x...>``, an address that moves from
+    process to process (every ``decode="gpu"`` run of an open_clip model would miss the cache)."""
+    from eccv_metric.models.decode import open_clip_tensor_preprocessing
+
+    def _convert_to_rgb(image):  # noqa: ANN001, ANN202
+        return image
+
+    class Compose:  # as torchvision's: one line per step
+        def __init__(self, transforms):  # noqa: ANN001, ANN204
+            self.transforms = transforms
+
+        def __repr__(self) -> str:
+            return "Compose(\n" + "".join(f"    {t}\n" for t in self.transforms) + ")"
+
+    _, describe = open_clip_tensor_preprocessing(Compose([_convert_to_rgb]))
+    assert " at 0x" not in describe["transform"] and "_convert_to_rgb" in describe["transform"]

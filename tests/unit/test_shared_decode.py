@@ -12,6 +12,7 @@ import pytest
 from eccv_metric.models.encode import ImageItems
 from eccv_metric.models.many import evaluate_models
 from eccv_metric.models.many import model_slug
+from tests.unit.model_world import pixel_folder
 from tests.unit.model_world import run_model
 from tests.unit.model_world import tiny_clip
 from tests.unit.model_world import tiny_siglip
@@ -47,8 +48,8 @@ def models(tmp_path_factory):
 
 
 def _many(models, data, world, tmp_path, **kwargs):  # noqa: ANN001, ANN202
-    options = {"resources": world.resources(), "workers": 0, "batch_size": 8, "text_batch_size": 8}
-    return evaluate_models(models, data, benchmarks=None, n_resamples=20, **{**options, **kwargs})
+    options = {"resources": world.resources(), "workers": 0, "batch_size": 8, "text_batch_size": 8, "benchmarks": None}
+    return evaluate_models(models, data, n_resamples=20, **{**options, **kwargs})
 
 
 def _images(world) -> int:  # noqa: ANN001
@@ -64,7 +65,7 @@ def test_models_sharing_a_preprocessing_decode_once_and_get_their_own_numbers(wo
     assert len(decodes) == 2 * n  # the CLIPs' decode, the SigLIP's (the text model has no images)
     assert sorted(decodes[:n]) == sorted(world.image_ids) == sorted(decodes[n:])
     fed = together[1].provenance["items"][IMAGES]
-    assert fed["shared_decode"] == {"items": n, "decoded_by": models[0]} and fed["encoded"] == n
+    assert fed["shared_decode"] == {"items": n, "decoded_by": {models[0]: n}} and fed["encoded"] == n
     assert "shared_decode" not in together[0].provenance["items"][IMAGES]
     assert "shared_decode" not in together[2].provenance["items"][IMAGES]
     for k, spec in enumerate(models):
@@ -92,16 +93,18 @@ def test_a_model_whose_images_are_cached_leaves_the_decode_to_the_next(world, da
     run_model(models[0], data, world, tmp_path, cache_dir=tmp_path / "cache")
     decodes.clear()
     runs = _many([models[0], models[1], third], data, world, tmp_path, cache_dir=tmp_path / "cache")
-    assert len(decodes) == _images(world)
+    n = _images(world)
+    assert len(decodes) == n
     assert runs[0].provenance["items"][IMAGES]["cached"]
-    assert runs[2].provenance["items"][IMAGES]["shared_decode"]["decoded_by"] == models[1]
+    assert runs[2].provenance["items"][IMAGES]["shared_decode"]["decoded_by"] == {models[1]: n}
     alone = run_model(third, data, world, tmp_path, cache=False)
     assert runs[2].results.means() == alone.results.means()
 
 
 def test_batches_the_first_model_resumed_are_decoded_by_the_next(world, data, models, tmp_path, decodes, monkeypatch):
     """The first CLIP resumes half its image batches from an interrupted run: the second is fed the batches the
-    first encodes now and decodes the others itself; both give their own run's numbers."""
+    first encodes now and decodes the others itself, feeding them to a third, whose provenance names both
+    decodes; each gives its own run's numbers."""
     from transformers import CLIPModel
 
     real = CLIPModel.get_image_features
@@ -118,13 +121,29 @@ def test_batches_the_first_model_resumed_are_decoded_by_the_next(world, data, mo
         run_model(models[0], data, world, tmp_path, cache_dir=tmp_path / "cache")
     monkeypatch.setattr(CLIPModel, "get_image_features", real)
     decodes.clear()
-    runs = _many(models[:2], data, world, tmp_path, cache_dir=tmp_path / "cache")
-    first, second = (r.provenance["items"][IMAGES] for r in runs)
+    third = f"hf:{tiny_clip(tmp_path / 'clip_c', seed=5)}"
+    runs = _many([*models[:2], third], data, world, tmp_path, cache_dir=tmp_path / "cache")
+    first, second, last = (r.provenance["items"][IMAGES] for r in runs)
     n = _images(world)
-    assert first["resumed"] == 16 and second["shared_decode"]["items"] == n - 16
-    assert len(decodes) == n  # the first's rest, then the second's resumed part decoded for it alone
+    assert first["resumed"] == 16 and second["shared_decode"] == {"items": n - 16, "decoded_by": {models[0]: n - 16}}
+    assert last["shared_decode"] == {"items": n, "decoded_by": {models[0]: n - 16, models[1]: 16}}
+    assert len(decodes) == n  # the first's rest, then the second's resumed part decoded for it and the third
+    for k, spec in enumerate([*models[:2], third]):
+        alone = run_model(spec, data, world, tmp_path, cache=False)
+        assert runs[k].results.means() == alone.results.means()
+
+
+def test_a_gallery_part_of_its_own_is_fed_too(world, data, models, tmp_path, decodes):
+    """MSCOCO-FG's gallery holds the coco_5k images: each model encodes only the rest, as a subset of its own;
+    the second CLIP is fed that subset too, and both give their own runs' numbers."""
+    names, pixels = ["coco_5k", "mscoco_fg"], [pixel_folder(world, tmp_path / "pixels")]
+    runs = _many(models[:2], data, world, tmp_path, benchmarks=names, images=pixels, cache=False)
+    gallery = runs[1].provenance["items"]["mscoco_fg_gallery.image"]
+    rest = gallery["items"] - gallery["shared"]
+    assert 0 < rest < gallery["items"] and gallery["shared_decode"] == {"items": rest, "decoded_by": {models[0]: rest}}
+    assert len(decodes) == _images(world) + rest
     for k in range(2):
-        alone = run_model(models[k], data, world, tmp_path, cache=False)
+        alone = run_model(models[k], data, world, tmp_path, benchmarks=names, images=pixels, cache=False)
         assert runs[k].results.means() == alone.results.means()
 
 
