@@ -54,7 +54,7 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
         "--model",
         action="append",
         help=spec_help() + "; several --model: each its own numbers, run in turn, images decoded once for the "
-        "models that prepare them alike (all loaded at once); -o / --per-query / --save-embeddings then name "
+        "models that prepare them alike (loaded together); -o / --per-query / --save-embeddings then name "
         "folders (one file or subfolder per model)",
     )
     g.add_argument("--data", help="--model: a folder built by `eccv-caption build` or its Hub dataset repo")

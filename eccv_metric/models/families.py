@@ -45,6 +45,9 @@ class Family:
     extra: str | None = None  # the pip install line that brings the library (None: nothing to install)
     modalities: tuple[str, ...] = ("image", "caption")
     similarity: str = "cosine"
+    # what a model's image preprocessing is, read before its weights load (its Encoder's image_preprocessing;
+    # None: not known before loading): models that agree are loaded together to share a decode (models.shared)
+    image_key: Callable[[str, LoadOptions], dict | None] | None = None
 
 
 FAMILIES: dict[str, Family] = {}

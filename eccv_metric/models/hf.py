@@ -9,10 +9,12 @@ card's usage), others pad to the longest in the batch. Similarity: cosine.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.models.decode import hf_tensor_preprocessing
+from eccv_metric.models.decode import load_image_processor
 from eccv_metric.models.decode import pil_image_processor
 from eccv_metric.models.families import Family
 from eccv_metric.models.families import LoadOptions
@@ -21,6 +23,7 @@ from eccv_metric.models.families import require
 from eccv_metric.models.identity import saved_digest
 from eccv_metric.models.torchutil import EXTRA
 from eccv_metric.models.torchutil import Loading
+from eccv_metric.models.torchutil import hub_unreachable
 from eccv_metric.models.torchutil import pinned
 from eccv_metric.models.torchutil import to_device
 from eccv_metric.models.weights import hub_folder
@@ -65,8 +68,7 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
         return hf_tensor_preprocessing(name, at.device, at.local_only)
 
     preprocessing = {
-        "image_processor": image_processor.to_dict() if image_processor is not None else None,
-        "image_processor_class": type(image_processor).__name__ if image_processor is not None else None,
+        **image_description(image_processor),
         "tokenizer": type(tokenizer).__name__ if tokenizer is not None else None,
         "processor": saved_digest(processor),  # every file of the tokenizer and the image processor
         "padding": padding,
@@ -88,10 +90,27 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
         encode_tokens=encode_tokens if has_texts else None,
         sort_texts=padding is True,  # padded to the longest caption of a batch: batches in length order
         tensor_preprocessing=tensor_preprocessing if has_images else None,
-        image_preprocessing={key: preprocessing[key] for key in ("image_processor", "image_processor_class")}
-        if has_images
-        else None,
+        image_preprocessing=image_description(image_processor) if has_images else None,
     )
+
+
+def image_description(image_processor: Any) -> dict:
+    """What the PIL image processor does, as data (the Encoder's ``image_preprocessing``, part of its identity)."""
+    described = {
+        "image_processor": image_processor.to_dict() if image_processor is not None else None,
+        "image_processor_class": type(image_processor).__name__ if image_processor is not None else None,
+    }
+    return json.loads(json.dumps(described, default=str, sort_keys=True))
+
+
+def image_key(name: str, options: LoadOptions) -> dict | None:
+    """The model's image preprocessing before its weights load: its image processor with the PIL backend, as
+    :func:`load` describes it; None when it cannot be read (the load then says why, or the model has none)."""
+    try:
+        local_only = not Path(name).exists() and hub_unreachable(name) is not None
+        return image_description(load_image_processor(name, "pil", local_only))
+    except Exception:  # noqa: BLE001 - not known before loading: the model is loaded alone
+        return None
 
 
 def text_length(model: Any, tokenizer: Any) -> int | None:
@@ -124,5 +143,6 @@ FAMILY = register(
         (("hf:<repo or folder>", "transformers AutoModel + AutoProcessor: CLIPModel, SiglipModel, ..."),),
         load,
         EXTRA,
+        image_key=image_key,
     )
 )

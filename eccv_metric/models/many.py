@@ -7,10 +7,12 @@
 
 Each model gets its own results, provenance and cache entries, the numbers a run of its own gives. Images are
 decoded once for the models that prepare them the same way (:mod:`eccv_metric.models.shared`: most CLIP
-checkpoints share 224-pixel bicubic crops with the same mean and std): every model of the call is loaded
-first, then each run in the given order encodes, the first of a group feeding its prepared batches to the
-others. Memory: every model at once. ``share_decode=False``: one model loaded at a time, each decoding its
-own images. ``save_embeddings`` names a folder receiving one subfolder per model (:func:`model_slug`).
+checkpoints share 224-pixel bicubic crops with the same mean and std): the models whose image preprocessing
+is the same, read before their weights load (an ``hf:`` model's image processor; other families and Python
+objects cannot tell and load alone: :func:`load_groups`), are loaded together, then each of them encodes in
+the given order, the first feeding its prepared batches to the others. Memory: the largest such group of
+models at once. ``share_decode=False``: one model loaded at a time, each decoding its own images.
+``save_embeddings`` names a folder receiving one subfolder per model (:func:`model_slug`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from eccv_metric.core.defaults import N_RESAMPLES
 from eccv_metric.core.defaults import SEED
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.models.digests import FileDigests
+from eccv_metric.models.families import LoadOptions
 from eccv_metric.models.run import LoadedRun
 from eccv_metric.models.run import ModelResults
 from eccv_metric.models.run import RunOptions
@@ -34,6 +37,7 @@ from eccv_metric.models.run import model_request
 from eccv_metric.models.run import open_run
 from eccv_metric.models.shared import link
 from eccv_metric.models.source import DataSource
+from eccv_metric.models.spec import image_key
 
 
 def model_slug(k: int, model: object) -> str:
@@ -55,7 +59,7 @@ def evaluate_models(
 ) -> list[ModelResults]:
     """:func:`~eccv_metric.models.run.evaluate_model` for each of ``models`` (specs, Encoders or objects), in
     order; keywords as there (``save_embeddings``: a folder of one subfolder per model), and ``share_decode``
-    (default True: images decoded once for the models that prepare them alike, every model loaded at once;
+    (default True: images decoded once for the models that prepare them alike, loaded together;
     False: one model at a time, see the module docstring)."""
     request, skip = model_request(metrics, ks, benchmarks, n_resamples, seed)
     return evaluate_models_request(models, data, request, skip_unavailable=skip, **kwargs)
@@ -81,10 +85,22 @@ def evaluate_models_request(
     pairs = list(zip(models, saves, strict=True))
     if not share_decode:
         return [finish_run(open_run(model, source, request, options, save)) for model, save in pairs]
-    runs: list[LoadedRun | None] = [open_run(model, source, request, options, save) for model, save in pairs]
-    link([run.store for run in runs if run is not None])
-    out = []
-    for k, run in enumerate(runs):
-        runs[k] = None  # released once its numbers are made
-        out.append(finish_run(run))  # type: ignore[arg-type]
-    return out
+    out: dict[int, ModelResults] = {}
+    for group in load_groups(models, options):
+        runs: dict[int, LoadedRun] = {k: open_run(pairs[k][0], source, request, options, pairs[k][1]) for k in group}
+        link([runs[k].store for k in group])
+        for k in group:
+            out[k] = finish_run(runs.pop(k))  # each model released once its numbers are made
+    return [out[k] for k in range(len(models))]
+
+
+def load_groups(models: Sequence[object], options: RunOptions) -> list[list[int]]:
+    """The models loaded together, by index: those whose image preprocessing, read before their weights load
+    (:func:`~eccv_metric.models.spec.image_key`), is the same; any other model alone. Groups in the order of
+    their first model; within a group, the given order."""
+    load = LoadOptions(options.device, options.precision, options.batch_size, options.text_batch_size)
+    groups: dict[object, list[int]] = {}
+    for k, model in enumerate(models):
+        key = image_key(model, load)
+        groups.setdefault(key if key is not None else ("alone", k), []).append(k)
+    return list(groups.values())

@@ -13,7 +13,8 @@ batch (:func:`feeder`) and receives its rows (:meth:`EmbeddingStore.receive
 <eccv_metric.models.store.EmbeddingStore.receive>`, in memory, by the cache key the companion's own run will
 compute); the companion's own run then takes those batches as encoded and decodes only what it did not
 receive (a batch the first model resumed from its cache, say). Captions are not shared (each model has its
-own tokenizer). Memory: every model of a group is loaded at once, plus each companion's received rows.
+own tokenizer). Memory: every model of a group is loaded at once (:func:`~eccv_metric.models.many.load_groups`),
+plus each companion's received rows until its own run.
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ their libraries inside functions, so this module imports no torch.
 
 from __future__ import annotations
 
+import json
+
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.models.encoder import KIND_METHODS
 from eccv_metric.models.encoder import Encoder
@@ -47,6 +49,16 @@ def load_model(
             "encode_texts(list of str)"
         )
     return wrap_object(model)
+
+
+def image_key(model: object, options: LoadOptions) -> str | None:
+    """A spec's image preprocessing before it loads, as a comparable string (its family's ``image_key``); None
+    for objects, families that cannot tell, and models without images."""
+    if not isinstance(model, str):
+        return None
+    family, name = parse_spec(model)
+    described = family.image_key(name, options) if family.image_key is not None else None
+    return None if described is None else json.dumps(described, sort_keys=True, default=str)
 
 
 def spec_help() -> str:

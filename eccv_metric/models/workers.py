@@ -17,8 +17,9 @@
   spawned process; the ``eccv-caption`` command does.
 - **How far ahead**: each worker prepares ``prefetch_factor`` pieces ahead, at least four in flight in all;
   on a GPU pieces are pinned, so their copies do not block.
-- **In pieces**: with two workers or more, each batch is read in equal pieces (:func:`pieces`: at least
-  ``PIECES_PER_WORKER`` per worker over the run, at least ``LEAST_PIECE`` items each) and joined again in the
+- **In pieces**: with two workers or more, each batch is read in equal pieces (:func:`pieces`:
+  about ``PIECES_PER_WORKER`` per worker over the run (each batch cut into as many equal pieces as that asks;
+  a short last batch gives fewer), at least ``LEAST_PIECE`` items each) and joined again in the
   main process (:func:`image_batches`; on a GPU on the device). The DataLoader deals its units to the workers
   in turn, so with whole batches the last round leaves most workers idle (5,000 images in batches of 256 are
   20 batches: 15 workers do 15, then 5 of them the last 5, a run twice one batch's time); the model still
@@ -41,7 +42,7 @@ from eccv_metric.core.errors import EvaluationError
 
 START_ENV = "ECCV_CAPTION_WORKER_START"
 IN_FLIGHT = 4  # pieces prepared ahead of the model, at least, over all workers
-PIECES_PER_WORKER = 4  # loader units per worker over a run, at least (two workers or more)
+PIECES_PER_WORKER = 4  # loader units per worker over a run, about (two workers or more)
 LEAST_PIECE = 16  # items per piece, at least
 Bounds = tuple[int, int]
 Collated = tuple[list[int], Any, list[str]]  # (indices, stacked tensors or the list of prepared items, errors)

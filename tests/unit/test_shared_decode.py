@@ -162,3 +162,49 @@ def test_cli_decode_per_model_flag(world, data, tmp_path, monkeypatch, flag, sha
     with pytest.raises(SystemExit):
         main(argv)
     assert seen["share_decode"] is shared
+
+
+def test_only_models_sharing_a_preprocessing_are_loaded_together(world, data, models, tmp_path, monkeypatch):
+    """Models are grouped by their image preprocessing read before the weights load: the two CLIPs are loaded
+    together, the SigLIP, the text model and a Python object each alone (at most two models in memory), and
+    the results come back in the given order."""
+    from eccv_metric.models import many
+    from tests.unit.model_world import Counting
+
+    alive, most, order = [0], [0], []
+    real_open, real_finish = many.open_run, many.finish_run
+
+    def counted_open(model, *args):  # noqa: ANN001, ANN002, ANN202
+        alive[0] += 1
+        most[0] = max(most[0], alive[0])
+        order.append(model)
+        return real_open(model, *args)
+
+    def counted_finish(run):  # noqa: ANN001, ANN202
+        alive[0] -= 1
+        return real_finish(run)
+
+    monkeypatch.setattr(many, "open_run", counted_open)
+    monkeypatch.setattr(many, "finish_run", counted_finish)
+    counting = Counting()
+    given = [models[0], models[2], models[1], models[3], counting]
+    runs = _many(given, data, world, tmp_path, cache=False)
+    assert most[0] == 2 and alive[0] == 0
+    assert order == [models[0], models[1], models[2], models[3], counting]  # the CLIPs' group first
+    assert [r.provenance["model"] for r in runs[:4]] == given[:4]
+    assert runs[2].provenance["items"][IMAGES]["shared_decode"]["decoded_by"] == {models[0]: _images(world)}
+
+
+def test_the_preprocessing_read_before_loading_is_the_loaded_models(models):
+    """What groups the models (read before the weights) is what the loaded model declares (what shares)."""
+    import json
+
+    from eccv_metric.models.families import LoadOptions
+    from eccv_metric.models.spec import image_key
+    from eccv_metric.models.spec import load_model
+
+    for spec in models[:3]:
+        loaded = load_model(spec, "cpu", workers=0)
+        assert image_key(spec, LoadOptions("cpu")) == json.dumps(loaded.image_preprocessing, sort_keys=True)
+    assert image_key(models[3], LoadOptions("cpu")) is None  # sentence-transformers: not known before loading
+    assert image_key(object(), LoadOptions("cpu")) is None
