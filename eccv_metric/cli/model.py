@@ -38,7 +38,7 @@ MODEL_WORDS = {
     "text_batch_size": "--text-batch-size",
     "workers": "--workers",
     "decode": "--decode",
-    "share_decode": "--decode-per-model",
+    "share_decode=False": "--decode-per-model",
     "save_embeddings": "--save-embeddings",
     "cache_dir": "--cache-dir",
 }

@@ -20,14 +20,16 @@ class EvaluationError(ValueError):
 
 EvaluationError.__module__ = "eccv_metric"  # how users import it, and how tracebacks name it
 
-_KEYWORD = re.compile(r"(?<![\w-])([A-Za-z_][A-Za-z0-9_]*)=(True\b)?")
+_KEYWORD = re.compile(r"(?<![\w-])([A-Za-z_][A-Za-z0-9_]*)=(?:(True|False)\b)?")
 MAX_MESSAGE = 2000  # a message longer than this is cut (an error line, not a dump)
 
 
 def in_words(exc: BaseException | str, words: Mapping[str, str]) -> str:
     """The message of ``exc`` on one line, each ``keyword=`` it names replaced by ``words[keyword]``.
 
-    A boolean switch written ``partial=True`` becomes the words of ``partial`` (a flag, a tick box).
+    A boolean switch written ``partial=True`` becomes the words of ``partial`` (a flag, a tick box); one
+    written ``share_decode=False`` the words of ``share_decode=False`` where the table has them (a flag
+    that turns a default off).
     Keywords the table does not know stay as they are. Line breaks become ``"; "``;
     an exception without a message is named by its type.
     """
@@ -36,9 +38,16 @@ def in_words(exc: BaseException | str, words: Mapping[str, str]) -> str:
         text = f"missing key {exc.args[0]!r}"
     if not text.strip() and not isinstance(exc, str):
         text = type(exc).__name__
-    text = _KEYWORD.sub(lambda m: words.get(m.group(1), m.group(0)), text)
+    text = _KEYWORD.sub(lambda m: _switch(m, words), text)
     line = "; ".join(part.strip() for part in text.splitlines() if part.strip())
     return line if len(line) <= MAX_MESSAGE else line[: MAX_MESSAGE - 3] + "..."
+
+
+def _switch(match: re.Match, words: Mapping[str, str]) -> str:
+    name, value = match.group(1), match.group(2)
+    if value == "False":
+        return words.get(f"{name}=False", match.group(0))
+    return words.get(name, match.group(0))
 
 
 class ChanceLevelWarning(UserWarning):

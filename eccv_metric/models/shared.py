@@ -23,6 +23,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from eccv_metric.core.errors import EvaluationError
 from eccv_metric.models.encode import Bounds
 from eccv_metric.models.encode import as_rows
 from eccv_metric.models.items import Items
@@ -64,8 +65,17 @@ def feeder(leader: Any, items: Items) -> Callable[[Bounds, Any], None] | None:
     def feed(bounds: Bounds, pixels: Any) -> None:
         start, stop = bounds
         for c in takers:
-            made = c.encoder.encode_prepared(pixels)
-            rows = as_rows(made, stop - start, f"{c.encoder.spec} on {what} {start}..{stop - 1}")
-            c.receive(items, bounds, rows, leader.encoder.spec)
+            where = f"{c.encoder.spec} on {what} {start}..{stop - 1}"
+            try:
+                made = c.encoder.encode_prepared(pixels)
+            except EvaluationError:
+                raise
+            except Exception as exc:  # named: it surfaces while another model's images are encoded
+                first = (str(exc).strip().splitlines() or [""])[0][:160]
+                raise EvaluationError(
+                    f"{where} (fed {leader.encoder.spec}'s decode): the model failed ({type(exc).__name__}: "
+                    f"{first}); run it alone, or with share_decode=False"
+                ) from exc
+            c.receive(items, bounds, as_rows(made, stop - start, where), leader.encoder.spec)
 
     return feed

@@ -208,3 +208,28 @@ def test_the_preprocessing_read_before_loading_is_the_loaded_models(models):
         assert image_key(spec, LoadOptions("cpu")) == json.dumps(loaded.image_preprocessing, sort_keys=True)
     assert image_key(models[3], LoadOptions("cpu")) is None  # sentence-transformers: not known before loading
     assert image_key(object(), LoadOptions("cpu")) is None
+
+
+def test_a_model_that_fails_on_a_fed_batch_is_named(world, data, models, tmp_path, monkeypatch):
+    """The second CLIP's forward pass fails on the first CLIP's prepared batch: one error naming the second
+    model, the batch and whose decode fed it, with the way out in the caller's words."""
+    from transformers import CLIPModel
+
+    from eccv_metric import EvaluationError
+    from eccv_metric.cli.model import MODEL_WORDS
+    from eccv_metric.core.errors import in_words
+
+    real = CLIPModel.get_image_features
+
+    def second_fails(self, *args, **kwargs):  # noqa: ANN001, ANN202
+        if self.config.name_or_path.endswith("clip_b"):
+            raise RuntimeError("CUDA out of memory.\nTried to allocate 2 GiB")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(CLIPModel, "get_image_features", second_fails)
+    with pytest.raises(EvaluationError) as err:
+        _many(models[:2], data, world, tmp_path, cache=False)
+    message = str(err.value)
+    assert message.startswith(f"{models[1]} on ") and f"(fed {models[0]}'s decode)" in message
+    assert "RuntimeError: CUDA out of memory.)" in message and "\n" not in message
+    assert in_words(err.value, MODEL_WORDS).endswith("run it alone, or with --decode-per-model")

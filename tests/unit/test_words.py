@@ -39,3 +39,15 @@ def test_boolean_switches_become_the_flag_or_the_tick():
     assert "or --partial to score them only" in in_words(EvaluationError(message), CLI_WORDS)
     assert "or the 'partial' tick to" in in_words(EvaluationError(message), {"partial": "the 'partial' tick"})
     assert in_words(EvaluationError(message), {}) == message
+
+
+def test_a_switch_turned_off_has_words_of_its_own():
+    """``share_decode=False`` is the CLI's ``--decode-per-model`` (a flag that turns a default off); a keyword
+    without such words stays as Python writes it; ``x=True`` is still the flag of ``x``."""
+    from eccv_metric.cli.model import MODEL_WORDS
+
+    assert (
+        in_words("run it alone, or with share_decode=False", MODEL_WORDS) == "run it alone, or with --decode-per-model"
+    )
+    assert in_words("cache=False and batch_size= 3", MODEL_WORDS) == "cache=False and --batch-size 3"
+    assert in_words("partial=True", {"partial": "the partial box"}) == "the partial box"
