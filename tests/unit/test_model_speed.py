@@ -381,3 +381,25 @@ def test_cli_several_models_write_one_file_each(world, data, clip, tmp_path, mon
     (tmp_path / "file.json").write_text("{}")
     assert main([*argv[:-3], "-o", str(tmp_path / "file.json")]) == 2
     assert "with several --model it is a folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("family", ["clip", "siglip"])
+def test_tokenising_through_numpy_gives_the_libraries_tensors(family, clip, tmp_path):
+    """hf: captions are tokenised to numpy arrays and viewed as torch tensors: the same ids, masks and dtypes as
+    the tokenizer's own return_tensors="pt" (short, long and truncated, empty and non-ASCII captions)."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from eccv_metric.models.spec import load_model
+    from tests.unit.model_world import tiny_siglip
+
+    folder = clip if family == "clip" else tiny_siglip(tmp_path / "siglip")
+    encoder = load_model(f"hf:{folder}", "cpu", workers=0)
+    texts = ["", "a", "ünïcödé caption", caption_text(1003), " ".join(["word"] * 200), caption_text(1000) * 3]
+    got = encoder.tokenize(texts)  # type: ignore[attr-defined]
+    padding = "max_length" if family == "siglip" else True
+    want = AutoTokenizer.from_pretrained(folder)(texts, padding=padding, truncation=True, max_length=32,
+                                                 return_tensors="pt")  # fmt: skip
+    assert set(got) == set(want)
+    for key, tensor in want.items():
+        assert got[key].dtype == tensor.dtype and torch.equal(got[key], tensor), key
