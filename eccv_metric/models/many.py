@@ -8,10 +8,12 @@
 Each model gets its own results, provenance and cache entries, the numbers a run of its own gives. Images are
 decoded once for the models that prepare them the same way (:mod:`eccv_metric.models.shared`: most CLIP
 checkpoints share 224-pixel bicubic crops with the same mean and std): the models whose image preprocessing
-is the same, read before their weights load (an ``hf:`` model's image processor; other families and Python
-objects cannot tell and load alone: :func:`load_groups`), are loaded together, then each of them encodes in
-the given order, the first feeding its prepared batches to the others. Memory: the largest such group of
-models at once. ``share_decode=False``: one model loaded at a time, each decoding its own images.
+is the same, read before their weights load (an ``hf:`` model's image processor: :func:`load_groups`), are
+loaded together, then each of them encodes in the given order, the first feeding its prepared batches to the
+others. A model whose preprocessing is known only once loaded (``open_clip:``, ``st:``, a Python object)
+joins the models loaded just before it while they share a decode (a sweep listing its open_clip models one
+after another decodes once). Memory: the largest such group of models at once, plus one while it is loaded.
+``share_decode=False``: one model loaded at a time, each decoding its own images.
 ``save_embeddings`` names a folder receiving one subfolder per model (:func:`model_slug`).
 """
 
@@ -36,6 +38,7 @@ from eccv_metric.models.run import finish_run
 from eccv_metric.models.run import model_request
 from eccv_metric.models.run import open_run
 from eccv_metric.models.shared import link
+from eccv_metric.models.shared import share_key
 from eccv_metric.models.source import DataSource
 from eccv_metric.models.spec import image_key
 
@@ -86,21 +89,37 @@ def evaluate_models_request(
     if not share_decode:
         return [finish_run(open_run(model, source, request, options, save)) for model, save in pairs]
     out: dict[int, ModelResults] = {}
-    for group in load_groups(models, options):
-        runs: dict[int, LoadedRun] = {k: open_run(pairs[k][0], source, request, options, pairs[k][1]) for k in group}
-        link([runs[k].store for k in group])
-        for k in group:
+    held: dict[int, LoadedRun] = {}  # models not known before loading, loaded, sharing one share_key
+
+    def run_together(runs: dict[int, LoadedRun]) -> None:
+        link([runs[k].store for k in sorted(runs)])
+        for k in sorted(runs):
             out[k] = finish_run(runs.pop(k))  # each model released once its numbers are made
+
+    for group, known in load_groups(models, options):
+        if known:
+            run_together(held)
+            run_together({k: open_run(pairs[k][0], source, request, options, pairs[k][1]) for k in group})
+            continue
+        k = group[0]  # known once loaded: it joins the models held before it when they share
+        loaded = open_run(pairs[k][0], source, request, options, pairs[k][1])
+        first = next(iter(held.values()), None)
+        if first is None or share_key(loaded.store) is None or share_key(loaded.store) != share_key(first.store):
+            run_together(held)
+        held[k] = loaded
+    run_together(held)
     return [out[k] for k in range(len(models))]
 
 
-def load_groups(models: Sequence[object], options: RunOptions) -> list[list[int]]:
-    """The models loaded together, by index: those whose image preprocessing, read before their weights load
-    (:func:`~eccv_metric.models.spec.image_key`), is the same; any other model alone. Groups in the order of
+def load_groups(models: Sequence[object], options: RunOptions) -> list[tuple[list[int], bool]]:
+    """The models loaded together, by index, and whether their image preprocessing was known before loading:
+    models whose preprocessing, read before their weights load (:func:`~eccv_metric.models.spec.image_key`),
+    is the same form one group; any other model is a group of one (``False``: once loaded, it joins the
+    models just before it that share its decode, :func:`evaluate_models_request`). Groups in the order of
     their first model; within a group, the given order."""
     load = LoadOptions(options.device, options.precision, options.batch_size, options.text_batch_size)
     groups: dict[object, list[int]] = {}
     for k, model in enumerate(models):
         key = image_key(model, load)
-        groups.setdefault(key if key is not None else ("alone", k), []).append(k)
-    return list(groups.values())
+        groups.setdefault(key if key is not None else ("unknown", k), []).append(k)
+    return [(group, not (isinstance(key, tuple) and key[0] == "unknown")) for key, group in groups.items()]

@@ -233,3 +233,19 @@ def test_a_model_that_fails_on_a_fed_batch_is_named(world, data, models, tmp_pat
     assert message.startswith(f"{models[1]} on ") and f"(fed {models[0]}'s decode)" in message
     assert "RuntimeError: CUDA out of memory.)" in message and "\n" not in message
     assert in_words(err.value, MODEL_WORDS).endswith("run it alone, or with --decode-per-model")
+
+
+def test_models_known_only_once_loaded_join_the_ones_before_them(world, data, models, tmp_path, decodes, monkeypatch):
+    """With nothing known before loading (as for open_clip), a model joins the models loaded just before it when
+    it shares their decode: CLIP, CLIP, SigLIP, CLIP decode three times (the last CLIP follows the SigLIP)."""
+    from eccv_metric.models import many
+
+    monkeypatch.setattr(many, "image_key", lambda model, options: None)
+    third = f"hf:{tiny_clip(tmp_path / 'clip_c', seed=5)}"
+    runs = _many([models[0], models[1], models[2], third], data, world, tmp_path, cache=False)
+    n = _images(world)
+    assert len(decodes) == 3 * n
+    assert runs[1].provenance["items"][IMAGES]["shared_decode"]["decoded_by"] == {models[0]: n}
+    assert "shared_decode" not in runs[3].provenance["items"][IMAGES]
+    alone = run_model(models[1], data, world, tmp_path, cache=False)
+    assert runs[1].results.means() == alone.results.means()
