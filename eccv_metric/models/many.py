@@ -20,6 +20,7 @@ after another decodes once). Memory: the largest such group of models at once, p
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Sequence
 from pathlib import Path
@@ -102,13 +103,22 @@ def evaluate_models_request(
             run_together({k: open_run(pairs[k][0], source, request, options, pairs[k][1]) for k in group})
             continue
         k = group[0]  # known once loaded: it joins the models held before it when they share
-        loaded = open_run(pairs[k][0], source, request, options, pairs[k][1])
-        first = next(iter(held.values()), None)
-        if first is None or share_key(loaded.store) is None or share_key(loaded.store) != share_key(first.store):
-            run_together(held)
-        held[k] = loaded
+        held = joined(held, k, open_run(pairs[k][0], source, request, options, pairs[k][1]), run_together)
     run_together(held)
     return [out[k] for k in range(len(models))]
+
+
+def joined(
+    held: dict[int, LoadedRun], k: int, loaded: LoadedRun, run_together: Callable[[dict[int, LoadedRun]], None]
+) -> dict[int, LoadedRun]:
+    """``held`` with model ``k`` (just loaded) when it shares their decode; else ``held`` run first and ``k``
+    alone. A function of its own: no name of the caller's keeps a model that has run (nor, through its store's
+    companions, the models it fed) loaded while the next one loads."""
+    key = share_key(loaded.store)
+    if not held or key is None or key != share_key(next(iter(held.values())).store):
+        run_together(held)
+    held[k] = loaded
+    return held
 
 
 def load_groups(models: Sequence[object], options: RunOptions) -> list[tuple[list[int], bool]]:

@@ -249,3 +249,37 @@ def test_models_known_only_once_loaded_join_the_ones_before_them(world, data, mo
     assert "shared_decode" not in runs[3].provenance["items"][IMAGES]
     alone = run_model(models[1], data, world, tmp_path, cache=False)
     assert runs[1].results.means() == alone.results.means()
+
+
+def test_a_model_run_is_released_before_the_next_one_loads(world, data, models, tmp_path, monkeypatch):
+    """Models already run are released before the next model loads (nothing but the models held to share a
+    decode stays loaded): a model known only once loaded that ran before a known group, and a group of such
+    models run once the next one does not share with them."""
+    import gc
+    import weakref
+
+    from eccv_metric.models import many
+
+    refs: list = []
+    alive: list[int] = []
+    real_open, real_key = many.open_run, many.image_key
+
+    def counted_open(model, *args):  # noqa: ANN001, ANN002, ANN202
+        gc.collect()
+        alive.append(sum(ref() is not None for ref in refs))
+        run = real_open(model, *args)
+        refs.append(weakref.ref(run.encoder))
+        return run
+
+    monkeypatch.setattr(many, "open_run", counted_open)
+    # the SigLIP as if known only once loaded: run alone, then the CLIPs' group loads
+    monkeypatch.setattr(many, "image_key", lambda m, options: None if m == models[2] else real_key(m, options))
+    _many([models[2], models[0], models[1]], data, world, tmp_path, cache=False)
+    assert alive == [0, 0, 1]
+    # nothing known before loading: CLIP, CLIP held; the SigLIP loads beside them, then they run; the text model
+    # loads beside the SigLIP alone
+    monkeypatch.setattr(many, "image_key", lambda model, options: None)
+    refs.clear()
+    alive.clear()
+    _many([models[0], models[1], models[2], models[3]], data, world, tmp_path, cache=False)
+    assert alive == [0, 1, 2, 1]
