@@ -134,9 +134,12 @@ class Prepare:
 
 
 def as_tensor(values: Any) -> Any:
-    """A tokenizer's numpy array as a torch tensor sharing its memory (int64 ids and masks, as ``"pt"`` gives)."""
+    """A tokenizer's numpy array as a torch tensor sharing its memory: int64 ids and masks, as ``"pt"`` gives
+    (numpy 1.x on Windows makes int32 arrays of Python ints; those are widened, a copy)."""
     import torch
 
+    if values.dtype.kind in "iu" and values.dtype != "int64":
+        values = values.astype("int64")
     return torch.from_numpy(values)
 
 

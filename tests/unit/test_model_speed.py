@@ -403,3 +403,17 @@ def test_tokenising_through_numpy_gives_the_libraries_tensors(family, clip, tmp_
     assert set(got) == set(want)
     for key, tensor in want.items():
         assert got[key].dtype == tensor.dtype and torch.equal(got[key], tensor), key
+
+
+def test_tokens_are_int64_whatever_numpy_gives():
+    """numpy 1.x on Windows makes int32 arrays of Python ints where return_tensors="pt" gives int64: the ids and
+    masks are int64 tensors all the same (an int64 array is viewed, not copied)."""
+    import torch
+
+    from eccv_metric.models.hf import as_tensor
+
+    narrow = np.array([[49406, 7, 49407], [49406, 49407, 0]], dtype=np.int32)
+    got = as_tensor(narrow)
+    assert got.dtype == torch.int64 and got.tolist() == narrow.tolist()
+    wide = narrow.astype(np.int64)
+    assert as_tensor(wide).data_ptr() == wide.ctypes.data
