@@ -53,7 +53,9 @@ def load_model(
 
 def image_key(model: object, options: LoadOptions) -> str | None:
     """A spec's image preprocessing before it loads, as a comparable string (its family's ``image_key``); None
-    for objects, families that cannot tell, and models without images."""
+    for objects, families that cannot tell, and models without an image processor. It groups models to load
+    together (:mod:`eccv_metric.models.many`); what shares a decode is decided once they are loaded
+    (:func:`~eccv_metric.models.shared.share_key`), so a wrong guess costs memory, never a number."""
     if not isinstance(model, str):
         return None
     family, name = parse_spec(model)
