@@ -40,9 +40,8 @@ def share_key(store: Any) -> str | None:
     return json.dumps([described, decoder, batching], sort_keys=True, default=str)
 
 
-def link(stores: list[Any]) -> dict[str, list[str]]:
-    """Each store's companions: the later stores with its :func:`share_key`. Returns the groups of two or
-    more, by their first model's spec: the specs decoding with it."""
+def link(stores: list[Any]) -> None:
+    """Each store's companions: the later stores with its :func:`share_key`."""
     groups: dict[str, list[Any]] = {}
     for store in stores:
         key = share_key(store)
@@ -51,7 +50,6 @@ def link(stores: list[Any]) -> dict[str, list[str]]:
     for members in groups.values():
         for k, store in enumerate(members):
             store.companions = members[k + 1 :]
-    return {m[0].encoder.spec: [s.encoder.spec for s in m[1:]] for m in groups.values() if len(m) > 1}
 
 
 def feeder(leader: Any, items: Items) -> Callable[[Bounds, Any], None] | None:
