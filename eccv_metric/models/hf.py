@@ -68,18 +68,18 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
     def tensor_preprocessing() -> Any:  # decode="gpu": the image processor's torchvision backend on the device
         return hf_tensor_preprocessing(name, at.device, at.local_only)
 
+    described = image_description(image_processor)
     preprocessing = {
-        **image_description(image_processor),
+        **described,
         "tokenizer": type(tokenizer).__name__ if tokenizer is not None else None,
         "processor": saved_digest(processor),  # every file of the tokenizer and the image processor
         "padding": padding,
         "max_length": max_length,
     }
-    preprocessing = json.loads(json.dumps(preprocessing, default=str, sort_keys=True))
     return at.encoder(
         model,
         f"transformers {transformers.__version__}",
-        preprocessing,
+        json.loads(json.dumps(preprocessing, default=str, sort_keys=True)),
         texts=texts if has_texts else None,
         images=images if has_images else None,
         prepare_image=Prepare(image_processor) if has_images else None,
@@ -91,7 +91,7 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
         encode_tokens=encode_tokens if has_texts else None,
         sort_texts=padding is True,  # padded to the longest caption of a batch: batches in length order
         tensor_preprocessing=tensor_preprocessing if has_images else None,
-        image_preprocessing=image_description(image_processor) if has_images else None,
+        image_preprocessing=described if has_images else None,
     )
 
 
