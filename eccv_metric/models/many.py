@@ -30,7 +30,6 @@ from eccv_metric.core.defaults import KS
 from eccv_metric.core.defaults import N_RESAMPLES
 from eccv_metric.core.defaults import SEED
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.models.digests import FileDigests
 from eccv_metric.models.families import LoadOptions
 from eccv_metric.models.run import LoadedRun
 from eccv_metric.models.run import ModelResults
@@ -40,7 +39,6 @@ from eccv_metric.models.run import model_request
 from eccv_metric.models.run import open_run
 from eccv_metric.models.shared import link
 from eccv_metric.models.shared import share_key
-from eccv_metric.models.source import DataSource
 from eccv_metric.models.spec import image_key
 
 
@@ -83,7 +81,7 @@ def evaluate_models_request(
     if isinstance(models, str) or not models:
         raise EvaluationError("models= takes a list of one model or more (specs or objects)")
     options = RunOptions(**kwargs)  # type: ignore[arg-type]
-    source = DataSource(data, options.images, options.token, FileDigests(options.root))
+    source = options.source(data)
     folder = None if save_embeddings is None else Path(save_embeddings)
     saves = [None if folder is None else folder / model_slug(k, m) for k, m in enumerate(models)]
     pairs = list(zip(models, saves, strict=True))

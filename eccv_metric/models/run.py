@@ -162,9 +162,7 @@ def evaluate_model_request(
         skip_unavailable, images, resources, resource_options, device, precision, batch_size, text_batch_size,
         workers, decode, cache, cache_dir, token,
     )  # fmt: skip
-    digests = FileDigests(options.root)  # content digests of the data's files and the model's weight files
-    source = DataSource(data, images, token, digests)
-    return finish_run(open_run(model, source, request, options, save_embeddings))
+    return finish_run(open_run(model, options.source(data), request, options, save_embeddings))
 
 
 @dataclass
@@ -196,6 +194,11 @@ class RunOptions:
                 raise EvaluationError(f"{name}= must be {what}, not {value!r:.20}")
         if self.decode not in DECODERS:
             raise EvaluationError(f"decode= must be one of {', '.join(DECODERS)}, not {self.decode!r:.20}")
+
+    def source(self, data: str | Path) -> DataSource:
+        """The run's items: ``data`` with these ``images`` and ``token``, its files' digests remembered under
+        the cache (also the model's weight files')."""
+        return DataSource(data, self.images, self.token, FileDigests(self.root))
 
     @property
     def root(self) -> Path | None:
