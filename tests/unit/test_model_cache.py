@@ -38,10 +38,12 @@ def _swap_tokens(folder: Path, a: str = "a", b: str = "e") -> None:
     path.write_text(json.dumps(spec))
 
 
-def test_a_tokenizer_changed_in_place_is_not_served_from_the_cache(world, data, clip, tmp_path):
+def _an_edit_in_place_is_not_served(edit, world, data, clip, tmp_path) -> None:  # noqa: ANN001
+    """``edit`` changes a copy of the model folder in place (the weight files untouched): the run after it is
+    not read from the cache, its caption embeddings differ from the stale ones and equal a run without cache."""
     folder = Path(shutil.copytree(clip, tmp_path / "clip"))
     before = _means(f"hf:{folder}", data, world, tmp_path, save_embeddings=tmp_path / "a")
-    _swap_tokens(folder)
+    edit(folder)
     after = _means(f"hf:{folder}", data, world, tmp_path, save_embeddings=tmp_path / "b")
     fresh = _means(f"hf:{folder}", data, world, tmp_path, cache=False, save_embeddings=tmp_path / "c")
     assert not after.provenance["items"]["captions.caption"]["cached"]
@@ -50,27 +52,23 @@ def test_a_tokenizer_changed_in_place_is_not_served_from_the_cache(world, data, 
     assert np.array_equal(new, ref)
     assert after.results.means() == fresh.results.means()
     assert before.provenance["identity"]["weights"] == after.provenance["identity"]["weights"]
+
+
+def test_a_tokenizer_changed_in_place_is_not_served_from_the_cache(world, data, clip, tmp_path):
+    _an_edit_in_place_is_not_served(_swap_tokens, world, data, clip, tmp_path)
 
 
 def test_a_model_config_changed_in_place_is_not_served_from_the_cache(world, data, clip, tmp_path):
     """config.json edited beside the same weight files (a layer-norm epsilon, as a fine-tune's export may
     change it): the embeddings change, so the cache entry of the old config is not used."""
-    import json
 
-    folder = Path(shutil.copytree(clip, tmp_path / "clip"))
-    before = _means(f"hf:{folder}", data, world, tmp_path, save_embeddings=tmp_path / "a")
-    config = json.loads((folder / "config.json").read_text())
-    config["text_config"]["layer_norm_eps"] = 0.5
-    config["vision_config"]["layer_norm_eps"] = 0.5
-    (folder / "config.json").write_text(json.dumps(config))
-    after = _means(f"hf:{folder}", data, world, tmp_path, save_embeddings=tmp_path / "b")
-    fresh = _means(f"hf:{folder}", data, world, tmp_path, cache=False, save_embeddings=tmp_path / "c")
-    assert not after.provenance["items"]["captions.caption"]["cached"]
-    old, new, ref = (np.load(tmp_path / d / "coco_5k" / "caption_embeddings.npy") for d in "abc")
-    assert not np.array_equal(old, new)  # the change matters: the stale entry would give other numbers
-    assert np.array_equal(new, ref)
-    assert after.results.means() == fresh.results.means()
-    assert before.provenance["identity"]["weights"] == after.provenance["identity"]["weights"]
+    def edit_config(folder: Path) -> None:
+        config = json.loads((folder / "config.json").read_text())
+        config["text_config"]["layer_norm_eps"] = 0.5
+        config["vision_config"]["layer_norm_eps"] = 0.5
+        (folder / "config.json").write_text(json.dumps(config))
+
+    _an_edit_in_place_is_not_served(edit_config, world, data, clip, tmp_path)
 
 
 def _entry(out, label: str) -> Path:  # noqa: ANN001
