@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from eccv_metric.core.errors import EvaluationError
@@ -48,6 +49,9 @@ class Family:
     # what a model's image preprocessing is, read before its weights load (its Encoder's image_preprocessing;
     # None: not known before loading): models that agree are loaded together to share a decode (models.shared)
     image_key: Callable[[str, LoadOptions], dict | None] | None = None
+    # the folder a model loads from and its commit, known before it loads (None: not known): a rerun whose
+    # embeddings are all cached is scored without loading it (models.recall)
+    folder: Callable[[str], tuple[Path, str | None] | None] | None = None
 
 
 FAMILIES: dict[str, Family] = {}

@@ -114,6 +114,20 @@ def image_key(name: str, options: LoadOptions) -> dict | None:
         return None
 
 
+def folder(name: str) -> tuple[Path, str | None] | None:
+    """The folder :func:`load` reads, known before it loads: a local folder; a Hub model's snapshot in offline
+    mode only (``HF_HUB_OFFLINE=1``: the snapshot of its ``main`` ref, which transformers then reads, with its
+    commit; online a load may fetch a newer commit)."""
+    if Path(name).is_dir():
+        return Path(name), None
+    import huggingface_hub
+
+    if name.count("/") != 1 or not huggingface_hub.is_offline_mode():
+        return None
+    found = hub_folder(name)
+    return (found, found.name) if found is not None else None
+
+
 def text_length(model: Any, tokenizer: Any) -> int | None:
     """Tokens a text keeps: the smaller of the tokenizer's ``model_max_length`` (unset: a huge number) and the
     text model's ``max_position_embeddings`` (longer inputs fail in the model)."""
@@ -155,5 +169,6 @@ FAMILY = register(
         load,
         EXTRA,
         image_key=image_key,
+        folder=folder,
     )
 )

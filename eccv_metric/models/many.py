@@ -13,7 +13,8 @@ loaded together, then each of them encodes in the given order, the first feeding
 others. A model whose preprocessing is known only once loaded (``open_clip:``, ``st:``, a Python object)
 joins the models loaded just before it while they share a decode (a sweep listing its open_clip models one
 after another decodes once). Memory: the largest such group of models at once, plus one while it is loaded.
-``share_decode=False``: one model loaded at a time, each decoding its own images.
+``share_decode=False``: one model loaded at a time, each decoding its own images. A model whose every
+embedding is cached is not loaded at all (:mod:`eccv_metric.models.recall`): a sweep rerun loads none.
 ``save_embeddings`` names a folder receiving one subfolder per model (:func:`model_slug`).
 """
 
@@ -37,6 +38,7 @@ from eccv_metric.models.run import RunOptions
 from eccv_metric.models.run import finish_run
 from eccv_metric.models.run import model_request
 from eccv_metric.models.run import open_run
+from eccv_metric.models.run import recalled_run
 from eccv_metric.models.shared import link
 from eccv_metric.models.shared import share_key
 from eccv_metric.models.spec import image_key
@@ -88,20 +90,28 @@ def evaluate_models_request(
     if not share_decode:
         return [finish_run(open_run(model, source, request, options, save)) for model, save in pairs]
     out: dict[int, ModelResults] = {}
+    for k, (model, save) in enumerate(pairs):  # every embedding cached: scored without loading (models.recall)
+        recalled = recalled_run(model, source, request, options, save)
+        if recalled is not None:
+            out[k] = finish_run(recalled)
+    rest = [k for k in range(len(models)) if k not in out]
     held: dict[int, LoadedRun] = {}  # models not known before loading, loaded, sharing one share_key
+
+    def opened(k: int) -> LoadedRun:
+        return open_run(pairs[k][0], source, request, options, pairs[k][1], recall_first=False)
 
     def run_together(runs: dict[int, LoadedRun]) -> None:
         link([runs[k].store for k in sorted(runs)])
         for k in sorted(runs):
             out[k] = finish_run(runs.pop(k))  # each model released once its numbers are made
 
-    for group, known in load_groups(models, options):
+    for group, known in load_groups([models[k] for k in rest], options):
         if known:
             run_together(held)
-            run_together({k: open_run(pairs[k][0], source, request, options, pairs[k][1]) for k in group})
+            run_together({rest[i]: opened(rest[i]) for i in group})
             continue
-        k = group[0]  # known once loaded: it joins the models held before it when they share
-        held = joined(held, k, open_run(pairs[k][0], source, request, options, pairs[k][1]), run_together)
+        k = rest[group[0]]  # known once loaded: it joins the models held before it when they share
+        held = joined(held, k, opened(k), run_together)
     run_together(held)
     return [out[k] for k in range(len(models))]
 

@@ -35,13 +35,18 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.measures.results import Results
 from eccv_metric.models.decode import DECODERS
+from eccv_metric.models.decode import Decoder
 from eccv_metric.models.decode import check_decode
 from eccv_metric.models.decode import gpu_decoder
 from eccv_metric.models.digests import FileDigests
 from eccv_metric.models.encoder import Encoder
+from eccv_metric.models.families import LoadOptions
 from eccv_metric.models.plan import EVERY
 from eccv_metric.models.plan import Plan
 from eccv_metric.models.plan import make_plan
+from eccv_metric.models.recall import files_key
+from eccv_metric.models.recall import recall
+from eccv_metric.models.recall import remember
 from eccv_metric.models.score import ranking_device
 from eccv_metric.models.score import score
 from eccv_metric.models.source import DataSource
@@ -200,6 +205,17 @@ class RunOptions:
         the cache (also the model's weight files')."""
         return DataSource(data, self.images, self.token, FileDigests(self.root))
 
+    def load(self, digests: FileDigests) -> LoadOptions:
+        """How the model loads (``digests``: the run's file-digest memo, for its weight files)."""
+        return LoadOptions(self.device, self.precision, self.batch_size, self.text_batch_size, digests, self.workers)
+
+    def store(self, encoder: Encoder, decoder: Decoder | None) -> EmbeddingStore:
+        """The store of ``encoder``'s embeddings in this run (workers and caption batches by its device unless
+        given)."""
+        workers = default_workers(encoder.device) if self.workers is None else self.workers
+        text_batch_size = self.text_batch_size or default_text_batch_size(encoder.device)
+        return EmbeddingStore(encoder, self.root, self.batch_size, workers, text_batch_size, decoder)
+
     @property
     def root(self) -> Path | None:
         """The embedding cache's folder (None: no cache)."""
@@ -220,26 +236,66 @@ class LoadedRun:
     options: RunOptions
     save_embeddings: str | Path | None
     started: float
+    loaded: bool = True  # False: every embedding was cached and the model was not loaded (models.recall)
 
 
 def open_run(
+    model: object, source: DataSource, request: Request, options: RunOptions, save_embeddings: str | Path | None,
+    recall_first: bool = True,
+) -> LoadedRun:  # fmt: skip
+    """The plan (before the model loads: a bad request fails at once), the model, and its store; a model whose
+    every embedding the run needs is cached is not loaded (:func:`recalled_run`; ``recall_first=False``: the
+    caller knows it is not)."""
+    run = Opening(model, source, request, options, save_embeddings)
+    recalled = run.recalled() if recall_first else None
+    return recalled if recalled is not None else run.loaded()
+
+
+def recalled_run(
     model: object, source: DataSource, request: Request, options: RunOptions, save_embeddings: str | Path | None
-) -> LoadedRun:
-    """The plan (before the model loads: a bad request fails at once), the model, and its store."""
-    started = time.perf_counter()
-    plan = make_plan(request, source, options.skip_unavailable, options.resources, options.resource_options,
-                     save_embeddings)  # fmt: skip
-    encoder = load_model(
-        model, options.device, options.precision, options.batch_size, options.text_batch_size, source.digests,
-        options.workers,
-    )  # fmt: skip
-    plan.fit(encoder)
-    check_decode(options.decode, encoder)
-    decoder = gpu_decoder(encoder) if options.decode == "gpu" and "image" in encoder.kinds else None
-    workers = default_workers(encoder.device) if options.workers is None else options.workers
-    text_batch_size = options.text_batch_size or default_text_batch_size(encoder.device)
-    store = EmbeddingStore(encoder, options.root, options.batch_size, workers, text_batch_size, decoder)
-    return LoadedRun(plan, encoder, store, source, options, save_embeddings, started)
+) -> LoadedRun | None:
+    """The run of a model whose description is remembered (:mod:`eccv_metric.models.recall`) when the cache holds
+    every embedding its plan needs, else None (the model must be loaded: :func:`open_run`)."""
+    return Opening(model, source, request, options, save_embeddings).recalled()
+
+
+class Opening:
+    """A run being opened: its plan and what its model loads from (:func:`~eccv_metric.models.recall.files_key`),
+    then either the remembered model (:meth:`recalled`) or the loaded one (:meth:`loaded`)."""
+
+    def __init__(
+        self, model: object, source: DataSource, request: Request, options: RunOptions,
+        save_embeddings: str | Path | None,
+    ):  # fmt: skip
+        self.started = time.perf_counter()
+        self.model, self.source, self.options, self.save_embeddings = model, source, options, save_embeddings
+        self.plan = make_plan(request, source, options.skip_unavailable, options.resources, options.resource_options,
+                              save_embeddings)  # fmt: skip
+        self.load = options.load(source.digests)
+        self.key = files_key(model, self.load, options.decode, source.digests) if options.root is not None else None
+
+    def recalled(self) -> LoadedRun | None:
+        recalled = recall(self.options.root, self.key)
+        if recalled is None:
+            return None
+        encoder, decoder = recalled
+        self.plan.fit(encoder)
+        store = self.options.store(encoder, decoder)
+        if not store.answers(self.plan.sets, self.plan.items):
+            return None
+        return LoadedRun(self.plan, encoder, store, self.source, self.options, self.save_embeddings, self.started,
+                         loaded=False)  # fmt: skip
+
+    def loaded(self) -> LoadedRun:
+        load, options = self.load, self.options
+        encoder = load_model(self.model, load.device, load.precision, load.batch_size, load.text_batch_size,
+                             load.digests, load.workers)  # fmt: skip
+        self.plan.fit(encoder)
+        check_decode(options.decode, encoder)
+        decoder = gpu_decoder(encoder) if options.decode == "gpu" and "image" in encoder.kinds else None
+        remember(options.root, self.key, encoder, decoder)
+        store = options.store(encoder, decoder)
+        return LoadedRun(self.plan, encoder, store, self.source, options, self.save_embeddings, self.started)
 
 
 def finish_run(run: LoadedRun) -> ModelResults:
@@ -251,6 +307,7 @@ def finish_run(run: LoadedRun) -> ModelResults:
     provenance = {
         "model": encoder.spec,
         "identity": encoder.identity,
+        "model_loaded": run.loaded,
         "data": run.source.data,
         "data_revision": run.source.revision,
         "items": report,

@@ -102,6 +102,7 @@ class EmbeddingStore:
         self.seen: dict[tuple, tuple[ItemSet, int]] = {}  # an item (Items.keys) -> the set and row that has it
         self.companions: list[EmbeddingStore] = []  # fed this store's prepared image batches (models.shared)
         self.received: dict[str, dict[Bounds, tuple[np.ndarray, str]]] = {}  # by cache key: batches fed, by whom
+        self.entries: dict[str, EmbeddingCache] = {}  # by cache key (entry)
 
     def embed(self, sets: list[ItemSet], items: dict[ItemSet, Items]) -> tuple[dict[ItemSet, np.ndarray], dict]:
         """(embeddings of each set, what made them: per set label, counts, digest and cache folder)."""
@@ -172,7 +173,28 @@ class EmbeddingStore:
         return f"Pillow {version('pillow')}: {DECODER}" if self.decoder is None else self.decoder.describe
 
     def entry(self, items: Items) -> EmbeddingCache | None:
-        return EmbeddingCache(self.key(items), self.root, len(items.ids)) if self.root is not None else None
+        """The cache entry of ``items`` (one object per key in this store: a finished entry is read and checked
+        once); None without a cache."""
+        if self.root is None:
+            return None
+        key = self.key(items)
+        name = cache_key(key)
+        if name not in self.entries:
+            self.entries[name] = EmbeddingCache(key, self.root, len(items.ids))
+        return self.entries[name]
+
+    def answers(self, sets: list[ItemSet], items: dict[ItemSet, Items]) -> bool:
+        """Whether :meth:`embed` would read every set from the cache, encoding nothing (each entry it would read
+        is finished and checked): then the model need not be loaded (:mod:`eccv_metric.models.recall`)."""
+        seen: set = set()
+        for s in sets:
+            keys = items[s].keys
+            if not self.has_finished(items[s]):
+                fresh = [row for row, key in enumerate(keys) if key not in seen]
+                if fresh and not self.has_finished(items[s] if len(fresh) == len(keys) else subset(items[s], fresh)):
+                    return False
+            seen.update(keys)
+        return True
 
     def has_finished(self, items: Items) -> bool:
         """Whether this store's cache holds every embedding of ``items`` (a finished entry, checked)."""

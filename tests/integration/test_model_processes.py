@@ -1,7 +1,8 @@
 """The model path in processes of its own (the unit layer's tiny models and synthetic world, moved here because
 each starts Python or worker processes, seconds apart): workers from a fork server (a GPU run's) decode to the
 same bits; a whole model run imports neither datasets, evaluate nor the official package (the GPU machines'
-case); a Hub spec with no network fails at once, in one line."""
+case); a Hub spec with no network fails at once, in one line; a warm rerun imports neither torch nor
+transformers."""
 
 from __future__ import annotations
 
@@ -121,3 +122,48 @@ except eccv_metric.EvaluationError as exc:
     assert line.endswith("and the model is not in the local cache: connect, set HF_HUB_OFFLINE=1 to use cached "
                          "models only, or give a local folder")  # fmt: skip
     assert "Retrying" not in out.stderr
+
+
+@pytest.mark.parametrize("where", ["a local folder", "an offline Hub snapshot"])
+def test_a_warm_rerun_imports_neither_torch_nor_transformers(where, world, data, clip, tmp_path):
+    """The second run of the same model and benchmarks in a fresh Python finds every embedding cached and the
+    model's description remembered (eccv_metric.models.recall): it scores without importing torch,
+    transformers or PIL, with the first run's numbers and identity (a Hub model: its snapshot in the Hugging
+    Face cache layout that offline mode reads)."""
+    import json
+    import shutil
+
+    hub = tmp_path / "hub"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_CACHE": str(hub), "ECCV_CAPTION_PROGRESS": "0"}
+    env.pop("HF_HUB_OFFLINE", None)
+    spec = f"hf:{clip}"
+    if where == "an offline Hub snapshot":
+        commit = "0123456789abcdef" * 2 + "01234567"
+        shutil.copytree(clip, hub / "models--me--clip" / "snapshots" / commit)
+        (hub / "models--me--clip" / "refs").mkdir()
+        (hub / "models--me--clip" / "refs" / "main").write_text(commit)
+        spec = "hf:me/clip"
+        env["HF_HUB_OFFLINE"] = "1"
+    code = f"""
+import json, sys
+from pathlib import Path
+from eccv_metric.models import evaluate_model
+from tests.unit.world import make_world
+world = make_world(Path({str(tmp_path / "w")!r}))
+out = evaluate_model({spec!r}, {str(data)!r}, benchmarks=["coco_5k", "cxc_t2t"], resources=world.resources(),
+                     workers=0, device="cpu", cache_dir={str(tmp_path / "cache")!r}, n_resamples=10)
+modules = [m for m in ("torch", "transformers", "PIL") if m in sys.modules]
+print("RESULT " + json.dumps({{"means": out.results.means(), "loaded": out.provenance["model_loaded"],
+      "identity": out.provenance["identity"], "modules": modules}}))
+"""
+
+    def run() -> dict:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return json.loads(next(x for x in out.stdout.splitlines() if x.startswith("RESULT "))[7:])
+
+    first, second = run(), run()
+    assert first["loaded"] is True and first["modules"] == ["torch", "transformers", "PIL"]
+    assert second["loaded"] is False and second["modules"] == []
+    assert second["means"] == first["means"] and second["identity"] == first["identity"]
+    assert first["identity"]["weights_from"] == "files" and first["identity"]["spec"] == spec

@@ -1,0 +1,175 @@
+"""A rerun whose embeddings are all cached, scored without loading the model.
+
+Loading the model is most of such a run: on the 2-core CPU, 4.1 of the 6.0 s of a warm five-benchmark run
+with the tests' tiny CLIP were importing torch and transformers and building the model, none of which the
+run uses when nothing is encoded. What it uses of the model is its description (:data:`FIELDS`: the spec,
+the kinds it encodes, its similarity, its identity, the cache key's model part, its device, precision and
+batching traits, its image preprocessing and the ``decode="gpu"`` decoder's description). A load makes that
+description from the files the model loads from, the libraries that load it and the load options, so after
+a load it is remembered under the digest of exactly those (:func:`files_key`:
+``<cache root>/models/<sha256>.json``, written atomically). A later run with the same digest is scored from
+the cache without loading the model when every item set it needs is a finished cache entry (checked as the
+store checks every entry: its stored key, rows, dimensions, finite values); anything else loads the model.
+
+The digest (:func:`files_key`) covers:
+
+- every file at the top of the folder the model loads from (an ``hf:`` local folder; a Hub model's snapshot
+  only in offline mode, ``HF_HUB_OFFLINE=1``, where transformers reads the same snapshot, with its commit;
+  online, a load may fetch a newer commit, so the model is loaded), each by its sha256 (remembered by
+  :class:`~eccv_metric.models.digests.FileDigests`: path, size, mtime, ctime, inode);
+- the versions of Python, this package and every library on the loading path (:data:`LIBRARIES`);
+- the spec, the device (as picked: CUDA, then MPS, then CPU when not given), the precision, both batch
+  sizes and the decoder.
+
+Never remembered: a model whose weights are identified by their tensors (weights initialised at load:
+missing or mismatched keys), families without a folder of files (``open_clip:``, ``st:``), Python objects.
+Where a load under a remembered digest describes the model differently (something outside the digest
+changed what loads), that digest is marked and never used again: the load's numbers are the run's.
+The provenance says which: ``"model_loaded": false`` for a run scored from the cache alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from eccv_metric.core.about import __version__
+from eccv_metric.core.files import write_json_atomic
+from eccv_metric.models.decode import Decoder
+from eccv_metric.models.digests import FileDigests
+from eccv_metric.models.encoder import Encoder
+from eccv_metric.models.encoder import FunctionEncoder
+from eccv_metric.models.families import LoadOptions
+from eccv_metric.models.families import parse_spec
+
+FOLDER = "models"  # under the embedding cache's root
+LIBRARIES = (
+    "torch", "torchvision", "transformers", "tokenizers", "safetensors", "huggingface_hub", "accelerate",
+    "sentencepiece", "protobuf", "tiktoken", "pillow", "numpy",
+)  # fmt: skip
+FIELDS = ("spec", "kinds", "similarity", "identity", "device", "precision", "batches_itself", "sort_texts",
+          "image_preprocessing")  # fmt: skip
+
+
+def versions() -> dict[str, str | None]:
+    """Python's, this package's and each of :data:`LIBRARIES`' version (None: not installed), read from their
+    metadata (nothing imported)."""
+    out: dict[str, str | None] = {"python": platform.python_version(), "eccv-caption-hf": __version__}
+    for name in LIBRARIES:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def files_key(model: object, options: LoadOptions, decode: str, digests: FileDigests) -> dict | None:
+    """What a load of ``model`` is made from (see the module docstring), or None where that is not known
+    before loading (then nothing is remembered or recalled)."""
+    if not isinstance(model, str):
+        return None
+    family, name = parse_spec(model)
+    if family.folder is None:
+        return None
+    found = family.folder(name)
+    if found is None:
+        return None
+    folder, commit = found
+    files = sorted(p for p in folder.iterdir() if p.is_file())
+    if not files:
+        return None
+    digested = {p.name: digests.of(p) for p in files}
+    digests.save()
+    return {
+        "spec": model,
+        "commit": commit,
+        "files": digested,
+        "versions": versions(),
+        "device": picked_device(options.device),
+        "precision": options.precision,
+        "batch_size": options.batch_size,
+        "text_batch_size": options.text_batch_size,
+        "decode": decode,
+    }
+
+
+def picked_device(device: str | None) -> str:
+    """The device a load would pick (``cpu`` as given, without importing torch; else as the load checks it)."""
+    if device == "cpu":
+        return device
+    from eccv_metric.models.torchutil import pick_device
+
+    return pick_device(device)
+
+
+def memo_path(root: Path, key: dict) -> Path:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
+    return root / FOLDER / f"{digest}.json"
+
+
+def describe(encoder: Encoder, decoder: Decoder | None) -> dict | None:
+    """What a run needs of a loaded model when nothing is encoded (:data:`FIELDS` and the decoder), as JSON
+    gives it back; None when it cannot be remembered (no identity, weights known by their tensors only)."""
+    identity = encoder.identity
+    if not isinstance(identity, dict) or identity.get("weights_from") != "files":
+        return None
+    fields = {name: getattr(encoder, name, None) for name in FIELDS}
+    fields["decoder"] = decoder.describe if decoder is not None else None
+    return json.loads(json.dumps(fields, sort_keys=True, default=str))
+
+
+def remember(root: Path | None, key: dict | None, encoder: Encoder, decoder: Decoder | None) -> None:
+    """After a load: its description under ``key``; a description other than the one remembered marks the key
+    as not to be recalled (the load depends on something the key does not cover)."""
+    if root is None or key is None:
+        return
+    described = describe(encoder, decoder)
+    if described is None:
+        return
+    path = memo_path(root, key)
+    known = read(path, key)
+    if known is not None and known.get("description") == described:
+        return
+    if known is not None:
+        described = None  # two loads of the same files described the model differently: never recalled
+    try:
+        write_json_atomic(path, {"key": json.loads(json.dumps(key, default=str)), "description": described})
+    except OSError:
+        pass  # a cache that cannot be written only costs loading the model next time
+
+
+def read(path: Path, key: dict) -> dict | None:
+    """The memo at ``path`` when it is the one of ``key`` (its stored key equal), else None."""
+    try:
+        memo = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(memo, dict) or memo.get("key") != json.loads(json.dumps(key, default=str)):
+        return None
+    return memo
+
+
+def recall(root: Path | None, key: dict | None) -> tuple[Encoder, Decoder | None] | None:
+    """The remembered description of ``key`` as an encoder that encodes nothing (and the ``decode="gpu"``
+    decoder's description), or None."""
+    if root is None or key is None:
+        return None
+    memo = read(memo_path(root, key), key)
+    described = memo.get("description") if memo is not None else None
+    if not isinstance(described, dict) or set(described) != {*FIELDS, "decoder"}:
+        return None
+    fields = {name: described[name] for name in FIELDS}
+    fields["kinds"] = tuple(fields["kinds"])
+    encoder = FunctionEncoder(**fields, texts=unloaded, images=unloaded)
+    decoder = Decoder(encoder.device, unloaded, unloaded, described["decoder"]) if described["decoder"] else None
+    return encoder, decoder
+
+
+def unloaded(*_: Any) -> Any:
+    """What a recalled encoder does when asked to encode: never asked (its run encodes nothing)."""
+    raise RuntimeError("a model recalled from its description was asked to encode: it is not loaded")
