@@ -49,9 +49,9 @@ class Family:
     # what a model's image preprocessing is, read before its weights load (its Encoder's image_preprocessing;
     # None: not known before loading): models that agree are loaded together to share a decode (models.shared)
     image_key: Callable[[str, LoadOptions], dict | None] | None = None
-    # the folder a model loads from and its commit, known before it loads (None: not known): a rerun whose
-    # embeddings are all cached is scored without loading it (models.recall)
-    folder: Callable[[str], tuple[Path, str | None] | None] | None = None
+    # (name, after a load?) -> the folder a model loads from (before a load: would load from) and its commit
+    # (None: not known): a rerun whose embeddings are all cached is scored without loading it (models.recall)
+    folder: Callable[[str, bool], tuple[Path, str | None] | None] | None = None
 
 
 FAMILIES: dict[str, Family] = {}

@@ -22,6 +22,7 @@ from eccv_metric.models.families import register
 from eccv_metric.models.families import require
 from eccv_metric.models.identity import saved_digest
 from eccv_metric.models.torchutil import EXTRA
+from eccv_metric.models.torchutil import HUB_TIMEOUT
 from eccv_metric.models.torchutil import Loading
 from eccv_metric.models.torchutil import hub_unreachable
 from eccv_metric.models.torchutil import pinned
@@ -114,17 +115,28 @@ def image_key(name: str, options: LoadOptions) -> dict | None:
         return None
 
 
-def folder(name: str) -> tuple[Path, str | None] | None:
-    """The folder :func:`load` reads, known before it loads: a local folder; a Hub model's snapshot in offline
-    mode only (``HF_HUB_OFFLINE=1``: the snapshot of its ``main`` ref, which transformers then reads, with its
-    commit; online a load may fetch a newer commit)."""
+def folder(name: str, loaded: bool = False) -> tuple[Path, str | None] | None:
+    """The folder :func:`load` reads and its commit: a local folder as it is; a Hub model's snapshot of the
+    commit its ``main`` ref names: after a load (``loaded``), and in offline mode (``HF_HUB_OFFLINE=1``), the
+    local ref (the load just set it to the commit it read); else, before a load, the Hub's answer to one
+    request for ``config.json`` (the one transformers makes first); None where that snapshot is not on this
+    machine or the Hub does not answer."""
     if Path(name).is_dir():
         return Path(name), None
+    if name.count("/") != 1:
+        return None
     import huggingface_hub
 
-    if name.count("/") != 1 or not huggingface_hub.is_offline_mode():
-        return None
-    found = hub_folder(name)
+    commit = None
+    if not loaded and not huggingface_hub.is_offline_mode():
+        try:
+            url = huggingface_hub.hf_hub_url(name, "config.json")
+            commit = huggingface_hub.get_hf_file_metadata(url, timeout=HUB_TIMEOUT).commit_hash
+        except Exception:  # noqa: BLE001 - no answer: the model is loaded, and its load says why
+            return None
+        if not commit:
+            return None
+    found = hub_folder(name, commit)
     return (found, found.name) if found is not None else None
 
 

@@ -14,9 +14,9 @@ store checks every entry: its stored key, rows, dimensions, finite values); anyt
 The digest (:func:`files_key`) covers:
 
 - every file at the top of the folder the model loads from (an ``hf:`` local folder; a Hub model's snapshot
-  only in offline mode, ``HF_HUB_OFFLINE=1``, where transformers reads the same snapshot, with its commit;
-  online, a load may fetch a newer commit, so the model is loaded), each by its sha256 (remembered by
-  :class:`~eccv_metric.models.digests.FileDigests`: path, size, mtime, ctime, inode);
+  of the commit transformers would load, with that commit: the local ``main`` ref in offline mode,
+  ``HF_HUB_OFFLINE=1``, else the commit the Hub names for ``config.json``, one request), each by its sha256
+  (remembered by :class:`~eccv_metric.models.digests.FileDigests`: path, size, mtime, ctime, inode);
 - the versions of Python, this package and every library on the loading path (:data:`LIBRARIES`);
 - the spec, the device (as picked: CUDA, then MPS, then CPU when not given), the precision, both batch
   sizes and the decoder.
@@ -68,15 +68,17 @@ def versions() -> dict[str, str | None]:
     return out
 
 
-def files_key(model: object, options: LoadOptions, decode: str, digests: FileDigests) -> dict | None:
-    """What a load of ``model`` is made from (see the module docstring), or None where that is not known
-    before loading (then nothing is remembered or recalled)."""
+def files_key(
+    model: object, options: LoadOptions, decode: str, digests: FileDigests, loaded: bool = False
+) -> dict | None:
+    """What a load of ``model`` is made from (see the module docstring; ``loaded``: the load that just ran,
+    else the one that would run now), or None where that is not known (nothing remembered or recalled)."""
     if not isinstance(model, str):
         return None
     family, name = parse_spec(model)
     if family.folder is None:
         return None
-    found = family.folder(name)
+    found = family.folder(name, loaded)
     if found is None:
         return None
     folder, commit = found
@@ -123,11 +125,16 @@ def describe(encoder: Encoder, decoder: Decoder | None) -> dict | None:
     return json.loads(json.dumps(fields, sort_keys=True, default=str))
 
 
-def remember(root: Path | None, key: dict | None, encoder: Encoder, decoder: Decoder | None) -> None:
-    """After a load: its description under ``key``; a description other than the one remembered marks the key
-    as not to be recalled (the load depends on something the key does not cover)."""
-    if root is None or key is None:
-        return
+def remember(
+    root: Path | None, before: dict | None, after: dict | None, encoder: Encoder, decoder: Decoder | None
+) -> None:
+    """After a load: its description under its key (``after``: made after the load, of the snapshot it read),
+    when ``before`` (made before it) is the same or was not known (a Hub model downloaded by the load);
+    a description other than the one remembered marks the key as not to be recalled (the load depends on
+    something the key does not cover)."""
+    key = after
+    if root is None or key is None or (before is not None and before != key):
+        return  # a file changed while the model loaded: which state was loaded is not known
     described = describe(encoder, decoder)
     if described is None:
         return

@@ -293,7 +293,9 @@ class Opening:
         self.plan.fit(encoder)
         check_decode(options.decode, encoder)
         decoder = gpu_decoder(encoder) if options.decode == "gpu" and "image" in encoder.kinds else None
-        remember(options.root, self.key, encoder, decoder)
+        if options.root is not None:
+            after = files_key(self.model, load, options.decode, self.source.digests, loaded=True)
+            remember(options.root, self.key, after, encoder, decoder)
         store = options.store(encoder, decoder)
         return LoadedRun(self.plan, encoder, store, self.source, options, self.save_embeddings, self.started)
 

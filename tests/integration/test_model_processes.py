@@ -167,3 +167,50 @@ print("RESULT " + json.dumps({{"means": out.results.means(), "loaded": out.prove
     assert second["loaded"] is False and second["modules"] == []
     assert second["means"] == first["means"] and second["identity"] == first["identity"]
     assert first["identity"]["weights_from"] == "files" and first["identity"]["spec"] == spec
+
+
+def test_a_warm_rerun_of_a_hub_model_asks_the_hub_for_its_commit_only(world, data, clip, tmp_path):
+    """Online, the second run asks the Hub (a local stand-in at the HTTP boundary) one thing, the commit of
+    the model's config.json, finds that commit's snapshot as the first run's load left it, and scores from
+    the cache without loading the model; the numbers and identity are the first run's. Once the Hub has a
+    new commit (other weights), the next run loads it."""
+    import json
+    import shutil
+
+    from tests.integration.fake_hub import FakeHub
+    from tests.unit.model_world import tiny_clip
+
+    served = Path(shutil.copytree(clip, tmp_path / "served"))
+
+    code = f"""
+import json, sys
+from pathlib import Path
+from eccv_metric.models import evaluate_model
+from tests.unit.world import make_world
+world = make_world(Path({str(tmp_path / "w")!r}))
+out = evaluate_model("hf:me/clip", {str(data)!r}, benchmarks=["coco_5k"], resources=world.resources(),
+                     workers=0, device="cpu", cache_dir={str(tmp_path / "cache")!r}, n_resamples=10)
+modules = [m for m in ("torch", "transformers") if m in sys.modules]
+print("RESULT " + json.dumps({{"means": out.results.means(), "loaded": out.provenance["model_loaded"],
+      "identity": out.provenance["identity"], "modules": modules}}))
+"""
+    with FakeHub({}, models={"me/clip": served}) as hub:
+        env = {**hub.client_env(tmp_path / "home"), "PYTHONPATH": str(ROOT), "ECCV_CAPTION_PROGRESS": "0"}
+
+        def run() -> dict:
+            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+            assert out.returncode == 0, out.stderr[-2000:]
+            return json.loads(next(x for x in out.stdout.splitlines() if x.startswith("RESULT "))[7:])
+
+        first = run()
+        hub.log.clear()
+        second = run()
+        asked = list(hub.log)
+        tiny_clip(served, seed=1)
+        hub.store.heads[("models", "me/clip")] = "f" * 40
+        third = run()
+    assert first["loaded"] is True and second["loaded"] is False and second["modules"] == []
+    assert second["means"] == first["means"] and second["identity"] == first["identity"]
+    assert [(method, path) for method, path, _ in asked] == [("HEAD", "/me/clip/resolve/main/config.json")]
+    assert third["loaded"] is True
+    assert third["identity"]["weights"] != first["identity"]["weights"] and third["means"] != first["means"]

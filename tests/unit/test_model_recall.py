@@ -222,3 +222,24 @@ def test_a_sweep_loads_only_the_models_it_must(world, data, clip, tmp_path, load
     assert loads == [f"hf:{clip}", f"hf:{other}", f"hf:{other}"]
     assert [r.provenance["model_loaded"] for r in runs] == [True, False]
     assert runs[0].results.means() == alone[0].results.means()
+
+
+def test_a_folder_changed_while_the_model_loads_is_not_remembered(world, data, clip, tmp_path, monkeypatch):
+    """Which state of the folder the load read is not known: nothing is remembered, the next run loads."""
+    folder = Path(shutil.copytree(clip, tmp_path / "clip"))
+    real = run_module.load_model
+    calls = []
+
+    def editing(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        calls.append(args[0])
+        encoder = real(*args, **kwargs)
+        if len(calls) == 1:
+            (folder / "README.md").write_text("written while the model loaded\n")
+        return encoder
+
+    monkeypatch.setattr(run_module, "load_model", editing)
+    _run(f"hf:{folder}", data, world, tmp_path, "a")
+    assert not (tmp_path / "cache" / recall_module.FOLDER).exists()
+    again = _run(f"hf:{folder}", data, world, tmp_path, "b")
+    assert len(calls) == 2 and again.provenance["model_loaded"] is True
+    assert (tmp_path / "cache" / recall_module.FOLDER).exists()
