@@ -27,6 +27,7 @@ from eccv_metric.models.torchutil import Loading
 from eccv_metric.models.torchutil import hub_unreachable
 from eccv_metric.models.torchutil import pinned
 from eccv_metric.models.torchutil import to_device
+from eccv_metric.models.torchutil import unreachable_error
 from eccv_metric.models.weights import hub_folder
 
 
@@ -119,8 +120,8 @@ def folder(name: str, loaded: bool = False) -> tuple[Path, str | None] | None:
     """The folder :func:`load` reads and its commit: a local folder as it is; a Hub model's snapshot of the
     commit its ``main`` ref names: after a load (``loaded``), and in offline mode (``HF_HUB_OFFLINE=1``), the
     local ref (the load just set it to the commit it read); else, before a load, the Hub's answer to one
-    request for ``config.json`` (the one transformers makes first); None where that snapshot is not on this
-    machine or the Hub does not answer."""
+    request for ``config.json`` (the one transformers makes first; a Hub that cannot be reached: the local
+    ref, which the load then reads); None where that snapshot is not on this machine or the Hub refuses."""
     if Path(name).is_dir():
         return Path(name), None
     if name.count("/") != 1:
@@ -132,10 +133,11 @@ def folder(name: str, loaded: bool = False) -> tuple[Path, str | None] | None:
         try:
             url = huggingface_hub.hf_hub_url(name, "config.json")
             commit = huggingface_hub.get_hf_file_metadata(url, timeout=HUB_TIMEOUT).commit_hash
-        except Exception:  # noqa: BLE001 - no answer: the model is loaded, and its load says why
-            return None
-        if not commit:
-            return None
+            if not commit:
+                return None
+        except Exception as exc:  # noqa: BLE001 - the Hub's refusal: the model is loaded, and its load says why
+            if not unreachable_error(exc):
+                return None  # unreachable: a load reads the local cache (its main ref), as here
     found = hub_folder(name, commit)
     return (found, found.name) if found is not None else None
 

@@ -173,11 +173,17 @@ def hub_unreachable(name: str) -> str | None:
         return None
     try:
         huggingface_hub.get_session().head(constants.ENDPOINT, timeout=HUB_TIMEOUT)
-    except Exception as exc:  # the HTTP client's transport errors (httpx or requests) or a socket error
-        kinds = {c.__name__ for c in type(exc).__mro__}
-        if kinds & {"TransportError", "RequestException", "OSError", "TimeoutException"}:
+    except Exception as exc:  # noqa: BLE001 - see unreachable_error
+        if unreachable_error(exc):
             return f"cannot reach the Hugging Face Hub at {constants.ENDPOINT} ({type(exc).__name__})"
     return None
+
+
+def unreachable_error(exc: BaseException) -> bool:
+    """Whether ``exc`` says the Hub could not be reached: the HTTP client's transport errors (httpx or
+    requests) or a socket error, not an answer of the Hub."""
+    kinds = {c.__name__ for c in type(exc).__mro__}
+    return bool(kinds & {"TransportError", "RequestException", "OSError", "TimeoutException"})
 
 
 def load_error(spec: str, exc: BaseException, unreachable: str | None, cache_read: bool = True) -> EvaluationError:

@@ -124,12 +124,12 @@ except eccv_metric.EvaluationError as exc:
     assert "Retrying" not in out.stderr
 
 
-@pytest.mark.parametrize("where", ["a local folder", "an offline Hub snapshot"])
+@pytest.mark.parametrize("where", ["a local folder", "an offline Hub snapshot", "an unreachable Hub's snapshot"])
 def test_a_warm_rerun_imports_neither_torch_nor_transformers(where, world, data, clip, tmp_path):
     """The second run of the same model and benchmarks in a fresh Python finds every embedding cached and the
     model's description remembered (eccv_metric.models.recall): it scores without importing torch,
     transformers or PIL, with the first run's numbers and identity (a Hub model: its snapshot in the Hugging
-    Face cache layout that offline mode reads)."""
+    Face cache layout that offline mode, or a Hub that cannot be reached, reads)."""
     import json
     import shutil
 
@@ -137,13 +137,16 @@ def test_a_warm_rerun_imports_neither_torch_nor_transformers(where, world, data,
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_CACHE": str(hub), "ECCV_CAPTION_PROGRESS": "0"}
     env.pop("HF_HUB_OFFLINE", None)
     spec = f"hf:{clip}"
-    if where == "an offline Hub snapshot":
+    if where != "a local folder":
         commit = "0123456789abcdef" * 2 + "01234567"
         shutil.copytree(clip, hub / "models--me--clip" / "snapshots" / commit)
         (hub / "models--me--clip" / "refs").mkdir()
         (hub / "models--me--clip" / "refs" / "main").write_text(commit)
         spec = "hf:me/clip"
-        env["HF_HUB_OFFLINE"] = "1"
+        if where == "an offline Hub snapshot":
+            env["HF_HUB_OFFLINE"] = "1"
+        else:  # a load reads the local cache; so does the rerun, after one refused connection
+            env["HF_ENDPOINT"] = f"http://127.0.0.1:{_closed_port()}"
     code = f"""
 import json, sys
 from pathlib import Path
