@@ -3,9 +3,9 @@
 - ``--models K``: K models of the preset's shape (random weights, seeds 0..K-1, one image processor) in one
   ``evaluate_models`` call, images decoded once for all of them (the default) and decoded per model
   (``share_decode=False``), cold cache: what a sweep costs (issue 40: "a sweep should cost one decode");
-- ``--profile``: one more warm-cache run of ``--benchmarks``, under cProfile (its own row: the profiler slows
-  it; the timed warm-cache row runs without), its 25 most expensive calls (cumulative), so that the start-up
-  a warm run pays shows where it goes.
+- ``--profile``: one more warm-cache run of ``--benchmarks`` with the model loaded (its memo removed), under
+  cProfile (its own row: the profiler slows it; the timed warm-cache rows run without), its 25 most expensive
+  calls (cumulative), so that the start-up a run that loads the model pays shows where it goes.
 """
 
 from __future__ import annotations
