@@ -42,6 +42,8 @@ from eccv_metric.core.about import __version__
 from eccv_metric.core.files import write_json_atomic
 from eccv_metric.models.decode import Decoder
 from eccv_metric.models.digests import FileDigests
+from eccv_metric.models.encoder import KIND_METHODS
+from eccv_metric.models.encoder import SIMILARITIES
 from eccv_metric.models.encoder import Encoder
 from eccv_metric.models.encoder import FunctionEncoder
 from eccv_metric.models.families import LoadOptions
@@ -54,6 +56,9 @@ LIBRARIES = (
 )  # fmt: skip
 FIELDS = ("spec", "kinds", "similarity", "identity", "device", "precision", "batches_itself", "sort_texts",
           "image_preprocessing")  # fmt: skip
+TYPES = {"spec": str, "kinds": list, "similarity": str, "identity": dict, "device": str, "precision": str,
+         "batches_itself": bool, "sort_texts": bool, "image_preprocessing": (dict, type(None)),
+         "decoder": (dict, type(None))}  # fmt: skip
 
 
 def versions() -> dict[str, str | None]:
@@ -168,13 +173,33 @@ def recall(root: Path | None, key: dict | None) -> tuple[Encoder, Decoder | None
         return None
     memo = read(memo_path(root, key), key)
     described = memo.get("description") if memo is not None else None
-    if not isinstance(described, dict) or set(described) != {*FIELDS, "decoder"}:
+    if not described_as_loaded(described, key):
         return None
     fields = {name: described[name] for name in FIELDS}
     fields["kinds"] = tuple(fields["kinds"])
     encoder = FunctionEncoder(**fields, texts=unloaded, images=unloaded)
     decoder = Decoder(encoder.device, unloaded, unloaded, described["decoder"]) if described["decoder"] else None
     return encoder, decoder
+
+
+def described_as_loaded(described: object, key: dict) -> bool:
+    """Whether ``described`` is what a load of ``key`` describes (:func:`describe`: every field of its type,
+    the key's spec, device and precision, known kinds, files identifying the weights, the decoder of
+    ``decode="gpu"`` for images): a memo edited or damaged otherwise is not used."""
+    if not isinstance(described, dict) or set(described) != set(TYPES):
+        return False
+    if any(not isinstance(described[name], kind) for name, kind in TYPES.items()):
+        return False
+    kinds = described["kinds"]
+    return (
+        all(described[name] == key[name] for name in ("spec", "device", "precision"))
+        and described["identity"].get("weights_from") == "files"
+        and described["similarity"] in SIMILARITIES
+        and bool(kinds)
+        and all(isinstance(k, str) and k in KIND_METHODS for k in kinds)
+        and len(set(kinds)) == len(kinds)
+        and (described["decoder"] is not None) == (key["decode"] == "gpu" and "image" in kinds)
+    )
 
 
 def unloaded(*_: Any) -> Any:

@@ -276,3 +276,17 @@ def test_a_load_after_a_remembered_description_plans_afresh(world, data, clip, t
     assert len(loads) == 2 and again.provenance["model_loaded"] is True
     assert again.skipped == first.skipped
     assert again.results.means() == first.results.means()
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"kinds": "caption"}, {"device": 5}, {"similarity": "euclid"}, {"identity": "x"}, {"sort_texts": "yes"},
+     {"precision": None}, {"decoder": [1]}, {"image_preprocessing": 3}, {"spec": "hf:another"}],
+)  # fmt: skip
+def test_a_memo_of_the_wrong_types_loads_the_model(fields, world, data, clip, tmp_path, loads):
+    """A memo whose description is not what a load describes (edited, damaged) is not used: the model loads."""
+    first = _run(f"hf:{clip}", data, world, tmp_path, "a")
+    _describe(_memo(tmp_path), **fields)
+    again = _run(f"hf:{clip}", data, world, tmp_path, "b")
+    assert len(loads) == 2 and again.provenance["model_loaded"] is True
+    _same_run(first, again, tmp_path, ("a", "b"))
