@@ -13,10 +13,11 @@ store checks every entry: its stored key, rows, dimensions, finite values); anyt
 
 The digest (:func:`files_key`) covers:
 
-- every file at the top of the folder the model loads from (an ``hf:`` local folder; a Hub model's snapshot
+- every file of the folder the model loads from (an ``hf:`` local folder; a Hub model's snapshot
   of the commit transformers would load, with that commit: the local ``main`` ref in offline mode,
   ``HF_HUB_OFFLINE=1``, else the commit the Hub names for ``config.json``, one request), each by its sha256
-  (remembered by :class:`~eccv_metric.models.digests.FileDigests`: path, size, mtime, ctime, inode);
+  (remembered by :class:`~eccv_metric.models.digests.FileDigests`: path, size, mtime, ctime, inode); in its
+  subfolders (not hidden ones), each by that stamp alone (:func:`nested`);
 - the versions of Python, this package and every library on the loading path (:data:`LIBRARIES`);
 - the spec, the device (as picked: CUDA, then MPS, then CPU when not given), the precision, both batch
   sizes and the decoder.
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version
@@ -42,6 +44,7 @@ from eccv_metric.core.about import __version__
 from eccv_metric.core.files import write_json_atomic
 from eccv_metric.models.decode import Decoder
 from eccv_metric.models.digests import FileDigests
+from eccv_metric.models.digests import stamp
 from eccv_metric.models.encoder import KIND_METHODS
 from eccv_metric.models.encoder import SIMILARITIES
 from eccv_metric.models.encoder import Encoder
@@ -90,7 +93,8 @@ def files_key(
     files = sorted(p for p in folder.iterdir() if p.is_file())
     if not files:
         return None
-    digested = {p.name: digests.of(p) for p in files}
+    digested: dict[str, object] = {p.name: digests.of(p) for p in files}
+    digested.update(nested(folder))
     digests.save()
     return {
         "spec": model,
@@ -103,6 +107,22 @@ def files_key(
         "text_batch_size": options.text_batch_size,
         "decode": decode,
     }
+
+
+def nested(folder: Path) -> dict[str, list[int]]:
+    """Each file in the folder's subfolders (hidden ones left out) by its stamp (size, times, inode): transformers
+    reads some of them (``additional_chat_templates/``, a processor's second tokenizer's folder); any change to
+    one is another key. Not hashed: a training run's checkpoints may sit there."""
+    out: dict[str, list[int]] = {}
+    for top, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        if Path(top) == folder:
+            continue
+        for name in sorted(names):
+            path = Path(top) / name
+            if path.is_file():
+                out[path.relative_to(folder).as_posix()] = stamp(path)
+    return out
 
 
 def picked_device(device: str | None) -> str:

@@ -290,3 +290,18 @@ def test_a_memo_of_the_wrong_types_loads_the_model(fields, world, data, clip, tm
     again = _run(f"hf:{clip}", data, world, tmp_path, "b")
     assert len(loads) == 2 and again.provenance["model_loaded"] is True
     _same_run(first, again, tmp_path, ("a", "b"))
+
+
+def test_a_chat_template_edited_in_its_folder_loads_the_model(world, data, clip, tmp_path, loads):
+    """transformers reads ``additional_chat_templates/`` with the tokenizer: its files are in the key."""
+    folder = Path(shutil.copytree(clip, tmp_path / "clip"))
+    (folder / "additional_chat_templates").mkdir()
+    template = folder / "additional_chat_templates" / "short.jinja"
+    template.write_text("{{ messages[0]['content'] }}")
+    _run(f"hf:{folder}", data, world, tmp_path, "a")
+    template.write_text("{{ messages[-1]['content'] }}")
+    again = _run(f"hf:{folder}", data, world, tmp_path, "b")
+    fresh = _run(f"hf:{folder}", data, world, tmp_path, "c", cache=False)
+    assert again.provenance["identity"] == fresh.provenance["identity"]
+    assert len(loads) == 3 and again.provenance["model_loaded"] is True
+    assert _run(f"hf:{folder}", data, world, tmp_path, "d").provenance["model_loaded"] is False
