@@ -13,10 +13,11 @@ store checks every entry: its stored key, rows, dimensions, finite values); anyt
 
 The digest (:func:`files_key`) covers:
 
-- every file at the top of the folder the model loads from (an ``hf:`` local folder; a Hub model's snapshot
+- every file of the folder the model loads from (an ``hf:`` local folder; a Hub model's snapshot
   of the commit transformers would load, with that commit: the local ``main`` ref in offline mode,
   ``HF_HUB_OFFLINE=1``, else the commit the Hub names for ``config.json``, one request), each by its sha256
-  (remembered by :class:`~eccv_metric.models.digests.FileDigests`: path, size, mtime, ctime, inode);
+  (remembered by :class:`~eccv_metric.models.digests.FileDigests`: path, size, mtime, ctime, inode); in its
+  subfolders (not hidden ones), each by that stamp alone (:func:`nested`);
 - the versions of Python, this package and every library on the loading path (:data:`LIBRARIES`);
 - the spec, the device (as picked: CUDA, then MPS, then CPU when not given), the precision, both batch
   sizes and the decoder.
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version
@@ -42,6 +44,9 @@ from eccv_metric.core.about import __version__
 from eccv_metric.core.files import write_json_atomic
 from eccv_metric.models.decode import Decoder
 from eccv_metric.models.digests import FileDigests
+from eccv_metric.models.digests import stamp
+from eccv_metric.models.encoder import KIND_METHODS
+from eccv_metric.models.encoder import SIMILARITIES
 from eccv_metric.models.encoder import Encoder
 from eccv_metric.models.encoder import FunctionEncoder
 from eccv_metric.models.families import LoadOptions
@@ -54,6 +59,9 @@ LIBRARIES = (
 )  # fmt: skip
 FIELDS = ("spec", "kinds", "similarity", "identity", "device", "precision", "batches_itself", "sort_texts",
           "image_preprocessing")  # fmt: skip
+TYPES = {"spec": str, "kinds": list, "similarity": str, "identity": dict, "device": str, "precision": str,
+         "batches_itself": bool, "sort_texts": bool, "image_preprocessing": (dict, type(None)),
+         "decoder": (dict, type(None))}  # fmt: skip
 
 
 def versions() -> dict[str, str | None]:
@@ -85,7 +93,8 @@ def files_key(
     files = sorted(p for p in folder.iterdir() if p.is_file())
     if not files:
         return None
-    digested = {p.name: digests.of(p) for p in files}
+    digested: dict[str, object] = {p.name: digests.of(p) for p in files}
+    digested.update(nested(folder))
     digests.save()
     return {
         "spec": model,
@@ -98,6 +107,22 @@ def files_key(
         "text_batch_size": options.text_batch_size,
         "decode": decode,
     }
+
+
+def nested(folder: Path) -> dict[str, list[int]]:
+    """Each file in the folder's subfolders (hidden ones left out) by its stamp (size, times, inode): transformers
+    reads some of them (``additional_chat_templates/``, a processor's second tokenizer's folder); any change to
+    one is another key. Not hashed: a training run's checkpoints may sit there."""
+    out: dict[str, list[int]] = {}
+    for top, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        if Path(top) == folder:
+            continue
+        for name in sorted(names):
+            path = Path(top) / name
+            if path.is_file():
+                out[path.relative_to(folder).as_posix()] = stamp(path)
+    return out
 
 
 def picked_device(device: str | None) -> str:
@@ -168,13 +193,33 @@ def recall(root: Path | None, key: dict | None) -> tuple[Encoder, Decoder | None
         return None
     memo = read(memo_path(root, key), key)
     described = memo.get("description") if memo is not None else None
-    if not isinstance(described, dict) or set(described) != {*FIELDS, "decoder"}:
+    if not described_as_loaded(described, key):
         return None
     fields = {name: described[name] for name in FIELDS}
     fields["kinds"] = tuple(fields["kinds"])
     encoder = FunctionEncoder(**fields, texts=unloaded, images=unloaded)
     decoder = Decoder(encoder.device, unloaded, unloaded, described["decoder"]) if described["decoder"] else None
     return encoder, decoder
+
+
+def described_as_loaded(described: object, key: dict) -> bool:
+    """Whether ``described`` is what a load of ``key`` describes (:func:`describe`: every field of its type,
+    the key's spec, device and precision, known kinds, files identifying the weights, the decoder of
+    ``decode="gpu"`` for images): a memo edited or damaged otherwise is not used."""
+    if not isinstance(described, dict) or set(described) != set(TYPES):
+        return False
+    if any(not isinstance(described[name], kind) for name, kind in TYPES.items()):
+        return False
+    kinds = described["kinds"]
+    return (
+        all(described[name] == key[name] for name in ("spec", "device", "precision"))
+        and described["identity"].get("weights_from") == "files"
+        and described["similarity"] in SIMILARITIES
+        and bool(kinds)
+        and all(isinstance(k, str) and k in KIND_METHODS for k in kinds)
+        and len(set(kinds)) == len(kinds)
+        and (described["decoder"] is not None) == (key["decode"] == "gpu" and "image" in kinds)
+    )
 
 
 def unloaded(*_: Any) -> Any:

@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import replace
 from pathlib import Path
 
 from eccv_metric.benchmarks.request import Request
@@ -279,11 +280,15 @@ class Opening:
         if recalled is None:
             return None
         encoder, decoder = recalled
-        self.plan.fit(encoder)
+        plan = replace(self.plan, wanted=dict(self.plan.wanted), skipped=dict(self.plan.skipped))
+        try:  # a copy: a run that loads the model after all is planned by what its load describes
+            plan.fit(encoder)
+        except EvaluationError:
+            return None  # a run that cannot be scored says why once loaded, as a run without a memo does
         store = self.options.store(encoder, decoder)
-        if not store.answers(self.plan.sets, self.plan.items):
+        if not store.answers(plan.sets, plan.items):
             return None
-        return LoadedRun(self.plan, encoder, store, self.source, self.options, self.save_embeddings, self.started,
+        return LoadedRun(plan, encoder, store, self.source, self.options, self.save_embeddings, self.started,
                          loaded=False)  # fmt: skip
 
     def loaded(self) -> LoadedRun:

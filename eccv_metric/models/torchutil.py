@@ -181,8 +181,10 @@ def hub_unreachable(name: str) -> str | None:
 
 def unreachable_error(exc: BaseException) -> bool:
     """Whether ``exc`` says the Hub could not be reached: the HTTP client's transport errors (httpx or
-    requests) or a socket error, not an answer of the Hub."""
+    requests) or a socket error, not an answer of the Hub (huggingface_hub's HfHubHTTPError is an OSError)."""
     kinds = {c.__name__ for c in type(exc).__mro__}
+    if kinds & {"HfHubHTTPError", "HTTPStatusError"}:
+        return False
     return bool(kinds & {"TransportError", "RequestException", "OSError", "TimeoutException"})
 
 

@@ -217,3 +217,36 @@ print("RESULT " + json.dumps({{"means": out.results.means(), "loaded": out.prove
     assert [(method, path) for method, path, _ in asked] == [("HEAD", "/me/clip/resolve/main/config.json")]
     assert third["loaded"] is True
     assert third["identity"]["weights"] != first["identity"]["weights"] and third["means"] != first["means"]
+
+
+def test_a_hub_that_answers_no_is_not_recalled_past(world, data, clip, tmp_path):
+    """A Hub answer other than the commit (here: main's new commit has no config.json) is not taken for a Hub
+    that cannot be reached: the model is loaded, and the run ends as its load does (an error naming the file),
+    never with the remembered snapshot's numbers."""
+    import shutil
+
+    from tests.integration.fake_hub import FakeHub
+
+    served = Path(shutil.copytree(clip, tmp_path / "served"))
+    code = f"""
+from pathlib import Path
+from eccv_metric.models import evaluate_model
+from tests.unit.world import make_world
+world = make_world(Path({str(tmp_path / "w")!r}))
+out = evaluate_model("hf:me/clip", {str(data)!r}, benchmarks=["coco_5k"], resources=world.resources(),
+                     workers=0, device="cpu", cache_dir={str(tmp_path / "cache")!r}, n_resamples=10)
+print("RESULT", out.provenance["model_loaded"])
+"""
+    with FakeHub({}, models={"me/clip": served}) as hub:
+        env = {**hub.client_env(tmp_path / "home"), "PYTHONPATH": str(ROOT), "ECCV_CAPTION_PROGRESS": "0"}
+
+        def run() -> subprocess.CompletedProcess:
+            return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+
+        first = run()
+        (served / "config.json").unlink()
+        hub.store.heads[("models", "me/clip")] = "e" * 40
+        second = run()
+    assert first.returncode == 0 and "RESULT True" in first.stdout, first.stderr[-2000:]
+    assert second.returncode != 0 and "RESULT" not in second.stdout
+    assert "config.json" in second.stderr.splitlines()[-1]

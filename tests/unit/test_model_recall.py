@@ -243,3 +243,65 @@ def test_a_folder_changed_while_the_model_loads_is_not_remembered(world, data, c
     again = _run(f"hf:{folder}", data, world, tmp_path, "b")
     assert len(calls) == 2 and again.provenance["model_loaded"] is True
     assert (tmp_path / "cache" / recall_module.FOLDER).exists()
+
+
+def _memo(tmp_path: Path) -> Path:
+    (memo,) = (tmp_path / "cache" / recall_module.FOLDER).iterdir()
+    return memo
+
+
+def _describe(memo: Path, **fields: object) -> None:
+    stored = json.loads(memo.read_text())
+    stored["description"].update(fields)
+    memo.write_text(json.dumps(stored))
+
+
+def test_a_remembered_description_the_plan_refuses_loads_the_model(world, data, clip, tmp_path, loads):
+    """A description that fails the plan (here: it says the model encodes no images) is not the run's error:
+    the model is loaded, and the run is the one its load gives."""
+    first = _run(f"hf:{clip}", data, world, tmp_path, "a")
+    _describe(_memo(tmp_path), kinds=["caption"])
+    again = _run(f"hf:{clip}", data, world, tmp_path, "b")
+    assert len(loads) == 2 and again.provenance["model_loaded"] is True
+    _same_run(first, again, tmp_path, ("a", "b"))
+
+
+def test_a_load_after_a_remembered_description_plans_afresh(world, data, clip, tmp_path, loads):
+    """When the cache does not answer, the loaded model's plan is its own: no benchmark skipped for what the
+    remembered description said."""
+    first = _run(f"hf:{clip}", data, world, tmp_path, "a", benchmarks=None)
+    _describe(_memo(tmp_path), kinds=["caption"])
+    shutil.rmtree(first.provenance["items"]["captions.caption"]["cache"])  # the cache cannot answer: a load
+    again = _run(f"hf:{clip}", data, world, tmp_path, "b", benchmarks=None)
+    assert len(loads) == 2 and again.provenance["model_loaded"] is True
+    assert again.skipped == first.skipped
+    assert again.results.means() == first.results.means()
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"kinds": "caption"}, {"device": 5}, {"similarity": "euclid"}, {"identity": "x"}, {"sort_texts": "yes"},
+     {"precision": None}, {"decoder": [1]}, {"image_preprocessing": 3}, {"spec": "hf:another"}],
+)  # fmt: skip
+def test_a_memo_of_the_wrong_types_loads_the_model(fields, world, data, clip, tmp_path, loads):
+    """A memo whose description is not what a load describes (edited, damaged) is not used: the model loads."""
+    first = _run(f"hf:{clip}", data, world, tmp_path, "a")
+    _describe(_memo(tmp_path), **fields)
+    again = _run(f"hf:{clip}", data, world, tmp_path, "b")
+    assert len(loads) == 2 and again.provenance["model_loaded"] is True
+    _same_run(first, again, tmp_path, ("a", "b"))
+
+
+def test_a_chat_template_edited_in_its_folder_loads_the_model(world, data, clip, tmp_path, loads):
+    """transformers reads ``additional_chat_templates/`` with the tokenizer: its files are in the key."""
+    folder = Path(shutil.copytree(clip, tmp_path / "clip"))
+    (folder / "additional_chat_templates").mkdir()
+    template = folder / "additional_chat_templates" / "short.jinja"
+    template.write_text("{{ messages[0]['content'] }}")
+    _run(f"hf:{folder}", data, world, tmp_path, "a")
+    template.write_text("{{ messages[-1]['content'] }}")
+    again = _run(f"hf:{folder}", data, world, tmp_path, "b")
+    fresh = _run(f"hf:{folder}", data, world, tmp_path, "c", cache=False)
+    assert again.provenance["identity"] == fresh.provenance["identity"]
+    assert len(loads) == 3 and again.provenance["model_loaded"] is True
+    assert _run(f"hf:{folder}", data, world, tmp_path, "d").provenance["model_loaded"] is False

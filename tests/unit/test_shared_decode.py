@@ -174,11 +174,11 @@ def test_only_models_sharing_a_preprocessing_are_loaded_together(world, data, mo
     alive, most, order = [0], [0], []
     real_open, real_finish = many.open_run, many.finish_run
 
-    def counted_open(model, *args):  # noqa: ANN001, ANN002, ANN202
+    def counted_open(model, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
         alive[0] += 1
         most[0] = max(most[0], alive[0])
         order.append(model)
-        return real_open(model, *args)
+        return real_open(model, *args, **kwargs)
 
     def counted_finish(run):  # noqa: ANN001, ANN202
         alive[0] -= 1
@@ -264,10 +264,10 @@ def test_a_model_run_is_released_before_the_next_one_loads(world, data, models, 
     alive: list[int] = []
     real_open, real_key = many.open_run, many.image_key
 
-    def counted_open(model, *args):  # noqa: ANN001, ANN002, ANN202
+    def counted_open(model, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
         gc.collect()
         alive.append(sum(ref() is not None for ref in refs))
-        run = real_open(model, *args)
+        run = real_open(model, *args, **kwargs)
         refs.append(weakref.ref(run.encoder))
         return run
 
