@@ -150,6 +150,9 @@ def run_model(args: argparse.Namespace) -> int:
         if not args.json and not args.quiet:
             print((f"model: {models[k]}\n" if several else "") + format_table(means))
         lines = [f"skipped {name}: {why.removeprefix(name + ': ')}" for name, why in skipped.items()]
+        if not out.provenance.get("model_loaded", True) and not args.quiet:
+            lines.append(f"note: {models[k]}: every embedding was read from the cache, so the model was not loaded "
+                         "(--no-cache loads it and encodes afresh)")  # fmt: skip
         for line in lines + [f"warning: {in_words(note, CLI_WORDS)}" for note in out.results.notes]:
             print(line, file=sys.stderr)
         for path, payload in ((args.output, written), (args.per_query, None)):

@@ -305,3 +305,24 @@ def test_a_chat_template_edited_in_its_folder_loads_the_model(world, data, clip,
     assert again.provenance["identity"] == fresh.provenance["identity"]
     assert len(loads) == 3 and again.provenance["model_loaded"] is True
     assert _run(f"hf:{folder}", data, world, tmp_path, "d").provenance["model_loaded"] is False
+
+
+def test_the_cli_says_when_the_model_was_not_loaded(world, data, clip, tmp_path, capsys, monkeypatch):
+    from eccv_metric.cli.main import main
+
+    real = run_module.evaluate_model_request  # the world's ground truth (the CLI reads the data's own)
+    monkeypatch.setattr(run_module, "evaluate_model_request",
+                        lambda *a, **k: real(*a, **{**k, "resources": world.resources()}))  # fmt: skip
+
+    argv = ["evaluate", "--model", f"hf:{clip}", "--data", str(data), "--benchmarks", "coco_5k", "--workers", "0",
+            "--cache-dir", str(tmp_path / "cache"), "--json"]  # fmt: skip
+    assert main(argv) == 0
+    first = capsys.readouterr()
+    assert main(argv) == 0
+    second = capsys.readouterr()
+    assert "the model was not loaded" not in first.err
+    assert (f"note: hf:{clip}: every embedding was read from the cache, so the model was not loaded (--no-cache "
+            "loads it and encodes afresh)") in second.err.splitlines()  # fmt: skip
+    one, two = json.loads(first.out), json.loads(second.out)
+    assert two["provenance"]["model_loaded"] is False
+    assert {k: v for k, v in one.items() if k != "provenance"} == {k: v for k, v in two.items() if k != "provenance"}
