@@ -319,16 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         runs["ours, --benchmarks, cold cache"] = run_child("ours", passed, ["--cache", str(root / "cache_five")])
         runs["ours, coco_5k, cold cache"] = run_child("ours", [*passed, "--benchmarks", "coco_5k"],
                                                       ["--cache", str(root / "cache_coco")])  # fmt: skip
-        runs["ours, --benchmarks, warm cache"] = run_child("ours", passed, ["--cache", str(root / "cache_five")])
-        shutil.rmtree(root / "cache_five" / "models", ignore_errors=True)  # the model's memo (models.recall)
-        runs["ours, --benchmarks, warm cache, the model loaded (its memo removed)"] = run_child(
-            "ours", passed, ["--cache", str(root / "cache_five")]
-        )
-        if args.profile:  # a run of its own: cProfile slows what it measures, the row above stays unprofiled
-            shutil.rmtree(root / "cache_five" / "models", ignore_errors=True)  # the model loads, as above
-            runs["ours, --benchmarks, warm cache, under cProfile (slowed by it)"] = run_child(
-                "ours", passed, ["--cache", str(root / "cache_five"), "--profile-this"]
-            )
+        runs.update(more.warm_rows(args, passed, root / "cache_five", run_child))
         if args.decode == "gpu":  # the default decoder too, side by side
             shutil.rmtree(root / "cache_pil", ignore_errors=True)
             runs["ours, --benchmarks, cold cache, decode pil"] = run_child(

@@ -1,4 +1,7 @@
-"""Two more rows of ``scripts/benchmark_models.py``, each in a fresh Python:
+"""More rows of ``scripts/benchmark_models.py``, each in a fresh Python:
+
+- the warm-cache rows (:func:`warm_rows`): the model not loaded (every embedding cached), then loaded (its
+  memo removed: the start-up a run that must encode pays);
 
 - ``--models K``: K models of the preset's shape (random weights, seeds 0..K-1, one image processor) in one
   ``evaluate_models`` call, images decoded once for all of them (the default) and decoded per model
@@ -68,6 +71,23 @@ def many_rows(args: argparse.Namespace, passed: list[str], root: Path, run_child
         shutil.rmtree(cache, ignore_errors=True)
         name = f"ours, {args.models} models, decode {'shared' if share == 'yes' else 'per model'}, cold cache"
         rows[name] = run_child("many", passed, ["--cache", str(cache), "--share", share])  # type: ignore[operator]
+    return rows
+
+
+def warm_rows(args: argparse.Namespace, passed: list[str], cache: Path, run_child: object) -> dict[str, dict]:
+    """The warm-cache rows of ``--benchmarks`` (``cache``: the cold run's): the model not loaded (its memo
+    remembered, eccv_metric.models.recall), then loaded (the memo removed); with ``--profile``, once more loaded,
+    under cProfile (a run of its own: the profiler slows what it measures, the rows above stay unprofiled)."""
+    import shutil
+
+    rows = {"ours, --benchmarks, warm cache": run_child("ours", passed, ["--cache", str(cache)])}  # type: ignore[operator]
+    shutil.rmtree(cache / "models", ignore_errors=True)
+    name = "ours, --benchmarks, warm cache, the model loaded (its memo removed)"
+    rows[name] = run_child("ours", passed, ["--cache", str(cache)])  # type: ignore[operator]
+    if args.profile:
+        shutil.rmtree(cache / "models", ignore_errors=True)
+        name = "ours, --benchmarks, warm cache, under cProfile (slowed by it)"
+        rows[name] = run_child("ours", passed, ["--cache", str(cache), "--profile-this"])  # type: ignore[operator]
     return rows
 
 

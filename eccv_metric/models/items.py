@@ -13,6 +13,7 @@ becomes the 8-bit RGB picture :data:`DECODER` says. Nothing here imports torch.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from dataclasses import replace
 
@@ -84,6 +85,14 @@ class Items:
     locations: list[Location] | None
     digest: str
     keys: list[tuple]
+
+    def rows(self, rows: list[int]) -> Items:
+        """The items at ``rows`` (in that order), as an item set of their own (its digest names the rows)."""
+        pick = np.asarray(rows, dtype=np.int64)
+        digest = hashlib.sha256(f"{self.digest}|subset".encode() + pick.tobytes()).hexdigest()
+        texts = None if self.texts is None else [self.texts[r] for r in rows]
+        locations = None if self.locations is None else [self.locations[r] for r in rows]
+        return Items(self.item_set, self.ids[pick], texts, locations, digest, [self.keys[r] for r in rows])
 
 
 # how an image item becomes the RGB picture a model's preprocessing gets (part of the cache key of image items)

@@ -72,15 +72,6 @@ def batch_bounds(n: int, step: int) -> list[Bounds]:
     return [(s, min(s + step, n)) for s in range(0, n, step)]
 
 
-def subset(items: Items, rows: list[int]) -> Items:
-    """The items at ``rows`` (in that order), as an item set of their own (its digest names the rows)."""
-    pick = np.asarray(rows, dtype=np.int64)
-    digest = hashlib.sha256(f"{items.digest}|subset".encode() + pick.tobytes()).hexdigest()
-    texts = None if items.texts is None else [items.texts[r] for r in rows]
-    locations = None if items.locations is None else [items.locations[r] for r in rows]
-    return Items(items.item_set, items.ids[pick], texts, locations, digest, [items.keys[r] for r in rows])
-
-
 class EmbeddingStore:
     """Embeddings of item sets by one encoder (see the module docstring); ``root=None``: no cache."""
 
@@ -113,7 +104,7 @@ class EmbeddingStore:
             fresh = [row for row, key in enumerate(keys) if key not in self.seen]
             if whole is not None and whole.finished() is not None:
                 fresh = list(range(len(keys)))  # the whole set is cached (an earlier run): read it, encode nothing
-            part = items[s] if len(fresh) == len(keys) else subset(items[s], fresh)
+            part = items[s] if len(fresh) == len(keys) else items[s].rows(fresh)
             entry = whole if part is items[s] else self.entry(part)
             values, meta = self.values(part, entry) if fresh else (None, {"encoded": 0, "resumed": 0, "cached": False})
             if len(fresh) < len(keys):  # in its order: the rows encoded now, the others from the set that had them
@@ -191,7 +182,7 @@ class EmbeddingStore:
             keys = items[s].keys
             if not self.has_finished(items[s]):
                 fresh = [row for row, key in enumerate(keys) if key not in seen]
-                if fresh and not self.has_finished(items[s] if len(fresh) == len(keys) else subset(items[s], fresh)):
+                if fresh and not self.has_finished(items[s] if len(fresh) == len(keys) else items[s].rows(fresh)):
                     return False
             seen.update(keys)
         return True
