@@ -168,13 +168,14 @@ def decoded_batches(
         yield bounds, made
 
 
-def pil_image_processor(name: str, loaded: Any, local_only: bool = False) -> Any:
-    """The model's image processor with its PIL backend: ``loaded`` when it is one, else loaded again with
-    ``backend="pil"`` (transformers 5) or ``use_fast=False`` (4.x); ``loaded`` where that fails."""
+def pil_image_processor(name: str, loaded: Any, local_only: bool = False, revision: str | None = None) -> Any:
+    """The model's image processor with its PIL backend: ``loaded`` when it is one, else loaded again (at
+    ``revision``, a Hub commit) with ``backend="pil"`` (transformers 5) or ``use_fast=False`` (4.x); ``loaded``
+    where that fails."""
     if loaded is None or not is_torch_backend(loaded):
         return loaded
     try:
-        return load_image_processor(name, "pil", local_only)
+        return load_image_processor(name, "pil", local_only, revision)
     except (OSError, ValueError, ImportError):
         return loaded
 
@@ -188,20 +189,24 @@ def is_torch_backend(image_processor: Any) -> bool:
     return isinstance(image_processor, BaseImageProcessorFast)
 
 
-def load_image_processor(name: str, backend: str, local_only: bool = False) -> Any:
-    """``AutoImageProcessor`` with the given backend (``pil`` or ``torchvision``) in transformers 5 and 4.x."""
+def load_image_processor(name: str, backend: str, local_only: bool = False, revision: str | None = None) -> Any:
+    """``AutoImageProcessor`` with the given backend (``pil`` or ``torchvision``) in transformers 5 and 4.x
+    (``revision``: a Hub commit; None: its main ref)."""
     import transformers
 
     auto = transformers.AutoImageProcessor
+    pin = {"revision": revision} if revision else {}
     if int(transformers.__version__.split(".")[0]) >= 5:
-        return auto.from_pretrained(name, backend=backend, local_files_only=local_only)
-    return auto.from_pretrained(name, use_fast=backend == "torchvision", local_files_only=local_only)
+        return auto.from_pretrained(name, backend=backend, local_files_only=local_only, **pin)
+    return auto.from_pretrained(name, use_fast=backend == "torchvision", local_files_only=local_only, **pin)
 
 
-def hf_tensor_preprocessing(name: str, device: str, local_only: bool = False) -> tuple[Callable[[list], Any], dict]:
-    """An ``hf:`` model's image processor on tensors (its torchvision backend), run on ``device``."""
+def hf_tensor_preprocessing(
+    name: str, device: str, local_only: bool = False, revision: str | None = None
+) -> tuple[Callable[[list], Any], dict]:
+    """An ``hf:`` model's image processor on tensors (its torchvision backend, at ``revision``), run on ``device``."""
     torchvision_io()
-    image_processor = load_image_processor(name, "torchvision", local_only)
+    image_processor = load_image_processor(name, "torchvision", local_only, revision)
     if not is_torch_backend(image_processor):
         raise EvaluationError(
             f"decode= gpu: hf:{name} has no torchvision image processor ({type(image_processor).__name__}); "

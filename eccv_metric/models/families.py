@@ -33,6 +33,7 @@ class LoadOptions:
     text_batch_size: int | None = None  # captions per forward pass (None: by the device, text_batches)
     digests: Any = None  # a FileDigests remembering the weight files' digests (None: each file hashed)
     workers: int | None = None  # image decoding processes (None: by the device; 0: none: no fork server)
+    revision: str | None = None  # the Hub commit to load (None: the one its main ref names now)
 
 
 @dataclass(frozen=True)
@@ -49,9 +50,10 @@ class Family:
     # what a model's image preprocessing is, read before its weights load (its Encoder's image_preprocessing;
     # None: not known before loading): models that agree are loaded together to share a decode (models.shared)
     image_key: Callable[[str, LoadOptions], dict | None] | None = None
-    # (name, after a load?) -> the folder a model loads from (before a load: would load from) and its commit
-    # (None: not known): a rerun whose embeddings are all cached is scored without loading it (models.recall)
-    folder: Callable[[str, bool], tuple[Path, str | None] | None] | None = None
+    # (name, the Hub commit a load read or None: the one a load would read now) -> the folder a model loads from
+    # and its commit (None: not known): a rerun whose embeddings are all cached is scored without loading it
+    # (models.recall)
+    folder: Callable[[str, str | None], tuple[Path, str | None] | None] | None = None
 
 
 FAMILIES: dict[str, Family] = {}

@@ -22,27 +22,29 @@ from eccv_metric.models.families import register
 from eccv_metric.models.families import require
 from eccv_metric.models.identity import saved_digest
 from eccv_metric.models.torchutil import EXTRA
-from eccv_metric.models.torchutil import HUB_TIMEOUT
 from eccv_metric.models.torchutil import Loading
 from eccv_metric.models.torchutil import hub_unreachable
+from eccv_metric.models.torchutil import main_commit
 from eccv_metric.models.torchutil import pinned
 from eccv_metric.models.torchutil import to_device
-from eccv_metric.models.torchutil import unreachable_error
 from eccv_metric.models.weights import hub_folder
 
 
 def load(name: str, spec: str, options: LoadOptions) -> Any:
     transformers = require("transformers", EXTRA)
     at = Loading(spec, name, options, worker_modules=("transformers.image_processing_utils",))
+    commit = options.revision or main_commit(name, ask=not at.local_only)  # every file from one Hub commit
+    pin = {"revision": commit} if commit else {}
     with at.errors():
         model, loading = transformers.AutoModel.from_pretrained(
-            name, local_files_only=at.local_only, output_loading_info=True
+            name, local_files_only=at.local_only, output_loading_info=True, **pin
         )
-        processor = transformers.AutoProcessor.from_pretrained(name, local_files_only=at.local_only)
+        processor = transformers.AutoProcessor.from_pretrained(name, local_files_only=at.local_only, **pin)
     model = model.to(at.device).eval()
     initialised = bool(loading.get("missing_keys") or loading.get("mismatched_keys"))
+    revision = commit or getattr(model.config, "_commit_hash", None)
     # the PIL backend even where transformers would pick torchvision: the numbers do not depend on what is installed
-    image_processor = pil_image_processor(name, getattr(processor, "image_processor", None), at.local_only)
+    image_processor = pil_image_processor(name, getattr(processor, "image_processor", None), at.local_only, commit)
     tokenizer = getattr(processor, "tokenizer", None)
     has_images = callable(getattr(model, "get_image_features", None)) and image_processor is not None
     has_texts = callable(getattr(model, "get_text_features", None)) and tokenizer is not None
@@ -68,7 +70,7 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
         return encode_tokens(tokenize(batch))
 
     def tensor_preprocessing() -> Any:  # decode="gpu": the image processor's torchvision backend on the device
-        return hf_tensor_preprocessing(name, at.device, at.local_only)
+        return hf_tensor_preprocessing(name, at.device, at.local_only, commit)
 
     described = image_description(image_processor)
     preprocessing = {
@@ -85,9 +87,9 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
         texts=texts if has_texts else None,
         images=images if has_images else None,
         prepare_image=Prepare(image_processor) if has_images else None,
-        revision=getattr(model.config, "_commit_hash", None),
+        revision=revision,
         # the weight files identify the weights, unless some were initialised at load (missing / mismatched keys)
-        weights_folder=None if initialised else hub_folder(name, getattr(model.config, "_commit_hash", None)),
+        weights_folder=None if initialised else hub_folder(name, revision),
         weights_recursive=False,
         tokenize=tokenize if has_texts else None,
         encode_tokens=encode_tokens if has_texts else None,
@@ -116,29 +118,15 @@ def image_key(name: str, options: LoadOptions) -> dict | None:
         return None
 
 
-def folder(name: str, loaded: bool = False) -> tuple[Path, str | None] | None:
-    """The folder :func:`load` reads and its commit: a local folder as it is; a Hub model's snapshot of the
-    commit its ``main`` ref names: after a load (``loaded``), and in offline mode (``HF_HUB_OFFLINE=1``), the
-    local ref (the load just set it to the commit it read); else, before a load, the Hub's answer to one
-    request for ``config.json`` (the one transformers makes first; a Hub that cannot be reached: the local
-    ref, which the load then reads); None where that snapshot is not on this machine or the Hub refuses."""
+def folder(name: str, commit: str | None = None) -> tuple[Path, str | None] | None:
+    """The folder :func:`load` reads and its commit: a local folder as it is; a Hub model's snapshot of
+    ``commit`` (the one a load read), else of the commit a load would read now
+    (:func:`~eccv_metric.models.torchutil.main_commit`: one request, or the local ``main`` ref offline); None
+    where that snapshot is not on this machine or the Hub refuses."""
     if Path(name).is_dir():
         return Path(name), None
-    if name.count("/") != 1:
-        return None
-    import huggingface_hub
-
-    commit = None
-    if not loaded and not huggingface_hub.is_offline_mode():
-        try:
-            url = huggingface_hub.hf_hub_url(name, "config.json")
-            commit = huggingface_hub.get_hf_file_metadata(url, timeout=HUB_TIMEOUT).commit_hash
-            if not commit:
-                return None
-        except Exception as exc:  # noqa: BLE001 - the Hub's refusal: the model is loaded, and its load says why
-            if not unreachable_error(exc):
-                return None  # unreachable: a load reads the local cache (its main ref), as here
-    found = hub_folder(name, commit)
+    commit = commit or main_commit(name)
+    found = hub_folder(name, commit) if commit else None
     return (found, found.name) if found is not None else None
 
 

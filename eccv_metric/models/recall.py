@@ -77,16 +77,16 @@ def versions() -> dict[str, str | None]:
 
 
 def files_key(
-    model: object, options: LoadOptions, decode: str, digests: FileDigests, loaded: bool = False
+    model: object, options: LoadOptions, decode: str, digests: FileDigests, commit: str | None = None
 ) -> dict | None:
-    """What a load of ``model`` is made from (see the module docstring; ``loaded``: the load that just ran,
-    else the one that would run now), or None where that is not known (nothing remembered or recalled)."""
+    """What a load of ``model`` is made from (see the module docstring; ``commit``: the Hub commit a load read,
+    else the one a load would read now), or None where that is not known (nothing remembered or recalled)."""
     if not isinstance(model, str):
         return None
     family, name = parse_spec(model)
     if family.folder is None:
         return None
-    found = family.folder(name, loaded)
+    found = family.folder(name, commit)
     if found is None:
         return None
     folder, commit = found
@@ -153,7 +153,7 @@ def describe(encoder: Encoder, decoder: Decoder | None) -> dict | None:
 def remember(
     root: Path | None, before: dict | None, after: dict | None, encoder: Encoder, decoder: Decoder | None
 ) -> None:
-    """After a load: its description under its key (``after``: made after the load, of the snapshot it read),
+    """After a load: its description under its key (``after``: made after the load, of the commit it read),
     when ``before`` (made before it) is the same or was not known (a Hub model downloaded by the load);
     a description other than the one remembered marks the key as not to be recalled (the load depends on
     something the key does not cover)."""

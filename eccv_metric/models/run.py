@@ -293,13 +293,15 @@ class Opening:
 
     def loaded(self) -> LoadedRun:
         load, options = self.load, self.options
+        commit = self.key["commit"] if self.key is not None else None  # the Hub commit the key was made of
         encoder = load_model(self.model, load.device, load.precision, load.batch_size, load.text_batch_size,
-                             load.digests, load.workers)  # fmt: skip
+                             load.digests, load.workers, commit)  # fmt: skip
         self.plan.fit(encoder)
         check_decode(options.decode, encoder)
         decoder = gpu_decoder(encoder) if options.decode == "gpu" and "image" in encoder.kinds else None
-        if options.root is not None:
-            after = files_key(self.model, load, options.decode, self.source.digests, loaded=True)
+        used = (encoder.identity or {}).get("revision")  # the Hub commit the load read (local folders: none)
+        if options.root is not None and (self.key is not None or used is not None):
+            after = files_key(self.model, load, options.decode, self.source.digests, used)
             remember(options.root, self.key, after, encoder, decoder)
         store = options.store(encoder, decoder)
         return LoadedRun(self.plan, encoder, store, self.source, options, self.save_embeddings, self.started)

@@ -35,11 +35,14 @@ BUILTIN = (HF, ST, OPEN_CLIP)  # each registered by its own module when imported
 def load_model(
     model: object, device: str | None = None, precision: str = "fp32", batch_size: int = 64,
     text_batch_size: int | None = None, digests: object = None, workers: int | None = None,
+    revision: str | None = None,
 ) -> Encoder:  # fmt: skip
-    """An encoder from a spec string, an :class:`Encoder` or an object with ``encode_images`` / ``encode_texts``."""
+    """An encoder from a spec string, an :class:`Encoder` or an object with ``encode_images`` / ``encode_texts``
+    (``revision``: the Hub commit an ``hf:`` spec loads; None: the one its main ref names now)."""
     if isinstance(model, str):
         family, name = parse_spec(model)
-        return family.load(name, model, LoadOptions(device, precision, batch_size, text_batch_size, digests, workers))
+        options = LoadOptions(device, precision, batch_size, text_batch_size, digests, workers, revision)
+        return family.load(name, model, options)
     if isinstance(model, Encoder):
         return model
     if not any(callable(getattr(model, method, None)) for method in KIND_METHODS.values()):

@@ -23,6 +23,7 @@ from eccv_metric.models.families import require
 from eccv_metric.models.identity import configs_digest
 from eccv_metric.models.text_batches import default_text_batch_size
 from eccv_metric.models.weights import files_identity
+from eccv_metric.models.weights import hub_folder
 from eccv_metric.models.workers import start_early
 
 EXTRA = 'pip install "eccv-caption-hf[models]"'
@@ -177,6 +178,27 @@ def hub_unreachable(name: str) -> str | None:
         if unreachable_error(exc):
             return f"cannot reach the Hugging Face Hub at {constants.ENDPOINT} ({type(exc).__name__})"
     return None
+
+
+def main_commit(name: str, ask: bool = True) -> str | None:
+    """The commit a load of the Hub model ``name`` reads now: the Hub's answer for its ``config.json`` (the
+    request transformers makes first), or (``ask=False``, offline mode ``HF_HUB_OFFLINE=1``, a Hub that cannot
+    be reached) the local cache's ``main`` ref; None for a local folder, a Hub that refuses (no such repo, a
+    gated one: the load says why) or a model not cached. A load pinned to it records it (the identity's
+    ``revision``) and reads that commit's snapshot however ``main`` moves meanwhile."""
+    if Path(name).exists() or name.count("/") != 1:
+        return None
+    import huggingface_hub
+
+    if ask and not huggingface_hub.is_offline_mode():
+        try:
+            url = huggingface_hub.hf_hub_url(name, "config.json")
+            return huggingface_hub.get_hf_file_metadata(url, timeout=HUB_TIMEOUT).commit_hash or None
+        except Exception as exc:  # noqa: BLE001 - see unreachable_error
+            if not unreachable_error(exc):
+                return None
+    found = hub_folder(name)
+    return found.name if found is not None else None
 
 
 def unreachable_error(exc: BaseException) -> bool:

@@ -136,7 +136,7 @@ def test_a_warm_rerun_imports_neither_torch_nor_transformers(where, world, data,
     hub = tmp_path / "hub"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_CACHE": str(hub), "ECCV_CAPTION_PROGRESS": "0"}
     env.pop("HF_HUB_OFFLINE", None)
-    spec = f"hf:{clip}"
+    spec, commit = f"hf:{clip}", None
     if where != "a local folder":
         commit = "0123456789abcdef" * 2 + "01234567"
         shutil.copytree(clip, hub / "models--me--clip" / "snapshots" / commit)
@@ -170,6 +170,7 @@ print("RESULT " + json.dumps({{"means": out.results.means(), "loaded": out.prove
     assert second["loaded"] is False and second["modules"] == []
     assert second["means"] == first["means"] and second["identity"] == first["identity"]
     assert first["identity"]["weights_from"] == "files" and first["identity"]["spec"] == spec
+    assert first["identity"].get("revision") == (None if where == "a local folder" else commit)
 
 
 def test_a_warm_rerun_of_a_hub_model_asks_the_hub_for_its_commit_only(world, data, clip, tmp_path):
@@ -181,6 +182,7 @@ def test_a_warm_rerun_of_a_hub_model_asks_the_hub_for_its_commit_only(world, dat
     import shutil
 
     from tests.integration.fake_hub import FakeHub
+    from tests.integration.fake_hub_store import FAKE_COMMIT
     from tests.unit.model_world import tiny_clip
 
     served = Path(shutil.copytree(clip, tmp_path / "served"))
@@ -215,7 +217,8 @@ print("RESULT " + json.dumps({{"means": out.results.means(), "loaded": out.prove
     assert first["loaded"] is True and second["loaded"] is False and second["modules"] == []
     assert second["means"] == first["means"] and second["identity"] == first["identity"]
     assert [(method, path) for method, path, _ in asked] == [("HEAD", "/me/clip/resolve/main/config.json")]
-    assert third["loaded"] is True
+    assert third["loaded"] is True and third["identity"]["revision"] == "f" * 40
+    assert first["identity"]["revision"] == FAKE_COMMIT  # the commit the load was pinned to (transformers 5 sets none)
     assert third["identity"]["weights"] != first["identity"]["weights"] and third["means"] != first["means"]
 
 
