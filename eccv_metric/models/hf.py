@@ -26,6 +26,7 @@ from eccv_metric.models.torchutil import Loading
 from eccv_metric.models.torchutil import hub_unreachable
 from eccv_metric.models.torchutil import main_commit
 from eccv_metric.models.torchutil import pinned
+from eccv_metric.models.torchutil import snapshot
 from eccv_metric.models.torchutil import to_device
 from eccv_metric.models.weights import hub_folder
 
@@ -119,15 +120,8 @@ def image_key(name: str, options: LoadOptions) -> dict | None:
 
 
 def folder(name: str, commit: str | None = None) -> tuple[Path, str | None] | None:
-    """The folder :func:`load` reads and its commit: a local folder as it is; a Hub model's snapshot of
-    ``commit`` (the one a load read), else of the commit a load would read now
-    (:func:`~eccv_metric.models.torchutil.main_commit`: one request, or the local ``main`` ref offline); None
-    where that snapshot is not on this machine or the Hub refuses."""
-    if Path(name).is_dir():
-        return Path(name), None
-    commit = commit or main_commit(name)
-    found = hub_folder(name, commit) if commit else None
-    return (found, found.name) if found is not None else None
+    """The folder :func:`load` reads and its commit (:func:`~eccv_metric.models.torchutil.snapshot`)."""
+    return snapshot(name, commit)
 
 
 def text_length(model: Any, tokenizer: Any) -> int | None:

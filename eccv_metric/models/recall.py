@@ -13,9 +13,10 @@ store checks every entry: its stored key, rows, dimensions, finite values); anyt
 
 The digest (:func:`files_key`) covers:
 
-- every file of the folder the model loads from (an ``hf:`` local folder; a Hub model's snapshot
-  of the commit transformers would load, with that commit: the local ``main`` ref in offline mode,
-  ``HF_HUB_OFFLINE=1``, else the commit the Hub names for ``config.json``, one request), each by its sha256
+- every file of the folder the model loads from (an ``hf:`` or ``st:`` local folder; a Hub model's snapshot
+  of the commit a load reads, with that commit: the commit the Hub names for its ``config.json`` (``st:``:
+  ``modules.json``), one request, the one the load is then pinned to; offline, ``HF_HUB_OFFLINE=1``, or a Hub
+  that cannot be reached: the local ``main`` ref; after a load: the commit it read), each by its sha256
   (remembered by :class:`~eccv_metric.models.digests.FileDigests`: path, size, mtime, ctime, inode); in its
   subfolders (not hidden ones), each by that stamp alone (:func:`nested`);
 - the versions of Python, this package and every library on the loading path (:data:`LIBRARIES`);
@@ -23,7 +24,7 @@ The digest (:func:`files_key`) covers:
   sizes and the decoder.
 
 Never remembered: a model whose weights are identified by their tensors (weights initialised at load:
-missing or mismatched keys), families without a folder of files (``open_clip:``, ``st:``), Python objects.
+missing or mismatched keys), families without a folder of files (``open_clip:``), Python objects.
 Where a load under a remembered digest describes the model differently (something outside the digest
 changed what loads), that digest is marked and never used again: the load's numbers are the run's.
 The provenance says which: ``"model_loaded": false`` for a run scored from the cache alone.
@@ -54,8 +55,8 @@ from eccv_metric.models.families import parse_spec
 
 FOLDER = "models"  # under the embedding cache's root
 LIBRARIES = (
-    "torch", "torchvision", "transformers", "tokenizers", "safetensors", "huggingface_hub", "accelerate",
-    "sentencepiece", "protobuf", "tiktoken", "pillow", "numpy",
+    "torch", "torchvision", "transformers", "sentence-transformers", "tokenizers", "safetensors", "huggingface_hub",
+    "accelerate", "sentencepiece", "protobuf", "tiktoken", "pillow", "numpy",
 )  # fmt: skip
 FIELDS = ("spec", "kinds", "similarity", "identity", "device", "precision", "batches_itself", "sort_texts",
           "image_preprocessing")  # fmt: skip

@@ -10,6 +10,7 @@ euclidean or manhattan distance is refused.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from eccv_metric.models.families import Family
@@ -19,14 +20,20 @@ from eccv_metric.models.families import require
 from eccv_metric.models.identity import plain
 from eccv_metric.models.torchutil import EXTRA
 from eccv_metric.models.torchutil import Loading
+from eccv_metric.models.torchutil import main_commit
+from eccv_metric.models.torchutil import snapshot
 from eccv_metric.models.weights import hub_folder
+
+PROBE = "modules.json"  # what every sentence-transformers model folder holds (a CLIP one has no config.json)
 
 
 def load(name: str, spec: str, options: LoadOptions) -> Any:
     st = require("sentence_transformers", EXTRA)
     at = Loading(spec, name, options)
+    commit = options.revision or main_commit(name, ask=not at.local_only, probe=PROBE)  # one Hub commit
+    pin = {"revision": commit} if commit else {}
     with at.errors():
-        model = st.SentenceTransformer(name, device=at.device, local_files_only=at.local_only)
+        model = st.SentenceTransformer(name, device=at.device, local_files_only=at.local_only, **pin)
     model.eval()
     # sentence-transformers 5+ names its modalities; before, a CLIP model is its CLIPModel module
     modalities = [str(m) for m in getattr(model, "modalities", ["text"])]
@@ -48,8 +55,15 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
         batches_itself=True,
         sort_texts=True,  # it pads each batch to its longest text
         class_name=type(model[0]).__name__,
-        weights_folder=hub_folder(name),
+        revision=commit,
+        weights_folder=hub_folder(name, commit, PROBE),
     )
+
+
+def folder(name: str, commit: str | None = None) -> tuple[Path, str | None] | None:
+    """The folder :func:`load` reads and its commit (:func:`~eccv_metric.models.torchutil.snapshot`; its
+    modules' subfolders are in the recall key by their stamps)."""
+    return snapshot(name, commit, PROBE)
 
 
 def preprocessing(model: Any) -> dict:
@@ -74,5 +88,6 @@ FAMILY = register(
         load,
         EXTRA,
         similarity="declared (similarity_fn_name)",
+        folder=folder,
     )
 )

@@ -40,9 +40,10 @@ def weight_files(folder: str | Path, recursive: bool = True) -> list[Path]:
     return out
 
 
-def hub_folder(name: str, revision: str | None = None) -> Path | None:
+def hub_folder(name: str, revision: str | None = None, probe: str = "config.json") -> Path | None:
     """The local folder a model was loaded from: ``name`` itself, or its Hub snapshot in the Hugging Face cache
-    (``revision``: the commit it was loaded at); None when neither is on this machine."""
+    (``revision``: the commit it was loaded at; ``probe``: a file every such snapshot holds); None when neither
+    is on this machine."""
     if Path(name).is_dir():
         return Path(name)
     if name.count("/") != 1:
@@ -50,7 +51,7 @@ def hub_folder(name: str, revision: str | None = None) -> Path | None:
     try:
         from huggingface_hub import try_to_load_from_cache
 
-        found = try_to_load_from_cache(name, "config.json", revision=revision)
+        found = try_to_load_from_cache(name, probe, revision=revision)
     except Exception:  # noqa: BLE001 - an odd name or cache layout: no folder, the tensors are hashed instead
         return None
     return Path(found).parent if isinstance(found, str) else None

@@ -326,3 +326,31 @@ def test_the_cli_says_when_the_model_was_not_loaded(world, data, clip, tmp_path,
     one, two = json.loads(first.out), json.loads(second.out)
     assert two["provenance"]["model_loaded"] is False
     assert {k: v for k, v in one.items() if k != "provenance"} == {k: v for k, v in two.items() if k != "provenance"}
+
+
+def test_a_sentence_transformers_folder_is_recalled_and_its_modules_edits_load_it(
+    world, data, tmp_path, monkeypatch, loads
+):
+    """st: a folder whose modules sit in subfolders (1_Pooling/): a rerun is scored without loading, with the
+    loaded run's numbers; an edit of a module's file (pooling mode) loads the model again: other embeddings."""
+    from tests.unit.model_world import tiny_st
+
+    folder = tiny_st(tmp_path / "st")
+    bench = {"benchmarks": ["coco_t2t"]}
+    first = _run(f"st:{folder}", data, world, tmp_path, "a", **bench)
+    again = _run(f"st:{folder}", data, world, tmp_path, "b", **bench)
+    assert loads == [f"st:{folder}"] and again.provenance["model_loaded"] is False
+    assert again.results.means() == first.results.means()
+    assert again.provenance["identity"] == first.provenance["identity"]
+    pooling = folder / "1_Pooling" / "config.json"
+    config = json.loads(pooling.read_text())
+    if "pooling_mode" in config:  # sentence-transformers >= 6
+        config["pooling_mode"] = "max"
+    else:
+        config["pooling_mode_mean_tokens"], config["pooling_mode_max_tokens"] = False, True
+    pooling.write_text(json.dumps(config))
+    edited = _run(f"st:{folder}", data, world, tmp_path, "c", **bench)
+    assert len(loads) == 2 and edited.provenance["model_loaded"] is True
+    assert edited.provenance["identity"]["preprocessing"] != first.provenance["identity"]["preprocessing"]
+    old, new = (np.load(tmp_path / d / "coco_5k" / "caption_embeddings.npy") for d in "ac")
+    assert not np.array_equal(old, new)
