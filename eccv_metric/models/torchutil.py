@@ -24,6 +24,7 @@ from eccv_metric.models.identity import configs_digest
 from eccv_metric.models.text_batches import default_text_batch_size
 from eccv_metric.models.weights import files_identity
 from eccv_metric.models.weights import hub_folder
+from eccv_metric.models.weights import record_main
 from eccv_metric.models.workers import start_early
 
 EXTRA = 'pip install "eccv-caption-hf[models]"'
@@ -193,7 +194,10 @@ def main_commit(name: str, ask: bool = True, probe: str = "config.json") -> str 
     if ask and not huggingface_hub.is_offline_mode():
         try:
             url = huggingface_hub.hf_hub_url(name, probe)
-            return huggingface_hub.get_hf_file_metadata(url, timeout=HUB_TIMEOUT).commit_hash or None
+            commit = huggingface_hub.get_hf_file_metadata(url, timeout=HUB_TIMEOUT).commit_hash
+            if commit:
+                record_main(name, commit)  # the load reads it by its hash, which leaves no ref for offline runs
+            return commit or None
         except Exception as exc:  # noqa: BLE001 - see unreachable_error
             if not unreachable_error(exc):
                 return None

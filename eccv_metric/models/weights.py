@@ -16,6 +16,7 @@ import hashlib
 import os
 from pathlib import Path
 
+from eccv_metric.core.files import write_text_atomic
 from eccv_metric.models.digests import FileDigests
 
 SAFE = (".safetensors",)
@@ -55,6 +56,21 @@ def hub_folder(name: str, revision: str | None = None, probe: str = "config.json
     except Exception:  # noqa: BLE001 - an odd name or cache layout: no folder, the tensors are hashed instead
         return None
     return Path(found).parent if isinstance(found, str) else None
+
+
+def record_main(name: str, commit: str) -> None:
+    """Record ``commit``, the Hub's answer for the model's ``main`` ref, as that ref in the Hugging Face cache, as
+    a download at ``main`` does (a load pinned to the commit downloads at the commit and leaves no ref): offline
+    (``HF_HUB_OFFLINE=1``) or with the Hub out of reach, the libraries and :func:`hub_folder` read that ref."""
+    try:
+        from huggingface_hub import constants
+        from huggingface_hub.file_download import repo_folder_name
+
+        ref = Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=name, repo_type="model") / "refs" / "main"
+        if not ref.is_file() or ref.read_text().strip() != commit:
+            write_text_atomic(ref, commit)
+    except (OSError, ImportError, ValueError):
+        pass  # a cache that cannot be written: offline, the model is not found there (its load says so)
 
 
 def files_identity(folder: Path | None, digests: FileDigests | None, recursive: bool = True) -> dict | None:

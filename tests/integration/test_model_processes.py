@@ -253,3 +253,46 @@ print("RESULT", out.provenance["model_loaded"])
     assert first.returncode == 0 and "RESULT True" in first.stdout, first.stderr[-2000:]
     assert second.returncode != 0 and "RESULT" not in second.stdout
     assert "config.json" in second.stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize("prefix", ["hf", "st"])
+def test_a_hub_model_loaded_online_loads_and_is_recalled_offline(prefix, world, data, clip, tmp_path):
+    """A load pinned to the commit the Hub names for main downloads by that commit, which leaves no local main
+    ref; the ref is recorded as the libraries record it, so that offline (HF_HUB_OFFLINE=1) the model loads
+    from the cache at that commit and a rerun is recalled, with the online run's numbers and identity."""
+    import json
+    import shutil
+
+    from tests.integration.fake_hub import FakeHub
+    from tests.integration.fake_hub_store import FAKE_COMMIT
+    from tests.unit.model_world import tiny_st
+
+    served = Path(shutil.copytree(clip, tmp_path / "served")) if prefix == "hf" else tiny_st(tmp_path / "served")
+    bench = ["coco_5k"] if prefix == "hf" else ["coco_t2t"]
+    code = f"""
+import json, sys
+from pathlib import Path
+from eccv_metric.models import evaluate_model
+from tests.unit.world import make_world
+world = make_world(Path({str(tmp_path / "w")!r}))
+out = evaluate_model("{prefix}:me/model", {str(data)!r}, benchmarks={bench!r}, resources=world.resources(),
+                     workers=0, device="cpu", cache_dir=sys.argv[1], n_resamples=10)
+print("RESULT " + json.dumps({{"means": out.results.means(), "loaded": out.provenance["model_loaded"],
+      "identity": out.provenance["identity"]}}))
+"""
+    with FakeHub({}, models={"me/model": served}) as hub:
+        env = {**hub.client_env(tmp_path / "home"), "PYTHONPATH": str(ROOT), "ECCV_CAPTION_PROGRESS": "0"}
+
+        def run(cache: str, **more: str) -> dict:
+            out = subprocess.run([sys.executable, "-c", code, str(tmp_path / cache)], capture_output=True, text=True,
+                                 timeout=300, env={**env, **more})  # fmt: skip
+            assert out.returncode == 0, out.stderr[-2000:]
+            return json.loads(next(x for x in out.stdout.splitlines() if x.startswith("RESULT "))[7:])
+
+        online = run("a")
+        offline = run("b", HF_HUB_OFFLINE="1")  # another embedding cache: the model must load
+        recalled = run("b", HF_HUB_OFFLINE="1")
+    assert online["identity"]["revision"] == FAKE_COMMIT and online["identity"]["weights_from"] == "files"
+    assert offline["loaded"] is True and recalled["loaded"] is False
+    assert offline["identity"] == online["identity"] == recalled["identity"]
+    assert offline["means"] == online["means"] == recalled["means"]
