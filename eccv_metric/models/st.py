@@ -24,13 +24,15 @@ from eccv_metric.models.torchutil import main_commit
 from eccv_metric.models.torchutil import snapshot
 from eccv_metric.models.weights import hub_folder
 
-PROBE = "modules.json"  # what every sentence-transformers model folder holds (a CLIP one has no config.json)
+# what a sentence-transformers model folder holds (a CLIP one has no config.json); a transformers model's folder
+# (which sentence-transformers wraps with mean pooling) holds config.json
+PROBES = ("modules.json", "config.json")
 
 
 def load(name: str, spec: str, options: LoadOptions) -> Any:
     st = require("sentence_transformers", EXTRA)
     at = Loading(spec, name, options)
-    commit = options.revision or main_commit(name, ask=not at.local_only, probe=PROBE)  # one Hub commit
+    commit = options.revision or main_commit(name, ask=not at.local_only, probes=PROBES)  # one Hub commit
     pin = {"revision": commit} if commit else {}
     with at.errors():
         model = st.SentenceTransformer(name, device=at.device, local_files_only=at.local_only, **pin)
@@ -56,14 +58,14 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
         sort_texts=True,  # it pads each batch to its longest text
         class_name=type(model[0]).__name__,
         revision=commit,
-        weights_folder=hub_folder(name, commit, PROBE),
+        weights_folder=hub_folder(name, commit, PROBES),
     )
 
 
 def folder(name: str, commit: str | None = None) -> tuple[Path, str | None] | None:
     """The folder :func:`load` reads and its commit (:func:`~eccv_metric.models.torchutil.snapshot`; its
     modules' subfolders are in the recall key by their stamps)."""
-    return snapshot(name, commit, PROBE)
+    return snapshot(name, commit, PROBES)
 
 
 def preprocessing(model: Any) -> dict:

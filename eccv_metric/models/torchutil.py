@@ -181,38 +181,45 @@ def hub_unreachable(name: str) -> str | None:
     return None
 
 
-def main_commit(name: str, ask: bool = True, probe: str = "config.json") -> str | None:
-    """The commit a load of the Hub model ``name`` reads now: the Hub's answer for its ``probe`` file (the
-    request the library makes first), or (``ask=False``, offline mode ``HF_HUB_OFFLINE=1``, a Hub that cannot
-    be reached) the local cache's ``main`` ref; None for a local folder, a Hub that refuses (no such repo or
-    file, a gated repo: the load says why) or a model not cached. A load pinned to it records it (the
-    identity's ``revision``) and reads that commit's snapshot however ``main`` moves meanwhile."""
+def main_commit(name: str, ask: bool = True, probes: tuple[str, ...] = ("config.json",)) -> str | None:
+    """The commit a load of the Hub model ``name`` reads now: the Hub's answer for the first of its ``probes``
+    files it has (the request the library makes first; recorded as the cache's ``main`` ref), or (``ask=False``,
+    offline mode ``HF_HUB_OFFLINE=1``, a Hub that cannot be reached) the local cache's ``main`` ref; None for a
+    local folder, a Hub that refuses (no such repo or file, a gated repo: the load says why) or a model not
+    cached. A load pinned to it records it (the identity's ``revision``) and reads that commit's snapshot
+    however ``main`` moves meanwhile."""
     if Path(name).exists() or name.count("/") != 1:
         return None
     import huggingface_hub
 
     if ask and not huggingface_hub.is_offline_mode():
-        try:
-            url = huggingface_hub.hf_hub_url(name, probe)
-            commit = huggingface_hub.get_hf_file_metadata(url, timeout=HUB_TIMEOUT).commit_hash
+        for probe in probes:
+            try:
+                url = huggingface_hub.hf_hub_url(name, probe)
+                commit = huggingface_hub.get_hf_file_metadata(url, timeout=HUB_TIMEOUT).commit_hash
+            except Exception as exc:  # noqa: BLE001 - see unreachable_error
+                if unreachable_error(exc):
+                    break  # the local ref, which the load then reads
+                continue  # a refusal: the next probe (a repo without that file), else None
             if commit:
                 record_main(name, commit)  # the load reads it by its hash, which leaves no ref for offline runs
             return commit or None
-        except Exception as exc:  # noqa: BLE001 - see unreachable_error
-            if not unreachable_error(exc):
-                return None
-    found = hub_folder(name, probe=probe)
+        else:
+            return None
+    found = hub_folder(name, probes=probes)
     return found.name if found is not None else None
 
 
-def snapshot(name: str, commit: str | None, probe: str = "config.json") -> tuple[Path, str | None] | None:
+def snapshot(
+    name: str, commit: str | None, probes: tuple[str, ...] = ("config.json",)
+) -> tuple[Path, str | None] | None:
     """A family's ``folder`` (:mod:`eccv_metric.models.recall`): a local folder as it is; a Hub model's snapshot
     of ``commit`` (the one a load read), else of the commit a load would read now (:func:`main_commit`); None
     where that snapshot is not on this machine or the Hub refuses."""
     if Path(name).is_dir():
         return Path(name), None
-    commit = commit or main_commit(name, probe=probe)
-    found = hub_folder(name, commit, probe) if commit else None
+    commit = commit or main_commit(name, probes=probes)
+    found = hub_folder(name, commit, probes) if commit else None
     return (found, found.name) if found is not None else None
 
 

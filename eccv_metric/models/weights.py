@@ -41,10 +41,10 @@ def weight_files(folder: str | Path, recursive: bool = True) -> list[Path]:
     return out
 
 
-def hub_folder(name: str, revision: str | None = None, probe: str = "config.json") -> Path | None:
+def hub_folder(name: str, revision: str | None = None, probes: tuple[str, ...] = ("config.json",)) -> Path | None:
     """The local folder a model was loaded from: ``name`` itself, or its Hub snapshot in the Hugging Face cache
-    (``revision``: the commit it was loaded at; ``probe``: a file every such snapshot holds); None when neither
-    is on this machine."""
+    (``revision``: the commit it was loaded at; ``probes``: files one of which every such snapshot holds, the
+    first found); None when neither is on this machine."""
     if Path(name).is_dir():
         return Path(name)
     if name.count("/") != 1:
@@ -52,10 +52,10 @@ def hub_folder(name: str, revision: str | None = None, probe: str = "config.json
     try:
         from huggingface_hub import try_to_load_from_cache
 
-        found = try_to_load_from_cache(name, probe, revision=revision)
+        found = [try_to_load_from_cache(name, probe, revision=revision) for probe in probes]
     except Exception:  # noqa: BLE001 - an odd name or cache layout: no folder, the tensors are hashed instead
         return None
-    return Path(found).parent if isinstance(found, str) else None
+    return next((Path(path).parent for path in found if isinstance(path, str)), None)
 
 
 def record_main(name: str, commit: str) -> None:

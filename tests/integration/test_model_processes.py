@@ -255,11 +255,12 @@ print("RESULT", out.provenance["model_loaded"])
     assert "config.json" in second.stderr.splitlines()[-1]
 
 
-@pytest.mark.parametrize("prefix", ["hf", "st"])
+@pytest.mark.parametrize("prefix", ["hf", "st", "st on a transformers repo"])
 def test_a_hub_model_loaded_online_loads_and_is_recalled_offline(prefix, world, data, clip, tmp_path):
     """A load pinned to the commit the Hub names for main downloads by that commit, which leaves no local main
     ref; the ref is recorded as the libraries record it, so that offline (HF_HUB_OFFLINE=1) the model loads
-    from the cache at that commit and a rerun is recalled, with the online run's numbers and identity."""
+    from the cache at that commit and a rerun is recalled, with the online run's numbers and identity. A
+    transformers repo (no modules.json) loaded through st: is pinned by its config.json, the same way."""
     import json
     import shutil
 
@@ -268,7 +269,10 @@ def test_a_hub_model_loaded_online_loads_and_is_recalled_offline(prefix, world, 
     from tests.unit.model_world import tiny_st
 
     served = Path(shutil.copytree(clip, tmp_path / "served")) if prefix == "hf" else tiny_st(tmp_path / "served")
+    if prefix == "st on a transformers repo":
+        served = tmp_path / "served_bert"  # tiny_st's BERT, saved by transformers
     bench = ["coco_5k"] if prefix == "hf" else ["coco_t2t"]
+    prefix = prefix[:2]
     code = f"""
 import json, sys
 from pathlib import Path
