@@ -89,8 +89,7 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
         images=images if has_images else None,
         prepare_image=Prepare(image_processor) if has_images else None,
         revision=revision,
-        # the weight files identify the weights, unless some were initialised at load (missing / mismatched keys)
-        weights_folder=None if initialised else hub_folder(name, revision),
+        weights_folder=weights_folder(name, revision, initialised),
         weights_recursive=False,
         tokenize=tokenize if has_texts else None,
         encode_tokens=encode_tokens if has_texts else None,
@@ -98,6 +97,14 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
         tensor_preprocessing=tensor_preprocessing if has_images else None,
         image_preprocessing=described if has_images else None,
     )
+
+
+def weights_folder(name: str, revision: str | None, initialised: bool) -> Path | None:
+    """The folder whose weight files identify the loaded weights; None (their tensors are hashed) when some were
+    initialised at load (missing / mismatched keys) or the folder holds a PEFT adapter (``adapter_config.json``:
+    with peft installed, transformers loads the base model named there, whose weights are not in this folder)."""
+    folder = None if initialised else hub_folder(name, revision)
+    return None if folder is None or (folder / "adapter_config.json").is_file() else folder
 
 
 def image_description(image_processor: Any) -> dict:

@@ -354,3 +354,16 @@ def test_a_sentence_transformers_folder_is_recalled_and_its_modules_edits_load_i
     assert edited.provenance["identity"]["preprocessing"] != first.provenance["identity"]["preprocessing"]
     old, new = (np.load(tmp_path / d / "coco_5k" / "caption_embeddings.npy") for d in "ac")
     assert not np.array_equal(old, new)
+
+
+def test_a_folder_with_a_peft_adapter_is_known_by_its_tensors_and_never_recalled(world, data, clip, tmp_path, loads):
+    """With peft installed, transformers loads an adapter folder's base model from the repo its adapter_config.json
+    names: its weights are not the folder's files, so they are hashed as loaded and the model is never recalled
+    (the base model's repo may move)."""
+    folder = Path(shutil.copytree(clip, tmp_path / "clip"))
+    (folder / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "someone/base"}))
+    first = _run(f"hf:{folder}", data, world, tmp_path, "a", benchmarks=["coco_5k"])
+    again = _run(f"hf:{folder}", data, world, tmp_path, "b", benchmarks=["coco_5k"])
+    assert first.provenance["identity"]["weights_from"] == "tensors"
+    assert len(loads) == 2 and again.provenance["model_loaded"] is True
+    assert again.provenance["items"]["images.image"]["cached"]  # the same tensors: the same cache entries
