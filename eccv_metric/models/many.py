@@ -34,11 +34,11 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.models.families import LoadOptions
 from eccv_metric.models.run import LoadedRun
 from eccv_metric.models.run import ModelResults
+from eccv_metric.models.run import Opening
 from eccv_metric.models.run import RunOptions
 from eccv_metric.models.run import finish_run
 from eccv_metric.models.run import model_request
 from eccv_metric.models.run import open_run
-from eccv_metric.models.run import recalled_run
 from eccv_metric.models.shared import link
 from eccv_metric.models.shared import share_key
 from eccv_metric.models.spec import image_key
@@ -90,15 +90,18 @@ def evaluate_models_request(
     if not share_decode:
         return [finish_run(open_run(model, source, request, options, save)) for model, save in pairs]
     out: dict[int, ModelResults] = {}
+    openings: dict[int, Opening] = {}  # the models to load, each planned once (and its Hub commit asked once)
     for k, (model, save) in enumerate(pairs):  # every embedding cached: scored without loading (models.recall)
-        recalled = recalled_run(model, source, request, options, save)
+        openings[k] = Opening(model, source, request, options, save)
+        recalled = openings[k].recalled()
         if recalled is not None:
             out[k] = finish_run(recalled)
-    rest = [k for k in range(len(models)) if k not in out]
+            del openings[k]
+    rest = sorted(openings)
     held: dict[int, LoadedRun] = {}  # models not known before loading, loaded, sharing one share_key
 
     def opened(k: int) -> LoadedRun:
-        return open_run(pairs[k][0], source, request, options, pairs[k][1], recall_first=False)
+        return open_run(pairs[k][0], source, request, options, pairs[k][1], recall_first=False, opening=openings.pop(k))
 
     def run_together(runs: dict[int, LoadedRun]) -> None:
         link([runs[k].store for k in sorted(runs)])

@@ -242,22 +242,17 @@ class LoadedRun:
 
 def open_run(
     model: object, source: DataSource, request: Request, options: RunOptions, save_embeddings: str | Path | None,
-    recall_first: bool = True,
+    recall_first: bool = True, opening: Opening | None = None,
 ) -> LoadedRun:  # fmt: skip
     """The plan (before the model loads: a bad request fails at once), the model, and its store; a model whose
-    every embedding the run needs is cached is not loaded (:func:`recalled_run`; ``recall_first=False``: the
-    caller knows it is not)."""
-    run = Opening(model, source, request, options, save_embeddings)
+    every embedding the run needs is cached is not loaded (:meth:`Opening.recalled`; ``recall_first=False``:
+    the caller knows it is not). ``opening``: this model's :class:`Opening`, made (and its recall tried) by the
+    caller (:mod:`eccv_metric.models.many`): its plan and key are not made again, its time starts now."""
+    run = opening if opening is not None else Opening(model, source, request, options, save_embeddings)
+    if opening is not None:
+        run.started = time.perf_counter()
     recalled = run.recalled() if recall_first else None
     return recalled if recalled is not None else run.loaded()
-
-
-def recalled_run(
-    model: object, source: DataSource, request: Request, options: RunOptions, save_embeddings: str | Path | None
-) -> LoadedRun | None:
-    """The run of a model whose description is remembered (:mod:`eccv_metric.models.recall`) when the cache holds
-    every embedding its plan needs, else None (the model must be loaded: :func:`open_run`)."""
-    return Opening(model, source, request, options, save_embeddings).recalled()
 
 
 class Opening:

@@ -367,3 +367,20 @@ def test_a_folder_with_a_peft_adapter_is_known_by_its_tensors_and_never_recalled
     assert first.provenance["identity"]["weights_from"] == "tensors"
     assert len(loads) == 2 and again.provenance["model_loaded"] is True
     assert again.provenance["items"]["images.image"]["cached"]  # the same tensors: the same cache entries
+
+
+def test_a_sweep_asks_for_each_models_key_once_before_its_load(world, data, clip, tmp_path, monkeypatch):
+    """evaluate_models plans each model and makes its key (for a Hub model: one request for its commit) once:
+    the recall pass's opening is the one its load uses; the key is made again only after the load."""
+    from eccv_metric.models.many import evaluate_models
+    from tests.unit.model_world import tiny_clip
+
+    other = tiny_clip(tmp_path / "clip1", seed=1)
+    made: list[object] = []
+    real = run_module.files_key
+    monkeypatch.setattr(run_module, "files_key", lambda model, *a, **k: made.append(model) or real(model, *a, **k))
+    kwargs = {"benchmarks": BENCH, "resources": world.resources(), "workers": 0, "n_resamples": 20,
+              "batch_size": 8, "text_batch_size": 8, "cache_dir": tmp_path / "cache"}  # fmt: skip
+    runs = evaluate_models([f"hf:{clip}", f"hf:{other}"], data, **kwargs)
+    assert sorted(made) == sorted([f"hf:{clip}", f"hf:{other}"] * 2)  # before and after each load
+    assert all(r.provenance["model_loaded"] for r in runs)
