@@ -41,6 +41,7 @@ from eccv_metric.models.decode import check_decode
 from eccv_metric.models.decode import gpu_decoder
 from eccv_metric.models.digests import FileDigests
 from eccv_metric.models.encoder import Encoder
+from eccv_metric.models.entries import cache_root
 from eccv_metric.models.families import LoadOptions
 from eccv_metric.models.plan import EVERY
 from eccv_metric.models.plan import Plan
@@ -53,7 +54,6 @@ from eccv_metric.models.score import score
 from eccv_metric.models.source import DataSource
 from eccv_metric.models.spec import load_model
 from eccv_metric.models.store import EmbeddingStore
-from eccv_metric.models.store import cache_root
 from eccv_metric.models.text_batches import default_text_batch_size
 from eccv_metric.models.workers import default_workers
 

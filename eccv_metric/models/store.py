@@ -6,7 +6,8 @@ set's order):
 - an item already encoded in this run for another set (the 5,000 test images are in ``coco_5k`` and in
   MSCOCO-FG's gallery; an image is known by its origin and id, a text by its string) is not encoded again:
   its row is copied;
-- a set whose whole entry is in the cache (:class:`EmbeddingCache`, checked before use) is read,
+- a set whose whole entry is in the cache (:class:`~eccv_metric.models.entries.EmbeddingCache`, checked
+  before use) is read,
   nothing encoded;
 - otherwise the items not shared (the whole set, or the rest as a subset with an entry of its own) are cut
   into fixed ranges ``[start, start + step)`` (``step``: the batch size, ``text_batch_size`` for captions;
@@ -21,25 +22,15 @@ The key of an entry: the model's identity (weights, configs, preprocessing), the
 their batch size and order: each can move an embedding by float rounding), the device type, the precision and this
 package's version. An encoder without an identity (a Python object) is never cached.
 
-The cache: ``$ECCV_CAPTION_CACHE`` or ``<huggingface_hub HF_HOME>/eccv_caption/embeddings``, one folder per
-key, named by its sha256 (:class:`EmbeddingCache`). Each finished batch is written at once
-(``partial/<start>-<stop>.npy``, atomically, beside ``partial/key.json``); when every batch is there they
-become ``embeddings.npy`` and ``meta.json`` (what made them, with the key), and the partial files go.
-Nothing half-written is ever read: files appear by rename only. An entry is used only when it is what the
-key says: ``meta.json``'s key equals the key expected, the array has one finite row per item and the
-dimensions ``meta.json`` records, and every file reads. Anything else (a folder copied from another model or
-data, a damaged file) is named in one :class:`CacheWarning` line and encoded afresh; an entry that cannot
-be replaced (a read-only cache) is left alone and not written.
+Each entry is one folder of the cache (:mod:`eccv_metric.models.entries`: its files, and the checks
+before it is used); each finished batch is written to it at once, the finished set last.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import shutil
 import time
-import warnings
+from collections.abc import Container
 from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
@@ -57,6 +48,8 @@ from eccv_metric.models.decode import decoded_batches
 from eccv_metric.models.encode import Bounds
 from eccv_metric.models.encode import encode_batches
 from eccv_metric.models.encoder import Encoder
+from eccv_metric.models.entries import EmbeddingCache
+from eccv_metric.models.entries import cache_key
 from eccv_metric.models.items import DECODER
 from eccv_metric.models.items import Items
 from eccv_metric.models.items import ItemSet
@@ -100,12 +93,7 @@ class EmbeddingStore:
         report, done = {}, {}
         for s in sets:
             keys = items[s].keys
-            whole = self.entry(items[s])
-            fresh = [row for row, key in enumerate(keys) if key not in self.seen]
-            if whole is not None and whole.finished() is not None:
-                fresh = list(range(len(keys)))  # the whole set is cached (an earlier run): read it, encode nothing
-            part = items[s] if len(fresh) == len(keys) else items[s].rows(fresh)
-            entry = whole if part is items[s] else self.entry(part)
+            fresh, part, entry = self.part(items[s], self.seen)
             values, meta = self.values(part, entry) if fresh else (None, {"encoded": 0, "resumed": 0, "cached": False})
             if len(fresh) < len(keys):  # in its order: the rows encoded now, the others from the set that had them
                 fresh_rows = set(fresh)
@@ -174,17 +162,25 @@ class EmbeddingStore:
             self.entries[name] = EmbeddingCache(key, self.root, len(items.ids))
         return self.entries[name]
 
+    def part(self, items: Items, seen: Container) -> tuple[list[int], Items, EmbeddingCache | None]:
+        """The rows of ``items`` this run reads or encodes (all of them when its whole entry is finished: an
+        earlier run cached it; else those no earlier set of the run had: ``seen``), as an item set, and its entry."""
+        whole = self.entry(items)
+        fresh = [row for row, key in enumerate(items.keys) if key not in seen]
+        if whole is not None and whole.finished() is not None:
+            fresh = list(range(len(items.keys)))
+        part = items if len(fresh) == len(items.keys) else items.rows(fresh)
+        return fresh, part, whole if part is items else self.entry(part)
+
     def answers(self, sets: list[ItemSet], items: dict[ItemSet, Items]) -> bool:
         """Whether :meth:`embed` would read every set from the cache, encoding nothing (each entry it would read
         is finished and checked): then the model need not be loaded (:mod:`eccv_metric.models.recall`)."""
         seen: set = set()
         for s in sets:
-            keys = items[s].keys
-            if not self.has_finished(items[s]):
-                fresh = [row for row, key in enumerate(keys) if key not in seen]
-                if fresh and not self.has_finished(items[s] if len(fresh) == len(keys) else items[s].rows(fresh)):
-                    return False
-            seen.update(keys)
+            fresh, _, entry = self.part(items[s], seen)
+            if fresh and (entry is None or entry.finished() is None):
+                return False
+            seen.update(items[s].keys)
         return True
 
     def has_finished(self, items: Items) -> bool:
@@ -267,135 +263,3 @@ class EmbeddingStore:
             write_json_atomic(entry.dir / "meta.json", {**meta, "key": entry.expected})  # type: ignore[union-attr]
             shutil.rmtree(entry.partial, ignore_errors=True)  # type: ignore[union-attr]
         return values, {**meta, "cached": False}
-
-
-class CacheWarning(UserWarning):
-    """A cache entry that does not hold what its key says: not used, encoded afresh."""
-
-
-CacheWarning.__module__ = "eccv_metric.models"
-
-
-def cache_root() -> Path:
-    given = os.environ.get("ECCV_CAPTION_CACHE")
-    if given:
-        return Path(given)
-    from huggingface_hub import constants
-
-    return Path(constants.HF_HOME) / "eccv_caption" / "embeddings"
-
-
-def canonical(payload: dict) -> dict:
-    """The key as JSON would give it back (what ``meta.json`` stores, compared as stored)."""
-    return json.loads(json.dumps(payload, sort_keys=True, default=str))
-
-
-def cache_key(payload: dict) -> str:
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:40]
-
-
-def difference(stored: object, expected: object, at: str = "key") -> str | None:
-    """The first place (a dotted path) where two keys differ, or None."""
-    if isinstance(stored, dict) and isinstance(expected, dict):
-        for name in sorted(set(stored) | set(expected)):
-            if name not in stored or name not in expected:
-                return f"{at}.{name}"
-            found = difference(stored[name], expected[name], f"{at}.{name}")
-            if found:
-                return found
-        return None
-    return None if stored == expected else at
-
-
-class EmbeddingCache:
-    """One item set (``rows`` items) encoded by one model (see the module docstring); ``root=None``: the
-    default root."""
-
-    def __init__(self, payload: dict, root: str | Path | None = None, rows: int | None = None):
-        self.payload = payload
-        self.expected = canonical(payload)
-        self.rows = rows
-        self.dir = Path(root if root is not None else cache_root()) / cache_key(payload)
-        self.partial = self.dir / "partial"
-        self.writable = True
-        self.hit: tuple[np.ndarray, dict] | None = None
-
-    def is_finished(self) -> bool:
-        """Whether every item's embedding is stored and is what the key says (a mismatch: warned, cleared)."""
-        return self.finished() is not None
-
-    def finished(self) -> tuple[np.ndarray, dict] | None:
-        """(embeddings, what made them) of a finished entry that matches (read once), else None."""
-        if self.hit is not None:
-            return self.hit
-        if not (self.dir / "meta.json").is_file():  # written last: until then the entry is unfinished
-            return None
-        values, meta, why = self._read()
-        if why is not None:
-            self.discard(self.dir, why)
-            return None
-        self.hit = (values, meta)  # type: ignore[assignment]
-        return self.hit
-
-    def _read(self) -> tuple[np.ndarray | None, dict, str | None]:
-        try:
-            meta = json.loads((self.dir / "meta.json").read_text())
-            values = np.load(self.dir / "embeddings.npy", allow_pickle=False)
-        except (OSError, ValueError, EOFError) as exc:
-            return None, {}, f"its files (unreadable: {type(exc).__name__})"
-        if not isinstance(meta, dict) or meta.get("key") != self.expected:
-            where = difference(meta.get("key") if isinstance(meta, dict) else None, self.expected)
-            return None, {}, f"the model and items it stands for ({where} differs)"
-        return values, meta, self.check_rows(values, self.rows, meta.get("dimensions"))
-
-    @staticmethod
-    def check_rows(values: np.ndarray, rows: int | None, dims: object = None) -> str | None:
-        """Why an array is not ``rows`` finite float32 embeddings (of ``dims`` dimensions when known), or None."""
-        if values.dtype != np.float32 or values.ndim != 2:
-            return f"an array of embeddings ({values.dtype} of shape {values.shape})"
-        if rows is not None and len(values) != rows:
-            return f"the items ({len(values)} rows for {rows} items)"
-        if dims is not None and values.shape[1] != dims:
-            return f"its meta.json ({values.shape[1]} dimensions, not {dims})"
-        if not np.isfinite(values).all():
-            return "finite embeddings (NaN or inf rows)"
-        return None
-
-    def discard(self, path: Path, why: str) -> None:
-        """Warn once that ``path`` does not match, then remove it (or, when it cannot be removed, stop writing)."""
-        try:
-            shutil.rmtree(path) if path.is_dir() else path.unlink()
-            tail = "re-encoding"
-        except OSError as exc:
-            self.writable = False
-            tail = f"re-encoding without the cache (it cannot be replaced: {type(exc).__name__})"
-        warnings.warn(f"cache {path} does not match {why}: {tail}", CacheWarning, stacklevel=4)
-
-    def resumed(self, bounds: list[Bounds]) -> dict[Bounds, np.ndarray]:
-        """The batches of ``bounds`` an interrupted run of this key finished (each checked; one that does not
-        match is warned about and removed: encoded again)."""
-        if not self.partial.is_dir():
-            return {}
-        try:
-            stored = json.loads((self.partial / "key.json").read_text())
-        except (OSError, ValueError):
-            stored = None
-        if stored != self.expected:
-            where = difference(stored, self.expected)
-            self.discard(self.partial, f"the model and items it stands for ({where} differs)")
-            return {}
-        out = {}
-        for start, stop in bounds:
-            path = self.partial / f"{start:09d}-{stop:09d}.npy"
-            if not path.is_file():
-                continue
-            try:
-                values = np.load(path, allow_pickle=False)
-                why = self.check_rows(values, stop - start)
-            except (OSError, ValueError, EOFError) as exc:
-                why = f"a finished batch (unreadable: {type(exc).__name__})"
-            if why is None:
-                out[(start, stop)] = values
-            else:
-                self.discard(path, why)
-        return out

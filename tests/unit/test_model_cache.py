@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eccv_metric.models.store import CacheWarning
+from eccv_metric.models.entries import CacheWarning
 from tests.unit.model_world import Counting
 from tests.unit.model_world import png
 from tests.unit.model_world import run_model

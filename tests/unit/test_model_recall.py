@@ -17,7 +17,7 @@ import pytest
 
 from eccv_metric.models import recall as recall_module
 from eccv_metric.models import run as run_module
-from eccv_metric.models.store import CacheWarning
+from eccv_metric.models.entries import CacheWarning
 from tests.unit.model_world import run_model
 
 BENCH = ["coco_5k", "coco_t2t"]

@@ -1,0 +1,158 @@
+"""One entry of the embedding cache: an item set encoded by one model, as a folder named by its key.
+
+The cache: ``$ECCV_CAPTION_CACHE`` or ``<huggingface_hub HF_HOME>/eccv_caption/embeddings``, one folder per
+key, named by its sha256 (:class:`EmbeddingCache`; what the key holds: :mod:`eccv_metric.models.store`).
+Each finished batch is written at once (``partial/<start>-<stop>.npy``, atomically, beside
+``partial/key.json``); when every batch is there they become ``embeddings.npy`` and ``meta.json`` (what
+made them, with the key), and the partial files go. Nothing half-written is ever read: files appear by
+rename only. An entry is used only when it is what the key says: ``meta.json``'s key equals the key
+expected, the array has one finite row per item and the dimensions ``meta.json`` records, and every file
+reads. Anything else (a folder copied from another model or data, a damaged file) is named in one
+:class:`CacheWarning` line and encoded afresh; an entry that cannot be replaced (a read-only cache) is left
+alone and not written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from eccv_metric.models.encode import Bounds
+
+
+class CacheWarning(UserWarning):
+    """A cache entry that does not hold what its key says: not used, encoded afresh."""
+
+
+CacheWarning.__module__ = "eccv_metric.models"
+
+
+def cache_root() -> Path:
+    given = os.environ.get("ECCV_CAPTION_CACHE")
+    if given:
+        return Path(given)
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HOME) / "eccv_caption" / "embeddings"
+
+
+def canonical(payload: dict) -> dict:
+    """The key as JSON would give it back (what ``meta.json`` stores, compared as stored)."""
+    return json.loads(json.dumps(payload, sort_keys=True, default=str))
+
+
+def cache_key(payload: dict) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:40]
+
+
+def difference(stored: object, expected: object, at: str = "key") -> str | None:
+    """The first place (a dotted path) where two keys differ, or None."""
+    if isinstance(stored, dict) and isinstance(expected, dict):
+        for name in sorted(set(stored) | set(expected)):
+            if name not in stored or name not in expected:
+                return f"{at}.{name}"
+            found = difference(stored[name], expected[name], f"{at}.{name}")
+            if found:
+                return found
+        return None
+    return None if stored == expected else at
+
+
+class EmbeddingCache:
+    """One item set (``rows`` items) encoded by one model (see the module docstring); ``root=None``: the
+    default root."""
+
+    def __init__(self, payload: dict, root: str | Path | None = None, rows: int | None = None):
+        self.payload = payload
+        self.expected = canonical(payload)
+        self.rows = rows
+        self.dir = Path(root if root is not None else cache_root()) / cache_key(payload)
+        self.partial = self.dir / "partial"
+        self.writable = True
+        self.hit: tuple[np.ndarray, dict] | None = None
+
+    def is_finished(self) -> bool:
+        """Whether every item's embedding is stored and is what the key says (a mismatch: warned, cleared)."""
+        return self.finished() is not None
+
+    def finished(self) -> tuple[np.ndarray, dict] | None:
+        """(embeddings, what made them) of a finished entry that matches (read once), else None."""
+        if self.hit is not None:
+            return self.hit
+        if not (self.dir / "meta.json").is_file():  # written last: until then the entry is unfinished
+            return None
+        values, meta, why = self._read()
+        if why is not None:
+            self.discard(self.dir, why)
+            return None
+        self.hit = (values, meta)  # type: ignore[assignment]
+        return self.hit
+
+    def _read(self) -> tuple[np.ndarray | None, dict, str | None]:
+        try:
+            meta = json.loads((self.dir / "meta.json").read_text())
+            values = np.load(self.dir / "embeddings.npy", allow_pickle=False)
+        except (OSError, ValueError, EOFError) as exc:
+            return None, {}, f"its files (unreadable: {type(exc).__name__})"
+        if not isinstance(meta, dict) or meta.get("key") != self.expected:
+            where = difference(meta.get("key") if isinstance(meta, dict) else None, self.expected)
+            return None, {}, f"the model and items it stands for ({where} differs)"
+        return values, meta, self.check_rows(values, self.rows, meta.get("dimensions"))
+
+    @staticmethod
+    def check_rows(values: np.ndarray, rows: int | None, dims: object = None) -> str | None:
+        """Why an array is not ``rows`` finite float32 embeddings (of ``dims`` dimensions when known), or None."""
+        if values.dtype != np.float32 or values.ndim != 2:
+            return f"an array of embeddings ({values.dtype} of shape {values.shape})"
+        if rows is not None and len(values) != rows:
+            return f"the items ({len(values)} rows for {rows} items)"
+        if dims is not None and values.shape[1] != dims:
+            return f"its meta.json ({values.shape[1]} dimensions, not {dims})"
+        if not np.isfinite(values).all():
+            return "finite embeddings (NaN or inf rows)"
+        return None
+
+    def discard(self, path: Path, why: str) -> None:
+        """Warn once that ``path`` does not match, then remove it (or, when it cannot be removed, stop writing)."""
+        try:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+            tail = "re-encoding"
+        except OSError as exc:
+            self.writable = False
+            tail = f"re-encoding without the cache (it cannot be replaced: {type(exc).__name__})"
+        warnings.warn(f"cache {path} does not match {why}: {tail}", CacheWarning, stacklevel=4)
+
+    def resumed(self, bounds: list[Bounds]) -> dict[Bounds, np.ndarray]:
+        """The batches of ``bounds`` an interrupted run of this key finished (each checked; one that does not
+        match is warned about and removed: encoded again)."""
+        if not self.partial.is_dir():
+            return {}
+        try:
+            stored = json.loads((self.partial / "key.json").read_text())
+        except (OSError, ValueError):
+            stored = None
+        if stored != self.expected:
+            where = difference(stored, self.expected)
+            self.discard(self.partial, f"the model and items it stands for ({where} differs)")
+            return {}
+        out = {}
+        for start, stop in bounds:
+            path = self.partial / f"{start:09d}-{stop:09d}.npy"
+            if not path.is_file():
+                continue
+            try:
+                values = np.load(path, allow_pickle=False)
+                why = self.check_rows(values, stop - start)
+            except (OSError, ValueError, EOFError) as exc:
+                why = f"a finished batch (unreadable: {type(exc).__name__})"
+            if why is None:
+                out[(start, stop)] = values
+            else:
+                self.discard(path, why)
+        return out
