@@ -101,7 +101,7 @@ def evaluate_models_request(
     held: dict[int, LoadedRun] = {}  # models not known before loading, loaded, sharing one share_key
 
     def opened(k: int) -> LoadedRun:
-        return open_run(pairs[k][0], source, request, options, pairs[k][1], recall_first=False, opening=openings.pop(k))
+        return open_run(pairs[k][0], source, request, options, pairs[k][1], opening=openings.pop(k))
 
     def run_together(runs: dict[int, LoadedRun]) -> None:
         link([runs[k].store for k in sorted(runs)])

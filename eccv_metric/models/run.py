@@ -242,16 +242,17 @@ class LoadedRun:
 
 def open_run(
     model: object, source: DataSource, request: Request, options: RunOptions, save_embeddings: str | Path | None,
-    recall_first: bool = True, opening: Opening | None = None,
+    opening: Opening | None = None,
 ) -> LoadedRun:  # fmt: skip
     """The plan (before the model loads: a bad request fails at once), the model, and its store; a model whose
-    every embedding the run needs is cached is not loaded (:meth:`Opening.recalled`; ``recall_first=False``:
-    the caller knows it is not). ``opening``: this model's :class:`Opening`, made (and its recall tried) by the
-    caller (:mod:`eccv_metric.models.many`): its plan and key are not made again, its time starts now."""
-    run = opening if opening is not None else Opening(model, source, request, options, save_embeddings)
+    every embedding the run needs is cached is not loaded (:meth:`Opening.recalled`). ``opening``: this
+    model's :class:`Opening`, made and its recall tried by the caller (:mod:`eccv_metric.models.many`): it is
+    loaded, its plan and key not made again, its time starting now."""
     if opening is not None:
-        run.started = time.perf_counter()
-    recalled = run.recalled() if recall_first else None
+        opening.started = time.perf_counter()
+        return opening.loaded()
+    run = Opening(model, source, request, options, save_embeddings)
+    recalled = run.recalled()
     return recalled if recalled is not None else run.loaded()
 
 
