@@ -32,7 +32,6 @@ The provenance says which: ``"model_loaded": false`` for a run scored from the c
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -50,6 +49,8 @@ from eccv_metric.models.encoder import KIND_METHODS
 from eccv_metric.models.encoder import SIMILARITIES
 from eccv_metric.models.encoder import Encoder
 from eccv_metric.models.encoder import FunctionEncoder
+from eccv_metric.models.entries import cache_key
+from eccv_metric.models.entries import canonical
 from eccv_metric.models.families import LoadOptions
 from eccv_metric.models.families import parse_spec
 
@@ -136,8 +137,7 @@ def picked_device(device: str | None) -> str:
 
 
 def memo_path(root: Path, key: dict) -> Path:
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
-    return root / FOLDER / f"{digest}.json"
+    return root / FOLDER / f"{cache_key(key)}.json"
 
 
 def describe(encoder: Encoder, decoder: Decoder | None) -> dict | None:
@@ -148,7 +148,7 @@ def describe(encoder: Encoder, decoder: Decoder | None) -> dict | None:
         return None
     fields = {name: getattr(encoder, name, None) for name in FIELDS}
     fields["decoder"] = decoder.describe if decoder is not None else None
-    return json.loads(json.dumps(fields, sort_keys=True, default=str))
+    return canonical(fields)
 
 
 def remember(
@@ -171,7 +171,7 @@ def remember(
     if known is not None:
         described = None  # two loads of the same files described the model differently: never recalled
     try:
-        write_json_atomic(path, {"key": json.loads(json.dumps(key, default=str)), "description": described})
+        write_json_atomic(path, {"key": canonical(key), "description": described})
     except OSError:
         pass  # a cache that cannot be written only costs loading the model next time
 
@@ -182,7 +182,7 @@ def read(path: Path, key: dict) -> dict | None:
         memo = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(memo, dict) or memo.get("key") != json.loads(json.dumps(key, default=str)):
+    if not isinstance(memo, dict) or memo.get("key") != canonical(key):
         return None
     return memo
 
