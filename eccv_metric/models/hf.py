@@ -126,11 +126,6 @@ def image_key(name: str, options: LoadOptions) -> dict | None:
         return None
 
 
-def folder(name: str, commit: str | None = None) -> tuple[Path, str | None] | None:
-    """The folder :func:`load` reads and its commit (:func:`~eccv_metric.models.torchutil.snapshot`)."""
-    return snapshot(name, commit)
-
-
 def text_length(model: Any, tokenizer: Any) -> int | None:
     """Tokens a text keeps: the smaller of the tokenizer's ``model_max_length`` (unset: a huge number) and the
     text model's ``max_position_embeddings`` (longer inputs fail in the model)."""
@@ -172,6 +167,6 @@ FAMILY = register(
         load,
         EXTRA,
         image_key=image_key,
-        folder=folder,
+        folder=snapshot,  # the folder load reads and its commit
     )
 )

@@ -52,10 +52,13 @@ def hub_folder(name: str, revision: str | None = None, probes: tuple[str, ...] =
     try:
         from huggingface_hub import try_to_load_from_cache
 
-        found = [try_to_load_from_cache(name, probe, revision=revision) for probe in probes]
+        for probe in probes:
+            found = try_to_load_from_cache(name, probe, revision=revision)
+            if isinstance(found, str):
+                return Path(found).parent
     except Exception:  # noqa: BLE001 - an odd name or cache layout: no folder, the tensors are hashed instead
         return None
-    return next((Path(path).parent for path in found if isinstance(path, str)), None)
+    return None
 
 
 def record_main(name: str, commit: str) -> None:
