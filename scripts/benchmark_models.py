@@ -97,6 +97,7 @@ def child_ours(args: argparse.Namespace, root: Path) -> dict:
         "call": time.perf_counter() - start,
         "recalls": {k: means[f"coco_5k_r{k}"] for k in (1, 5, 10)} if "coco_5k_r1" in means else None,
         "items": {k: {f: v.get(f) for f in ("seconds", "encoded")} for k, v in out.provenance["items"].items()},
+        "steps": out.provenance.get("step_seconds"),
         "workers": out.provenance["workers"],
         "text_batch_size": out.provenance["text_batch_size"],
         "model_loaded": out.provenance.get("model_loaded", True),
@@ -358,8 +359,7 @@ def report(args: argparse.Namespace, runs: dict[str, dict], m: dict) -> None:
             if rec
             else ""
         )
-        if not r.get("model_loaded", True):
-            note = f"model not loaded (every embedding cached); {note}"
+        note = more.steps_note(r, note)
         print(f"| {name} | {r['wall']:.1f} | {r['call']:.1f} | | | {note} |")
     decoders = [d for d in ("pil", "gpu") if f"ours_images_{d}" in m]
     for d in decoders:

@@ -6,9 +6,13 @@
 - ``--models K``: K models of the preset's shape (random weights, seeds 0..K-1, one image processor) in one
   ``evaluate_models`` call, images decoded once for all of them (the default) and decoded per model
   (``share_decode=False``), cold cache: what a sweep costs (issue 40: "a sweep should cost one decode");
-- ``--profile``: one more warm-cache run of ``--benchmarks`` with the model loaded (its memo removed), under
-  cProfile (its own row: the profiler slows it; the timed warm-cache rows run without), its 25 most expensive
-  calls (cumulative), so that the start-up a run that loads the model pays shows where it goes.
+- ``--profile``: one more warm-cache run of ``--benchmarks`` with the model loaded (its memo removed) and one
+  more cold-cache run, each under cProfile (rows of their own: the profiler slows them; the timed rows run
+  without), their 40 most expensive calls (cumulative, the main thread's), so that the start-up a run that
+  loads the model pays, and a cold run's waits, show where they go.
+
+Every row of ours notes its steps (provenance ``step_seconds``: open, embed with each item set it encoded,
+score).
 """
 
 from __future__ import annotations
@@ -47,17 +51,17 @@ def child_many(args: argparse.Namespace, root: Path) -> dict:
 
 
 def profiled(fn: object) -> tuple[object, str]:
-    """``fn()`` under cProfile: its result and the 25 most expensive calls (cumulative)."""
+    """``fn()`` under cProfile: its result and the 40 most expensive calls (cumulative)."""
     profile = cProfile.Profile()
     out = profile.runcall(fn)  # type: ignore[arg-type]
     text = io.StringIO()
-    pstats.Stats(profile, stream=text).sort_stats("cumulative").print_stats(25)
+    pstats.Stats(profile, stream=text).sort_stats("cumulative").print_stats(40)
     return out, text.getvalue()
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--models", type=int, default=1, help="K > 1: K models in one call, shared / per-model decode")
-    p.add_argument("--profile", action="store_true", help="one more warm-cache run, under cProfile (its top 25)")
+    p.add_argument("--profile", action="store_true", help="warm and cold runs under cProfile (top 40)")
     p.add_argument("--share", choices=["yes", "no"], help=argparse.SUPPRESS)
 
 
@@ -88,11 +92,25 @@ def warm_rows(args: argparse.Namespace, passed: list[str], cache: Path, run_chil
         shutil.rmtree(cache / "models", ignore_errors=True)
         name = "ours, --benchmarks, warm cache, under cProfile (slowed by it)"
         rows[name] = run_child("ours", passed, ["--cache", str(cache), "--profile-this"])  # type: ignore[operator]
+        cold = cache.with_name(cache.name + "_profiled")
+        shutil.rmtree(cold, ignore_errors=True)
+        name = "ours, --benchmarks, cold cache, under cProfile (slowed by it)"
+        rows[name] = run_child("ours", passed, ["--cache", str(cold), "--profile-this"])  # type: ignore[operator]
     return rows
+
+
+def steps_note(row: dict, note: str) -> str:
+    """A row's note: whether the model loaded, the run's steps (provenance ``step_seconds``; embed: per item
+    set) and ``note``."""
+    steps = row.get("steps") or {}
+    sets = ", ".join(f"{k} {v['seconds']:.1f}" for k, v in (row.get("items") or {}).items() if v.get("encoded"))
+    parts = [f"{k} {v:.1f}" + (f" ({sets})" if k == "embed" and sets else "") for k, v in steps.items()]
+    loaded = [] if row.get("model_loaded", True) else ["model not loaded (every embedding cached)"]
+    return "; ".join([*loaded, *(["steps: " + ", ".join(parts)] if parts else []), *([note] if note else [])])
 
 
 def print_profile(runs: dict[str, dict]) -> None:
     for name, r in runs.items():
         if r.get("profile"):
-            print(f"profile of '{name}' (cumulative, top 25):", file=sys.stderr)
+            print(f"profile of '{name}' (cumulative, top 40):", file=sys.stderr)
             print(r["profile"], file=sys.stderr)

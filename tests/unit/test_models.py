@@ -112,6 +112,9 @@ def test_hf_pipeline_is_the_models_forward_pass(family, world, data, clip, tmp_p
     assert direct.means() == out.results.means()
     assert out.provenance["model"] == f"hf:{folder}" and out.provenance["identity"]["weights"]
     assert {"device", "precision", "batch_size", "package", "data_revision", "seconds"} <= set(out.provenance)
+    steps = out.provenance["step_seconds"]
+    assert set(steps) == {"open", "embed", "score"} and min(steps.values()) >= 0
+    assert sum(steps.values()) <= out.provenance["seconds"] + 0.01  # the steps are parts of the run
     assert out.provenance["ranking"] == "numpy"  # a model on the CPU: ranked by the reference engine
 
 
