@@ -136,11 +136,10 @@ def test_decoded_path_gives_the_pil_numbers_with_the_same_pixels(world, data, cl
 
 def test_default_path_uses_the_pil_image_processor(clip, monkeypatch):
     """Where transformers would pick its torchvision backend, the default path loads the PIL one."""
-    from transformers import AutoImageProcessor
 
     from eccv_metric.models import decode
 
-    loaded = AutoImageProcessor.from_pretrained(clip)
+    loaded = decode.load_image_processor(str(clip), "pil")  # with torchvision, AutoImageProcessor picks it
     assert decode.pil_image_processor(str(clip), loaded) is loaded  # a PIL processor already: kept
     monkeypatch.setattr(decode, "is_torch_backend", lambda ip: ip is loaded)  # as if it were the torchvision one
     again = decode.pil_image_processor(str(clip), loaded)
