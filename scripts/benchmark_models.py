@@ -315,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     passed += ["--folder", str(root)] if not args.folder else []
     runs: dict[str, dict] = {}
     if "processes" not in args.skip:
+        more.warm_up(root, passed, run_child)
         for cache in ("cache_five", "cache_coco"):
             shutil.rmtree(root / cache, ignore_errors=True)
         runs["ours, --benchmarks, cold cache"] = run_child("ours", passed, ["--cache", str(root / "cache_five")])
