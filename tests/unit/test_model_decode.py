@@ -102,12 +102,11 @@ def test_decoded_path_gives_the_pil_numbers_with_the_same_pixels(world, data, cl
     bytes from the workers, decoding and preprocessing a batch ahead, the same embeddings as the PIL path, bit
     for bit; the decoder is in the cache key and the provenance."""
     from PIL import Image
-    from transformers import AutoImageProcessor
 
     from eccv_metric.models import decode
     from eccv_metric.models.decode import Decoder
 
-    processor = AutoImageProcessor.from_pretrained(clip)
+    processor = decode.load_image_processor(str(clip), "pil")  # the PIL path's (with torchvision, Auto* is not)
 
     def prepare(images):  # noqa: ANN001, ANN202
         import torch
