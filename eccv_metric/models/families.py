@@ -54,6 +54,9 @@ class Family:
     # and its commit (None: not known): a rerun whose embeddings are all cached is scored without loading it
     # (models.recall)
     folder: Callable[[str, str | None], tuple[Path, str | None] | None] | None = None
+    # what unpickling its image preprocessing imports in a DataLoader worker: a fork server imports it once
+    # (models.workers.start_early), before the first model of a run loads
+    worker_modules: tuple[str, ...] = ()
 
 
 FAMILIES: dict[str, Family] = {}

@@ -30,10 +30,12 @@ from eccv_metric.models.torchutil import snapshot
 from eccv_metric.models.torchutil import to_device
 from eccv_metric.models.weights import hub_folder
 
+WORKER_MODULES = ("transformers.image_processing_utils",)  # what unpickling a Prepare imports in a worker
+
 
 def load(name: str, spec: str, options: LoadOptions) -> Any:
     transformers = require("transformers", EXTRA)
-    at = Loading(spec, name, options, worker_modules=("transformers.image_processing_utils",))
+    at = Loading(spec, name, options, worker_modules=WORKER_MODULES)
     commit = options.revision or main_commit(name, ask=not at.local_only)  # every file from one Hub commit
     pin = {"revision": commit} if commit else {}
     with at.errors():
@@ -168,5 +170,6 @@ FAMILY = register(
         EXTRA,
         image_key=image_key,
         folder=snapshot,  # the folder load reads and its commit
+        worker_modules=WORKER_MODULES,
     )
 )

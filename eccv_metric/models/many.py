@@ -42,6 +42,7 @@ from eccv_metric.models.run import open_run
 from eccv_metric.models.shared import link
 from eccv_metric.models.shared import share_key
 from eccv_metric.models.spec import image_key
+from eccv_metric.models.torchutil import start_workers_early
 
 
 def model_slug(k: int, model: object) -> str:
@@ -138,7 +139,9 @@ def load_groups(models: Sequence[object], options: RunOptions) -> list[tuple[lis
     is the same form one group; any other model is a group of one (``False``: once loaded, it joins the
     models just before it that share its decode, :func:`evaluate_models_request`). Groups in the order of
     their first model; within a group, the given order."""
-    load = LoadOptions(options.device, options.precision, options.batch_size, options.text_batch_size)
+    load = LoadOptions(options.device, options.precision, options.batch_size, options.text_batch_size,
+                       workers=options.workers)  # fmt: skip
+    start_workers_early(models, load)  # the fork server's imports beside the image_key probes' (torchutil)
     groups: dict[object, list[int]] = {}
     for k, model in enumerate(models):
         key = image_key(model, load)

@@ -24,6 +24,7 @@ from eccv_metric.models.torchutil import pinned
 from eccv_metric.models.torchutil import to_device
 
 EXTRA = 'pip install "eccv-caption-hf[open_clip]"'
+WORKER_MODULES = ("open_clip",)  # what unpickling its transform imports in a worker
 
 
 def split_name(name: str) -> tuple[str, str | None]:
@@ -44,7 +45,7 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
         ) from None
     arch, pretrained = split_name(name)
     downloads = name.startswith("hf-hub:") or (pretrained is not None and not Path(pretrained).exists())
-    at = Loading(spec, name.removeprefix("hf-hub:"), options, from_hub=downloads, worker_modules=("open_clip",))
+    at = Loading(spec, name.removeprefix("hf-hub:"), options, from_hub=downloads, worker_modules=WORKER_MODULES)
     if at.unreachable is not None:  # open_clip's download would retry
         raise load_error(spec, OSError(), at.unreachable, cache_read=False)
     with at.errors(RuntimeError, ValueError, OSError):
@@ -88,5 +89,6 @@ FAMILY = register(
         ),
         load,
         EXTRA,
+        worker_modules=WORKER_MODULES,
     )
 )

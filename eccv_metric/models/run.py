@@ -238,6 +238,7 @@ class LoadedRun:
     save_embeddings: str | Path | None
     started: float
     loaded: bool = True  # False: every embedding was cached and the model was not loaded (models.recall)
+    opened: float | None = None  # when it was loaded or recalled (perf_counter; None: when finish_run starts)
 
 
 def open_run(
@@ -285,7 +286,7 @@ class Opening:
         if not store.answers(plan.sets, plan.items):
             return None
         return LoadedRun(plan, encoder, store, self.source, self.options, self.save_embeddings, self.started,
-                         loaded=False)  # fmt: skip
+                         loaded=False, opened=time.perf_counter())  # fmt: skip
 
     def loaded(self) -> LoadedRun:
         load, options = self.load, self.options
@@ -300,13 +301,15 @@ class Opening:
             after = files_key(self.model, load, options.decode, self.source.digests, used)
             remember(options.root, self.key, after, encoder, decoder)
         store = options.store(encoder, decoder)
-        return LoadedRun(self.plan, encoder, store, self.source, options, self.save_embeddings, self.started)
+        return LoadedRun(self.plan, encoder, store, self.source, options, self.save_embeddings, self.started,
+                         opened=time.perf_counter())  # fmt: skip
 
 
 def finish_run(run: LoadedRun) -> ModelResults:
     """Every item set's embeddings (the store), every number (the score step) and the provenance."""
     plan, encoder, store, options = run.plan, run.encoder, run.store, run.options
-    opened = time.perf_counter()
+    begun = time.perf_counter()  # a sweep's model may wait, loaded, while the models before it run
+    opened = run.opened if run.opened is not None else begun
     encoded, report = store.embed(plan.sets, plan.items)
     embedded = time.perf_counter()
     ranking = ranking_device(encoder.device)
@@ -329,9 +332,11 @@ def finish_run(run: LoadedRun) -> ModelResults:
         "similarity": encoder.similarity,
         "ranking": f"torch on {ranking}" if ranking else "numpy",
         "seconds": round(scored - run.started, 3),
-        "step_seconds": {  # open: plan + model load (or its recall); embed: every item set; score: every number
+        # open: plan + model load (or its recall); embed: every item set; score: every number (a sweep's model may
+        # also wait, loaded, while the models before it run: the steps then add up to less than "seconds")
+        "step_seconds": {
             "open": round(opened - run.started, 3),
-            "embed": round(embedded - opened, 3),
+            "embed": round(embedded - begun, 3),
             "score": round(scored - embedded, 3),
         },  # fmt: skip
         "skipped": plan.skipped,

@@ -74,6 +74,27 @@ print("STARTED", server._forkserver_pid is not None, sorted(server._preload_modu
         assert "'transformers.image_processing_utils'" in line and "'torch'" in line
 
 
+def test_a_sweep_starts_the_fork_server_before_reading_its_models(clip):
+    """Several models: the fork server starts (preloading their families' worker modules) before their image
+    preprocessing is read to group them (image_key imports the libraries: the server's imports run beside)."""
+    code = f"""
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+from multiprocessing import forkserver
+from eccv_metric.models import many
+from eccv_metric.models.run import RunOptions
+seen = []
+many.image_key = lambda model, options: seen.append(forkserver._forkserver._forkserver_pid is not None)
+many.load_groups(["hf:{clip}", "hf:{clip}"], RunOptions(device="cpu", workers=2))
+print("SEEN", seen, sorted(forkserver._forkserver._preload_modules))
+"""
+    env = {**os.environ, "ECCV_CAPTION_WORKER_START": "forkserver"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("SEEN"))
+    assert line.startswith("SEEN [True, True]") and "'transformers.image_processing_utils'" in line
+
+
 def test_model_path_runs_without_datasets_evaluate_or_the_official_package(world, data, clip, tmp_path):
     """The GPU machines that run benchmark_models.py have torch and transformers but neither datasets nor evaluate:
     a whole model run (items from a built folder, encoding, scoring) imports none of them, nor pandas (which

@@ -68,6 +68,8 @@ def test_models_sharing_a_preprocessing_decode_once_and_get_their_own_numbers(wo
     assert fed["shared_decode"] == {"items": n, "decoded_by": {models[0]: n}} and fed["encoded"] == n
     assert "shared_decode" not in together[0].provenance["items"][IMAGES]
     assert "shared_decode" not in together[2].provenance["items"][IMAGES]
+    for run in together:  # each model's own steps: a model that waited, loaded, for the others counts no wait
+        assert sum(run.provenance["step_seconds"].values()) <= run.provenance["seconds"] + 0.01
     for k, spec in enumerate(models):
         alone = run_model(spec, data, world, tmp_path, cache=False, save_embeddings=tmp_path / f"alone{k}")
         assert together[k].results.means() == alone.results.means(), spec
