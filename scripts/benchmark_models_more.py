@@ -85,7 +85,8 @@ def warm_up(root: Path, passed: list[str], run_child: object) -> None:
     """One untimed run of ours (coco_5k, a cache of its own) before the timed rows, every model file read once:
     the first process on a machine otherwise pays alone for what every later one finds ready (the page cache
     holding the libraries, the JPEGs and the weights; CUDA's kernels loaded; compiled bytecode where the
-    environment keeps it, e.g. ``PYTHONPYCACHEPREFIX``), which skewed the first row of a fresh machine."""
+    environment keeps it, e.g. ``PYTHONPYCACHEPREFIX``), which skewed the first row of a fresh machine. It runs
+    ours, not CLIP_benchmark: the libraries both import are warmed, CLIP_benchmark's own small package is not."""
     import shutil
 
     started = time.perf_counter()
@@ -120,6 +121,7 @@ def warm_rows(args: argparse.Namespace, passed: list[str], cache: Path, run_chil
         shutil.rmtree(cold, ignore_errors=True)
         name = "ours, --benchmarks, cold cache, under cProfile (slowed by it)"
         rows[name] = run_child("ours", passed, ["--cache", str(cold), "--profile-this"])  # type: ignore[operator]
+        shutil.rmtree(cold, ignore_errors=True)
     return rows
 
 

@@ -332,8 +332,10 @@ def finish_run(run: LoadedRun) -> ModelResults:
         "similarity": encoder.similarity,
         "ranking": f"torch on {ranking}" if ranking else "numpy",
         "seconds": round(scored - run.started, 3),
-        # open: plan + model load (or its recall); embed: every item set; score: every number (a sweep's model may
-        # also wait, loaded, while the models before it run: the steps then add up to less than "seconds")
+        # open: plan + model load, or its recall (a sweep's loaded model: the load alone, its plan was made with
+        # the others'); embed: every item set (a decode shared with other models also counts their forward passes
+        # on its images, and theirs leave them out); score: every number. A sweep's model may also wait, loaded,
+        # while the models before it run: its steps then add up to less than "seconds"
         "step_seconds": {
             "open": round(opened - run.started, 3),
             "embed": round(embedded - begun, 3),

@@ -99,11 +99,13 @@ def start_workers_early(models: Sequence[object], options: LoadOptions) -> None:
     imports their libraries), and the server's own imports should run beside that, not after it (measured on
     two tiny models, forced fork server, 2 cores: the first image batch waited 2.3 s, 1.0 s when a single
     model's load started the server). Preloads every listed family's ``worker_modules``. Nothing when no
-    model is a spec or torch is not installed (the load then says so)."""
-    families = [FAMILIES.get(str(m).partition(":")[0]) for m in models if isinstance(m, str)]
-    modules = tuple(dict.fromkeys(m for f in families if f is not None for m in f.worker_modules))
-    if not any(f is not None for f in families) or importlib.util.find_spec("torch") is None:
+    model is a spec of a family that encodes images, ``workers=0``, or torch is not installed (the load then
+    says so)."""
+    found = [FAMILIES.get(str(m).partition(":")[0]) for m in models if isinstance(m, str)]
+    families = [f for f in found if f is not None and "image" in f.modalities]
+    if not families or options.workers == 0 or importlib.util.find_spec("torch") is None:
         return
+    modules = tuple(dict.fromkeys(m for f in families for m in f.worker_modules))
     start_early(pick_device(options.device), options.workers, modules)
 
 

@@ -8,6 +8,17 @@ import pytest
 from tests.unit.world import make_world
 
 
+@pytest.fixture(autouse=True)
+def _models_on_the_cpu(monkeypatch):
+    """A model run that names no device runs on the CPU here, also on a machine with CUDA (where the default picks
+    it): the tests' stand-ins, expected errors and cache hits are the CPU's, and every run of a test must agree on
+    one device (the cache key holds it). Tests that compare CUDA with numpy name their device themselves."""
+    from eccv_metric.models import torchutil
+
+    picked = torchutil.pick_device
+    monkeypatch.setattr(torchutil, "pick_device", lambda device: picked(device or "cpu"))
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     return make_world(tmp_path_factory.mktemp("world"))

@@ -202,11 +202,9 @@ def tiny_st(folder: Path, seed: int = 0, similarity: str | None = None) -> Path:
 
 def run_model(model: object, data: Path, world: World, tmp_path: Path, **kwargs: object) -> object:
     """evaluate_model on the world's resources, small batches (images and captions) in the main process, a cache
-    under ``tmp_path``, on the CPU (a machine with CUDA would pick it: the tests' stand-ins and expected errors are
-    the CPU's)."""
+    under ``tmp_path``."""
     from eccv_metric.models import evaluate_model
 
-    kwargs.setdefault("device", "cpu")
     kwargs.setdefault("cache_dir", tmp_path / "cache")
     kwargs.setdefault("text_batch_size", 8)
     kwargs.setdefault("batch_size", 8)

@@ -134,11 +134,17 @@ def test_decoded_path_gives_the_pil_numbers_with_the_same_pixels(world, data, cl
 
 
 def test_default_path_uses_the_pil_image_processor(clip, monkeypatch):
-    """Where transformers would pick its torchvision backend, the default path loads the PIL one."""
+    """Where transformers would pick its torchvision backend, the default path loads the PIL one (with
+    torchvision installed, as on a GPU machine, the real case; here, a stand-in for it)."""
+    from transformers import AutoImageProcessor
 
     from eccv_metric.models import decode
 
-    loaded = decode.load_image_processor(str(clip), "pil")  # with torchvision, AutoImageProcessor picks it
+    auto = AutoImageProcessor.from_pretrained(clip)
+    if decode.is_torch_backend(auto):  # torchvision installed: transformers picked its fast processor
+        swapped = decode.pil_image_processor(str(clip), auto)
+        assert not decode.is_torch_backend(swapped) and swapped.to_dict()["crop_size"] == auto.to_dict()["crop_size"]
+    loaded = decode.load_image_processor(str(clip), "pil")
     assert decode.pil_image_processor(str(clip), loaded) is loaded  # a PIL processor already: kept
     monkeypatch.setattr(decode, "is_torch_backend", lambda ip: ip is loaded)  # as if it were the torchvision one
     again = decode.pil_image_processor(str(clip), loaded)

@@ -220,14 +220,20 @@ def test_captions_of_every_item_set_keep_their_ids(world, data, clip, tmp_path):
 
 def test_a_sweep_starts_its_workers_for_the_families_it_lists(monkeypatch):
     """start_workers_early: the device picked as a load picks it, every listed family's worker modules once;
-    nothing for a list without specs (Python objects), nor for unknown prefixes (their load says why)."""
+    nothing for a list without specs (Python objects), unknown prefixes (their load says why), families without
+    images, or ``workers=0``."""
     import eccv_metric.models.spec  # noqa: F401 - registers the families
     from eccv_metric.models import torchutil
+    from eccv_metric.models.families import FAMILIES
+    from eccv_metric.models.families import Family
     from eccv_metric.models.families import LoadOptions
 
     calls = []
     monkeypatch.setattr(torchutil, "start_early", lambda *args: calls.append(args))
-    torchutil.start_workers_early([object(), "nope:x"], LoadOptions(device="cpu", workers=3))
+    texts = Family("txt", (("txt:<name>", "a text-only family"),), lambda *a: None, modalities=("caption",))
+    monkeypatch.setitem(FAMILIES, "txt", texts)
+    torchutil.start_workers_early([object(), "nope:x", "txt:a"], LoadOptions(device="cpu", workers=3))
+    torchutil.start_workers_early(["hf:a"], LoadOptions(device="cpu", workers=0))  # no workers: no server
     assert calls == []
     torchutil.start_workers_early(["hf:a", "open_clip:b/c", "hf:d", object()], LoadOptions(device="cpu", workers=3))
     assert calls == [("cpu", 3, ("transformers.image_processing_utils", "open_clip"))]
