@@ -383,10 +383,7 @@ def report(args: argparse.Namespace, runs: dict[str, dict], m: dict) -> None:
             ratio = m[f"ours_images_{d}"] / m[f"floor_{d}"]
             print(f"  images, decode {d}: ours / decode floor {ratio:.2f} (GPU target >= 0.8)")
     if theirs:
-        for name in ("ours, coco_5k, cold cache", "ours, --benchmarks, cold cache", "ours, --benchmarks, warm cache"):
-            if name in ours:
-                print(f"  {name}: {ours[name]['wall'] / theirs['wall']:.2f} of CLIP_benchmark's process, "
-                      f"{ours[name]['wall'] / theirs['call']:.2f} of its call")  # fmt: skip
+        more.clip_benchmark_ratios(ours, theirs)
     shared, alone = (ours.get(f"ours, {args.models} models, decode {w}, cold cache") for w in ("shared", "per model"))
     if shared and alone:
         print(f"  {args.models} models: decode shared / per model {shared['wall'] / alone['wall']:.2f}")

@@ -125,6 +125,23 @@ def warm_rows(args: argparse.Namespace, passed: list[str], cache: Path, run_chil
     return rows
 
 
+def clip_benchmark_ratios(ours: dict[str, dict], theirs: dict) -> None:
+    """Our whole runs against CLIP_benchmark's process and its call; and our embed + score steps (the run once
+    the libraries are imported and the model loaded, as its call starts) against its call."""
+    for name in ("ours, coco_5k, cold cache", "ours, --benchmarks, cold cache", "ours, --benchmarks, warm cache"):
+        if name in ours:
+            print(f"  {name}: {ours[name]['wall'] / theirs['wall']:.2f} of CLIP_benchmark's process, "
+                  f"{ours[name]['wall'] / theirs['call']:.2f} of its call")  # fmt: skip
+    for name in ("ours, coco_5k, cold cache", "ours, --benchmarks, cold cache"):
+        steps = (ours.get(name) or {}).get("steps") or {}
+        if "embed" in steps and "score" in steps:
+            after = steps["embed"] + steps["score"]
+            print(
+                f"  {name}, embed + score steps ({after:.1f} s, the model loaded): {after / theirs['call']:.2f} "
+                "of CLIP_benchmark's call (its model built, its libraries imported)"
+            )
+
+
 def steps_note(row: dict, note: str) -> str:
     """A row's note: whether the model loaded, the run's steps (provenance ``step_seconds``; embed: per item
     set) and ``note``."""
