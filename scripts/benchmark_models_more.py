@@ -8,8 +8,8 @@
   (``share_decode=False``), cold cache: what a sweep costs (issue 40: "a sweep should cost one decode");
 - ``--profile``: one more warm-cache run of ``--benchmarks`` with the model loaded (its memo removed) and one
   more cold-cache run, each under cProfile (rows of their own: the profiler slows them; the timed rows run
-  without), their 40 most expensive calls (cumulative, the main thread's), so that the start-up a run that
-  loads the model pays, and a cold run's waits, show where they go.
+  without), their 40 most expensive calls (cumulative; Python 3.12's cProfile also counts other threads'
+  time), so that the start-up a run that loads the model pays, and a cold run's waits, show where they go.
 
 Before the timed rows, :func:`warm_up` runs ours once, untimed. Every row of ours notes its steps (provenance
 ``step_seconds``: open, embed with each item set it encoded, score).

@@ -237,8 +237,8 @@ class LoadedRun:
     options: RunOptions
     save_embeddings: str | Path | None
     started: float
+    opened: float  # when it was loaded or recalled (perf_counter): a sweep's model may then wait for the others
     loaded: bool = True  # False: every embedding was cached and the model was not loaded (models.recall)
-    opened: float | None = None  # when it was loaded or recalled (perf_counter; None: when finish_run starts)
 
 
 def open_run(
@@ -286,7 +286,7 @@ class Opening:
         if not store.answers(plan.sets, plan.items):
             return None
         return LoadedRun(plan, encoder, store, self.source, self.options, self.save_embeddings, self.started,
-                         loaded=False, opened=time.perf_counter())  # fmt: skip
+                         time.perf_counter(), loaded=False)  # fmt: skip
 
     def loaded(self) -> LoadedRun:
         load, options = self.load, self.options
@@ -302,14 +302,13 @@ class Opening:
             remember(options.root, self.key, after, encoder, decoder)
         store = options.store(encoder, decoder)
         return LoadedRun(self.plan, encoder, store, self.source, options, self.save_embeddings, self.started,
-                         opened=time.perf_counter())  # fmt: skip
+                         time.perf_counter())  # fmt: skip
 
 
 def finish_run(run: LoadedRun) -> ModelResults:
     """Every item set's embeddings (the store), every number (the score step) and the provenance."""
     plan, encoder, store, options = run.plan, run.encoder, run.store, run.options
     begun = time.perf_counter()  # a sweep's model may wait, loaded, while the models before it run
-    opened = run.opened if run.opened is not None else begun
     encoded, report = store.embed(plan.sets, plan.items)
     embedded = time.perf_counter()
     ranking = ranking_device(encoder.device)
@@ -337,10 +336,10 @@ def finish_run(run: LoadedRun) -> ModelResults:
         # on its images, and theirs leave them out); score: every number. A sweep's model may also wait, loaded,
         # while the models before it run: its steps then add up to less than "seconds"
         "step_seconds": {
-            "open": round(opened - run.started, 3),
+            "open": round(run.opened - run.started, 3),
             "embed": round(embedded - begun, 3),
             "score": round(scored - embedded, 3),
-        },  # fmt: skip
+        },
         "skipped": plan.skipped,
     }
     embeddings = {name: group.embeddings for name, group in groups.items()}
