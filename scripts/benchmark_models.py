@@ -16,7 +16,9 @@ tests' tiny CLIP; ``b32``: ViT-B/32's shape, 49,408-token vocabulary), then prin
 - the bare forward pass (images prepared beforehand and captions tokenised beforehand, already on the device:
   the model alone) and the tokenizer alone;
 - the decode floor: images/s of the same number of worker processes doing decode + preprocessing only
-  (``--decode gpu``: nvJPEG and the tensor preprocessing on the device);
+  (``--decode gpu``: nvJPEG and the tensor preprocessing on the device), each image path warmed up first and
+  its calls interleaved with ours (``scripts/benchmark_models_images.py``, which also prints, for ``gpu``, the
+  same steps one after the other in one thread and ours at a shorter thread switch interval);
 - with ``--compare-decoders`` (CUDA + torchvision): coco_5k R@1/5/10 and per-query ranks of the PIL path
   against the GPU decoder on the same images;
 - with ``--models K`` / ``--profile``: K models in one call, decode shared and per model; the warm run's
@@ -49,6 +51,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
 
+import benchmark_models_images as images_rows  # noqa: E402
 import benchmark_models_more as more  # noqa: E402
 import benchmark_models_world as world  # noqa: E402
 from benchmark_models_clip import child_clip_benchmark  # noqa: E402
@@ -73,6 +76,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--benchmarks", nargs="+", default=FIVE)
     p.add_argument("--folder", help="keep the synthetic world here (reused when its sizes match)")
     p.add_argument("--compare-decoders", action="store_true", help="PIL path against --decode gpu (CUDA)")
+    p.add_argument("--image-repeat", type=int, default=3, help="interleaved rounds of the image rows (best kept)")
     p.add_argument("--skip", nargs="*", default=[], choices=["processes", "clip_benchmark", "floors"])
     more.add_args(p)
     p.add_argument("--child", choices=["ours", "clip_benchmark", "many"], help=argparse.SUPPRESS)
@@ -152,7 +156,6 @@ def in_process(args: argparse.Namespace, root: Path) -> dict:
     """Our encoding alone, the bare forward pass, the tokenizer alone and the decode floor."""
     import torch
 
-    from eccv_metric.models.decode import RawImages
     from eccv_metric.models.decode import check_decode
     from eccv_metric.models.decode import gpu_decoder
     from eccv_metric.models.encode import ImageItems
@@ -162,7 +165,6 @@ def in_process(args: argparse.Namespace, root: Path) -> dict:
     from eccv_metric.models.spec import load_model
     from eccv_metric.models.text_batches import default_text_batch_size
     from eccv_metric.models.workers import default_workers
-    from eccv_metric.models.workers import image_batches
 
     encoder = load_model(f"hf:{root / f'model_{args.preset}'}", args.device, args.precision)
     decoder = None
@@ -218,23 +220,10 @@ def in_process(args: argparse.Namespace, root: Path) -> dict:
     seconds = interleaved({k: functools.partial(synced_call, f, encoder) for k, f in fns.items()}, REPEAT)
     out["bare_images"] = n_bare / seconds["bare_images"]
     out.update({k: n_cap / seconds[k] for k in ("bare_captions", "tokenize", "ours_captions")})
-    todo = [(s, min(s + args.batch_size, n_img)) for s in range(0, n_img, args.batch_size)]
-    raw = RawImages(images.locations or [], images.ids)
-    for name, dec in [("pil", None), *([("gpu", decoder)] if decoder is not None else [])]:
-        start = time.perf_counter()
-        encode_items(encoder, images, args.batch_size, workers, dec)
-        out[f"ours_images_{name}"] = n_img / (time.perf_counter() - start)
-        if "floors" in args.skip:
-            continue
-        start = time.perf_counter()
-        if dec is None:
-            for _ in image_batches(dataset, todo, workers, encoder.device):
-                pass
-        else:
-            for _, (index, blobs, _) in image_batches(raw, todo, workers, encoder.device):
-                dec.prepare(dec.decode(blobs, [raw.describe(i) for i in index]))
-            synced(encoder)
-        out[f"floor_{name}"] = n_img / (time.perf_counter() - start)
+    floors = "floors" not in args.skip
+    sync = functools.partial(synced, encoder)
+    out.update(images_rows.image_rows(encoder, images, decoder, args.batch_size, workers, args.image_repeat, floors,
+                                      encode_items, sync))  # fmt: skip
     return out
 
 
@@ -368,20 +357,14 @@ def report(args: argparse.Namespace, runs: dict[str, dict], m: dict) -> None:
         print(f"| ours: encoding alone (encode_items), decode {d} | | | {m[f'ours_images_{d}']:,.0f} | {captions} | |")
     print(f"| bare forward pass, inputs on the device | | | {m['bare_images']:,.0f} | {m['bare_captions']:,.0f} | |")
     print(f"| tokenizer alone (text batches, given order) | | | | {m['tokenize']:,.0f} | |")
-    for d in decoders:
-        if f"floor_{d}" in m:
-            floor = m[f"floor_{d}"]
-            print(f"| decode floor, {d}: {m['workers']} workers read + decode + preprocess | | | {floor:,.0f} | | |")
+    print("\n".join(images_rows.report_rows(m, decoders)))
     ours = {k: v for k, v in runs.items() if "error" not in v}
     theirs = ours.get("CLIP_benchmark zeroshot_retrieval.evaluate")
     print("ratios:")
     print(f"  captions: ours / bare forward {m['ours_captions'] / m['bare_captions']:.2f} (CPU target >= 0.77, "
           f"GPU >= 0.5); ours / (tokenizer and forward one after the other) "
           f"{m['ours_captions'] * (1 / m['bare_captions'] + 1 / m['tokenize']):.2f}")  # fmt: skip
-    for d in decoders:
-        if f"floor_{d}" in m:
-            ratio = m[f"ours_images_{d}"] / m[f"floor_{d}"]
-            print(f"  images, decode {d}: ours / decode floor {ratio:.2f} (GPU target >= 0.8)")
+    print("\n".join(images_rows.report_ratios(m, decoders)))
     if theirs:
         more.clip_benchmark_ratios(ours, theirs)
     shared, alone = (ours.get(f"ours, {args.models} models, decode {w}, cold cache") for w in ("shared", "per model"))
