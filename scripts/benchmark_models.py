@@ -89,6 +89,7 @@ def child_ours(args: argparse.Namespace, root: Path) -> dict:
     from eccv_metric.models.run import evaluate_model
 
     res = world.resources(root / "world")
+    clock = more.batch_clock()
     start = time.perf_counter()
     out, profile = (more.profiled if args.profile_this else lambda fn: (fn(), ""))(lambda: evaluate_model(
         f"hf:{root / f'model_{args.preset}'}", root / "world", benchmarks=args.benchmarks, resources=res,
@@ -102,6 +103,7 @@ def child_ours(args: argparse.Namespace, root: Path) -> dict:
         "recalls": {k: means[f"coco_5k_r{k}"] for k in (1, 5, 10)} if "coco_5k_r1" in means else None,
         "items": {k: {f: v.get(f) for f in ("seconds", "encoded")} for k, v in out.provenance["items"].items()},
         "steps": out.provenance.get("step_seconds"),
+        "batches": clock,
         "workers": out.provenance["workers"],
         "text_batch_size": out.provenance["text_batch_size"],
         "model_loaded": out.provenance.get("model_loaded", True),

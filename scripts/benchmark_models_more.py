@@ -12,7 +12,9 @@
   time), so that the start-up a run that loads the model pays, and a cold run's waits, show where they go.
 
 Before the timed rows, :func:`warm_up` runs ours once, untimed. Every row of ours notes its steps (provenance
-``step_seconds``: open, embed with each item set it encoded, score).
+``step_seconds``: open, embed with each item set it encoded, score) and, per item set it encoded, the seconds
+to its first batch and the median seconds per batch after it (:func:`batch_clock`): a run's start-up costs
+(first kernels, the decoder's first call, the pipeline filling) against its steady pace.
 """
 
 from __future__ import annotations
@@ -20,12 +22,38 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import itertools
 import pstats
 import sys
 import time
 from pathlib import Path
 
 import benchmark_models_world as world
+
+
+def batch_clock() -> list[dict]:
+    """From now on, each item set this process encodes adds to the returned list: its label, the seconds from
+    its first request to its first batch's rows on the host, and the median seconds between batches after it
+    (the store's ``encode_batches`` wrapped; nothing synchronised, nothing else changed)."""
+    import statistics
+
+    from eccv_metric.models import store
+
+    clock: list[dict] = []
+    inner = store.encode_batches
+
+    def timed(encoder: object, items: object, *args: object, **kwargs: object) -> object:
+        stamps = [time.perf_counter()]
+        for out in inner(encoder, items, *args, **kwargs):  # type: ignore[arg-type]
+            stamps.append(time.perf_counter())
+            yield out
+        gaps = [b - a for a, b in itertools.pairwise(stamps)]
+        if gaps:
+            then = statistics.median(gaps[1:]) if len(gaps) > 1 else None
+            clock.append({"set": items.item_set.label, "first": gaps[0], "then": then, "batches": len(gaps)})  # type: ignore[attr-defined]
+
+    store.encode_batches = timed  # type: ignore[assignment]
+    return clock
 
 
 def model_folders(root: Path, preset: str, k: int) -> list[Path]:
@@ -149,7 +177,10 @@ def steps_note(row: dict, note: str) -> str:
     sets = ", ".join(f"{k} {v['seconds']:.1f}" for k, v in (row.get("items") or {}).items() if v.get("encoded"))
     parts = [f"{k} {v:.1f}" + (f" ({sets})" if k == "embed" and sets else "") for k, v in steps.items()]
     loaded = [] if row.get("model_loaded", True) else ["model not loaded (every embedding cached)"]
-    return "; ".join([*loaded, *(["steps: " + ", ".join(parts)] if parts else []), *([note] if note else [])])
+    paces = [f"{c['set']} first batch {c['first']:.2f} s" + (f", then {c['then']:.3f} s each" if c["then"] else "")
+             for c in row.get("batches") or []]  # fmt: skip
+    steps = ["steps: " + ", ".join(parts)] if parts else []
+    return "; ".join([*loaded, *steps, *(["batches: " + ", ".join(paces)] if paces else []), *([note] if note else [])])
 
 
 def print_profile(runs: dict[str, dict]) -> None:
