@@ -77,7 +77,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--folder", help="keep the synthetic world here (reused when its sizes match)")
     p.add_argument("--compare-decoders", action="store_true", help="PIL path against --decode gpu (CUDA)")
     p.add_argument("--image-repeat", type=int, default=3, help="interleaved rounds of the image rows (best kept)")
-    p.add_argument("--skip", nargs="*", default=[], choices=["processes", "clip_benchmark", "floors"])
+    p.add_argument("--skip", nargs="*", default=[], choices=["processes", "clip_benchmark", "floors", "pil_images"])
     more.add_args(p)
     p.add_argument("--child", choices=["ours", "clip_benchmark", "many"], help=argparse.SUPPRESS)
     p.add_argument("--cache", help=argparse.SUPPRESS)
@@ -222,9 +222,9 @@ def in_process(args: argparse.Namespace, root: Path) -> dict:
     seconds = interleaved({k: functools.partial(synced_call, f, encoder) for k, f in fns.items()}, REPEAT)
     out["bare_images"] = n_bare / seconds["bare_images"]
     out.update({k: n_cap / seconds[k] for k in ("bare_captions", "tokenize", "ours_captions")})
-    floors = "floors" not in args.skip
+    skip = {"floors", "pil_images"} & set(args.skip)
     sync = functools.partial(synced, encoder)
-    out.update(images_rows.image_rows(encoder, images, decoder, args.batch_size, workers, args.image_repeat, floors,
+    out.update(images_rows.image_rows(encoder, images, decoder, args.batch_size, workers, args.image_repeat, skip,
                                       encode_items, sync))  # fmt: skip
     return out
 
@@ -355,7 +355,7 @@ def report(args: argparse.Namespace, runs: dict[str, dict], m: dict) -> None:
         print(f"| {name} | {r['wall']:.1f} | {r['call']:.1f} | | | {note} |")
     decoders = [d for d in ("pil", "gpu") if f"ours_images_{d}" in m]
     for d in decoders:
-        captions = f"{m['ours_captions']:,.0f}" if d == "pil" else ""
+        captions = f"{m['ours_captions']:,.0f}" if d == decoders[0] else ""
         print(f"| ours: encoding alone (encode_items), decode {d} | | | {m[f'ours_images_{d}']:,.0f} | {captions} | |")
     print(f"| bare forward pass, inputs on the device | | | {m['bare_images']:,.0f} | {m['bare_captions']:,.0f} | |")
     print(f"| tokenizer alone (text batches, given order) | | | | {m['tokenize']:,.0f} | |")
