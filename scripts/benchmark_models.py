@@ -129,8 +129,13 @@ def run_child(kind: str, argv: list[str], extra: list[str]) -> dict:
     wall = time.perf_counter() - start
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     if proc.returncode or not lines:
-        return {"wall": wall, "error": (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]}
-    return {"wall": wall, **json.loads(lines[-1][7:])}
+        row = {"wall": wall, "error": (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]}
+    else:
+        row = {"wall": wall, **json.loads(lines[-1][7:])}
+    # at once, on stderr: a run cut short (a device's time limit) keeps the rows it finished
+    brief = {k: row[k] for k in ("wall", "call", "steps", "batches", "error") if k in row}
+    print(f"row done: {kind} {' '.join(argv[-2:] + extra)}: {json.dumps(brief)}", file=sys.stderr, flush=True)
+    return row
 
 
 def synced(encoder: object) -> None:
@@ -322,8 +327,15 @@ def main(argv: list[str] | None = None) -> int:
             runs.update(more.many_rows(args, passed, root, run_child))
         if "clip_benchmark" not in args.skip:
             runs["CLIP_benchmark zeroshot_retrieval.evaluate"] = run_child("clip_benchmark", passed, [])
-    measured = in_process(args, root)
-    report(args, runs, measured)
+    try:
+        measured = in_process(args, root)
+    except Exception as exc:  # noqa: BLE001 - the whole-process rows stand; say why the rest did not run
+        print(f"in-process rows not measured: {type(exc).__name__}: {str(exc)[:300]}", flush=True)
+        for name, row in runs.items():
+            print(f"{name}: {json.dumps({k: v for k, v in row.items() if k != 'profile'})}")
+        measured = None
+    if measured is not None:
+        report(args, runs, measured)
     more.print_profile(runs)
     if args.compare_decoders:
         print("decoders (coco_5k, same model and captions):")

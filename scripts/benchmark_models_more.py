@@ -34,7 +34,9 @@ import benchmark_models_world as world
 def batch_clock() -> list[dict]:
     """From now on, each item set this process encodes adds to the returned list: its label, the seconds from
     its first request to its first batch's rows on the host, and the median seconds between batches after it
-    (the store's ``encode_batches`` wrapped; nothing synchronised, nothing else changed)."""
+    (the store's ``encode_batches`` wrapped; nothing synchronised, nothing else changed). On a GPU a batch's
+    rows come back once the next batch is launched (``models.background.lagged``; with ``decode="gpu"`` also
+    decoded), so there "first batch" includes about one more batch's time. Single-model rows only."""
     import statistics
 
     from eccv_metric.models import store
