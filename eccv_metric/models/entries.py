@@ -77,10 +77,6 @@ class EmbeddingCache:
         self.writable = True
         self.hit: tuple[np.ndarray, dict] | None = None
 
-    def is_finished(self) -> bool:
-        """Whether every item's embedding is stored and is what the key says (a mismatch: warned, cleared)."""
-        return self.finished() is not None
-
     def finished(self) -> tuple[np.ndarray, dict] | None:
         """(embeddings, what made them) of a finished entry that matches (read once), else None."""
         if self.hit is not None:
