@@ -17,8 +17,8 @@ tests' tiny CLIP; ``b32``: ViT-B/32's shape, 49,408-token vocabulary), then prin
   the model alone) and the tokenizer alone;
 - the decode floor: images/s of the same number of worker processes doing decode + preprocessing only
   (``--decode gpu``: nvJPEG and the tensor preprocessing on the device), each image path warmed up first and
-  its calls interleaved with ours (``scripts/benchmark_models_images.py``, which also prints, for ``gpu``, the
-  same steps one after the other in one thread and ours at a shorter thread switch interval);
+  its calls interleaved with ours (``scripts/benchmark_models_images.py``, which also prints, for ``gpu``, three
+  diagnostic rows: one thread, a shorter thread switch interval, the decoding thread on its own CUDA stream);
 - with ``--compare-decoders`` (CUDA + torchvision): coco_5k R@1/5/10 and per-query ranks of the PIL path
   against the GPU decoder on the same images;
 - with ``--models K`` / ``--profile``: K models in one call, decode shared and per model; the warm run's

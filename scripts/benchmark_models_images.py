@@ -28,6 +28,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from benchmark_timing import interleaved
+
 SWITCH = 0.0005  # seconds: the switch interval of the switch_gpu row
 
 
@@ -92,14 +94,12 @@ def image_rows(
         warm.append(ours(gpu, first))
         if floors:
             timed["floor_gpu"] = on_gpu
-            failed.update(serial_gpu="", switch_gpu="", stream_gpu="")
+            failed.update(dict.fromkeys(DIAGNOSTIC, ""))
             timed.update(serial_gpu=lambda: on_gpu(forward=True), switch_gpu=switched, stream_gpu=streamed)
             warm.append(lambda: on_gpu(todo[:2], forward=True))
     for fn in warm:
         fn()
     sync()
-    from benchmark_timing import interleaved
-
     calls = {k: _guarded(_synced(fn, sync), failed, k) if k in failed else _synced(fn, sync) for k, fn in timed.items()}
     seconds = interleaved(calls, repeat)
     out: dict = {k: n / s for k, s in seconds.items() if not failed.get(k)}

@@ -181,8 +181,9 @@ def steps_note(row: dict, note: str) -> str:
     loaded = [] if row.get("model_loaded", True) else ["model not loaded (every embedding cached)"]
     paces = [f"{c['set']} first batch {c['first']:.2f} s" + (f", then {c['then']:.3f} s each" if c["then"] else "")
              for c in row.get("batches") or []]  # fmt: skip
-    steps = ["steps: " + ", ".join(parts)] if parts else []
-    return "; ".join([*loaded, *steps, *(["batches: " + ", ".join(paces)] if paces else []), *([note] if note else [])])
+    stepped = ["steps: " + ", ".join(parts)] if parts else []
+    paced = ["batches: " + ", ".join(paces)] if paces else []
+    return "; ".join([*loaded, *stepped, *paced, *([note] if note else [])])
 
 
 def print_profile(runs: dict[str, dict]) -> None:
