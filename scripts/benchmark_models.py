@@ -13,6 +13,8 @@ tests' tiny CLIP; ``b32``: ViT-B/32's shape, 49,408-token vocabulary), then prin
   its ``mscoco_captions`` builder feeds it (a map-style dataset over the JPEG files giving (the model's
   preprocessed image, its captions), ``image_captions_collate_fn``, the same batch and workers);
 - our encoding alone (``encode_items``: images, then captions), in this process after a warm-up;
+- the start-up floor: a fresh Python importing torch and transformers and loading the model, no items (what
+  any process running the model pays; CLIP_benchmark's call starts after it);
 - the bare forward pass (images prepared beforehand and captions tokenised beforehand, already on the device:
   the model alone) and the tokenizer alone;
 - the decode floor: images/s of the same number of worker processes doing decode + preprocessing only
@@ -79,7 +81,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--image-repeat", type=int, default=3, help="interleaved rounds of the image rows (best kept)")
     p.add_argument("--skip", nargs="*", default=[], choices=["processes", "clip_benchmark", "floors", "pil_images"])
     more.add_args(p)
-    p.add_argument("--child", choices=["ours", "clip_benchmark", "many"], help=argparse.SUPPRESS)
+    p.add_argument("--child", choices=["ours", "clip_benchmark", "many", "startup"], help=argparse.SUPPRESS)
     p.add_argument("--cache", help=argparse.SUPPRESS)
     p.add_argument("--profile-this", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -283,22 +285,12 @@ def compare_decoders(args: argparse.Namespace, root: Path) -> list[str]:
     return lines
 
 
-def device_name(device: str) -> str:
-    import torch
-    import transformers
-    from benchmark_timing import machine
-
-    versions = f"torch {torch.__version__}, transformers {transformers.__version__}"
-    if device.startswith("cuda"):
-        return f"{torch.cuda.get_device_name(0)} ({os.cpu_count()} CPU cores); {versions}"
-    return f"{machine().removeprefix('machine: ')}; {versions}"
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     root = Path(args.folder) if args.folder else Path(tempfile.mkdtemp(prefix="eccv_models_bench_"))
     if args.child:
-        child = {"ours": child_ours, "many": more.child_many, "clip_benchmark": child_clip_benchmark}[args.child]
+        child = {"ours": child_ours, "many": more.child_many, "clip_benchmark": child_clip_benchmark,
+                 "startup": more.child_startup}[args.child]  # fmt: skip
         result = child(args, root)
         print("RESULT " + json.dumps(result))
         return 0
@@ -325,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         if args.models > 1:
             runs.update(more.many_rows(args, passed, root, run_child))
+        runs.update(more.startup_rows(args, passed, run_child))
         if "clip_benchmark" not in args.skip:
             runs["CLIP_benchmark zeroshot_retrieval.evaluate"] = run_child("clip_benchmark", passed, [])
     try:
@@ -348,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def report(args: argparse.Namespace, runs: dict[str, dict], m: dict) -> None:
     load = ", load average {:.1f} {:.1f} {:.1f}".format(*os.getloadavg()) if hasattr(os, "getloadavg") else ""
-    print(f"device: {device_name(m['device'])}{load}")
+    print(f"device: {more.device_name(m['device'])}{load}")
     print(f"model: {args.preset} CLIP (random weights), {args.precision}; {args.n_images:,} JPEGs 640x480 "
           f"+ {args.n_captions:,} captions; batch {args.batch_size}, text batch {m['text_batch']}, "
           f"{m['workers']} workers, decode {args.decode}; benchmarks {' '.join(args.benchmarks)}")  # fmt: skip
@@ -371,16 +364,20 @@ def report(args: argparse.Namespace, runs: dict[str, dict], m: dict) -> None:
         print(f"| ours: encoding alone (encode_items), decode {d} | | | {m[f'ours_images_{d}']:,.0f} | {captions} | |")
     print(f"| bare forward pass, inputs on the device | | | {m['bare_images']:,.0f} | {m['bare_captions']:,.0f} | |")
     print(f"| tokenizer alone (text batches, given order) | | | | {m['tokenize']:,.0f} | |")
-    print("\n".join(images_rows.report_rows(m, decoders)))
+    for line in images_rows.report_rows(m, decoders):
+        print(line)
     ours = {k: v for k, v in runs.items() if "error" not in v}
     theirs = ours.get("CLIP_benchmark zeroshot_retrieval.evaluate")
     print("ratios:")
     print(f"  captions: ours / bare forward {m['ours_captions'] / m['bare_captions']:.2f} (CPU target >= 0.77, "
           f"GPU >= 0.5); ours / (tokenizer and forward one after the other) "
           f"{m['ours_captions'] * (1 / m['bare_captions'] + 1 / m['tokenize']):.2f}")  # fmt: skip
-    print("\n".join(images_rows.report_ratios(m, decoders)))
+    for line in images_rows.report_ratios(m, decoders):
+        print(line)
     if theirs:
         more.clip_benchmark_ratios(ours, theirs)
+    for line in more.startup_ratios(ours, theirs):
+        print(line)
     shared, alone = (ours.get(f"ours, {args.models} models, decode {w}, cold cache") for w in ("shared", "per model"))
     if shared and alone:
         print(f"  {args.models} models: decode shared / per model {shared['wall'] / alone['wall']:.2f}")

@@ -6,6 +6,8 @@
 - ``--models K``: K models of the preset's shape (random weights, seeds 0..K-1, one image processor) in one
   ``evaluate_models`` call, images decoded once for all of them (the default) and decoded per model
   (``share_decode=False``), cold cache: what a sweep costs (issue 40: "a sweep should cost one decode");
+- the start-up floor (:func:`child_startup`): a fresh Python importing torch and transformers and loading the
+  model, no items; beside CLIP_benchmark's call (which starts after all of that) and our open step;
 - ``--profile``: one more warm-cache run of ``--benchmarks`` with the model loaded (its memo removed) and one
   more cold-cache run, each under cProfile (rows of their own: the profiler slows them; the timed rows run
   without), their 40 most expensive calls (cumulative; Python 3.12's cProfile also counts other threads'
@@ -23,12 +25,15 @@ import argparse
 import cProfile
 import io
 import itertools
+import os
 import pstats
 import sys
 import time
 from pathlib import Path
 
 import benchmark_models_world as world
+
+STARTUP = "start-up floor: torch + transformers imported, the model loaded, no items"
 
 
 def batch_clock() -> list[dict]:
@@ -78,6 +83,60 @@ def child_many(args: argparse.Namespace, root: Path) -> dict:
     )  # fmt: skip
     fed = [r.provenance["items"].get("images.image", {}).get("shared_decode") for r in runs]
     return {"call": time.perf_counter() - start, "fed": sum(1 for f in fed if f)}
+
+
+def child_startup(args: argparse.Namespace, root: Path) -> dict:
+    """The start-up floor: what any process that runs this model pays before its first batch, and nothing
+    else: torch and transformers imported (torchvision's decoder too with ``--decode gpu``), the model and its
+    processor loaded as ours loads them (``AutoModel`` / ``AutoProcessor``, then to the device), the device's
+    first kernel run. No items, no cache, no scoring. Its wall beside CLIP_benchmark's call says whether a whole
+    process can meet issue 40's "in CLIP_benchmark's time" (its call starts after all of this)."""
+    start = time.perf_counter()
+    import torch
+
+    imported_torch = time.perf_counter()
+    from transformers import AutoModel
+    from transformers import AutoProcessor
+
+    if args.decode == "gpu":
+        import torchvision.io  # noqa: F401 - what --decode gpu imports
+
+    imported = time.perf_counter()
+    folder = root / f"model_{args.preset}"
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    model = AutoModel.from_pretrained(folder).to(device).eval()
+    AutoProcessor.from_pretrained(folder)
+    (torch.ones(8, device=device) * 2).sum().item()  # the device's first kernel, waited for
+    done = time.perf_counter()
+    steps = {"torch": imported_torch - start, "transformers": imported - imported_torch, "load": done - imported}
+    return {"call": done - start, "steps": steps, "parameters": sum(p.numel() for p in model.parameters())}
+
+
+def startup_rows(args: argparse.Namespace, passed: list[str], run_child: object) -> dict[str, dict]:
+    """The start-up floor's row (:func:`child_startup`), in a fresh process like the others."""
+    return {STARTUP: run_child("startup", passed, [])}  # type: ignore[operator]
+
+
+def startup_ratios(ours: dict[str, dict], theirs: dict | None) -> list[str]:
+    """The start-up floor against CLIP_benchmark's call and our open step (lines of the ratios)."""
+    floor = ours.get(STARTUP)
+    if floor is None:
+        return []
+    lines = []
+    if theirs:
+        lines.append(f"  start-up floor (a fresh process: imports, model loaded, no items): {floor['wall']:.1f} s, "
+                     f"{floor['wall'] / theirs['call']:.2f} of CLIP_benchmark's call, "
+                     f"{floor['wall'] / theirs['wall']:.2f} of its process")  # fmt: skip
+        for name in ("ours, coco_5k, cold cache", "ours, --benchmarks, cold cache"):
+            if name in ours:  # all that a whole run of ours costs beyond what any process running the model pays
+                beyond = ours[name]["wall"] - floor["wall"]
+                lines.append(f"  {name}, beyond the start-up floor ({beyond:.1f} s): "
+                             f"{beyond / theirs['call']:.2f} of CLIP_benchmark's call")  # fmt: skip
+    cold = (ours.get("ours, --benchmarks, cold cache") or {}).get("steps") or {}
+    if "open" in cold:
+        lines.append(f"  ours, --benchmarks, cold cache: open step {cold['open']:.1f} s against the floor's call "
+                     f"{floor['call']:.1f} s ({cold['open'] / floor['call']:.2f})")  # fmt: skip
+    return lines
 
 
 def profiled(fn: object) -> tuple[object, str]:
@@ -191,3 +250,16 @@ def print_profile(runs: dict[str, dict]) -> None:
         if r.get("profile"):
             print(f"profile of '{name}' (cumulative, top 40):", file=sys.stderr)
             print(r["profile"], file=sys.stderr)
+
+
+def device_name(device: str) -> str:
+    """The device the rows ran on (a GPU's name and the host's cores; else the machine), torch's and
+    transformers' versions."""
+    import torch
+    import transformers
+    from benchmark_timing import machine
+
+    versions = f"torch {torch.__version__}, transformers {transformers.__version__}"
+    if device.startswith("cuda"):
+        return f"{torch.cuda.get_device_name(0)} ({os.cpu_count()} CPU cores); {versions}"
+    return f"{machine().removeprefix('machine: ')}; {versions}"
