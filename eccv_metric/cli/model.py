@@ -72,7 +72,9 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
         help="--model: captions per forward pass, cut in length order (default: 1024 on a GPU, 256 on a CPU)",
     )
     g.add_argument(
-        "--workers", type=int, help="--model: image decoding processes (default: cores - 1; on a CPU at most 8)"
+        "--workers",
+        type=int,
+        help="--model: image decoding processes (default: on a GPU cores - 1, on a CPU cores up to 8)",
     )
     g.add_argument(
         "--decode",

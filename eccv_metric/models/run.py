@@ -158,7 +158,8 @@ def evaluate_model_request(
     Flickr30K). ``resources``: the ground truth (default: the data's own, where ``resource_options`` (a
     :class:`~eccv_metric.benchmarks.resource_options.ResourceOptions`) names none). ``device`` / ``precision`` /
     ``batch_size`` (images) / ``text_batch_size`` (captions, cut in length order; default 1024 on CUDA, 256 on a
-    CPU) / ``workers`` (image decoding processes; default: cores - 1, at most 8 on a CPU): how the model runs.
+    CPU) / ``workers`` (image decoding processes; default: cores - 1 on a GPU, cores up to 8 on a CPU): how the
+    model runs.
     ``decode``: ``pil`` (PIL in the workers) or ``gpu`` (opt-in: nvJPEG and the model's preprocessing on the
     CUDA device, :mod:`eccv_metric.models.decode`; slightly different pixels, so its own cache entries).
     ``cache``: reuse and keep embeddings under ``cache_dir`` (default: the Hugging Face cache).

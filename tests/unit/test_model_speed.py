@@ -245,6 +245,10 @@ def test_worker_defaults_and_start_methods(monkeypatch):
     monkeypatch.setattr(workers, "cores", lambda: 16)
     assert workers.default_workers("cuda") == 15 and workers.default_workers("cuda:1") == 15
     assert workers.default_workers("cpu") == 8
+    monkeypatch.setattr(workers, "cores", lambda: 4)  # a CPU model shares every core with its workers
+    assert workers.default_workers("cuda") == 3 and workers.default_workers("cpu") == 4
+    monkeypatch.setattr(workers, "cores", lambda: 2)
+    assert workers.default_workers("cuda") == 1 and workers.default_workers("cpu") == 2
     monkeypatch.setattr(workers, "cores", lambda: 1)
     assert workers.default_workers("cuda") == 0 and workers.default_workers("cpu") == 0
     monkeypatch.delenv(workers.START_ENV, raising=False)
