@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         if args.models > 1:
             runs.update(more.many_rows(args, passed, root, run_child))
-        runs.update(more.startup_rows(args, passed, run_child))
+        runs.update(more.startup_rows(passed, run_child))
         if "clip_benchmark" not in args.skip:
             runs["CLIP_benchmark zeroshot_retrieval.evaluate"] = run_child("clip_benchmark", passed, [])
     try:

@@ -3,9 +3,9 @@
 - **How many** (``workers=None``): on a GPU the cores less one (the main process feeds the GPU; nothing else
   competes for the cores); on a CPU every core, at most 8, and none on a single core. There the workers and
   the model's forward pass share the cores, and the slower of the two sets the pace: where it is the forward
-  pass, the workers wait on their bounded queue and take nothing from it; where it is decoding, the main
+  pass, the workers wait on their bounded queue and take next to nothing from it; where it is decoding, the main
   process waits, so a core left to it alone would idle. Measured on a 2-core VM (one worker against two):
-  the tests' tiny CLIP's 5,000 COCO-sized JPEGs took 14.0 s against 8.3 s; a ViT-B/32-shaped model's 300
+  the tests' tiny CLIP's 5,000 COCO-sized JPEGs took 14.0 s against 8.3-9.3 s; a ViT-B/32-shaped model's 300
   images 16.4-16.6 s against 16.0-16.2 s. Cores are those this process may run on
   (``os.sched_getaffinity``).
 - **How they start**: a worker forked from a parent that has initialised CUDA (or whose OpenMP pool runs
