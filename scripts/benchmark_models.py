@@ -374,9 +374,7 @@ def report(args: argparse.Namespace, runs: dict[str, dict], m: dict) -> None:
           f"{m['ours_captions'] * (1 / m['bare_captions'] + 1 / m['tokenize']):.2f}")  # fmt: skip
     for line in images_rows.report_ratios(m, decoders):
         print(line)
-    if theirs:
-        more.clip_benchmark_ratios(ours, theirs)
-    for line in more.startup_ratios(ours, theirs):
+    for line in [*(more.clip_benchmark_ratios(ours, theirs) if theirs else []), *more.startup_ratios(ours, theirs)]:
         print(line)
     shared, alone = (ours.get(f"ours, {args.models} models, decode {w}, cold cache") for w in ("shared", "per model"))
     if shared and alone:

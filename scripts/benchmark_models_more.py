@@ -34,6 +34,7 @@ from pathlib import Path
 import benchmark_models_world as world
 
 STARTUP = "start-up floor: torch + transformers imported, the model loaded, no items"
+COLD_RUNS = ("ours, coco_5k, cold cache", "ours, --benchmarks, cold cache")  # the rows of benchmark_models.main
 
 
 def batch_clock() -> list[dict]:
@@ -135,7 +136,7 @@ def startup_ratios(ours: dict[str, dict], theirs: dict | None) -> list[str]:
         lines.append(f"  start-up floor (a fresh process: imports, model loaded, no items): {floor['wall']:.1f} s, "
                      f"{floor['wall'] / theirs['call']:.2f} of CLIP_benchmark's call, "
                      f"{floor['wall'] / theirs['wall']:.2f} of its process")  # fmt: skip
-        for name in ("ours, coco_5k, cold cache", "ours, --benchmarks, cold cache"):
+        for name in COLD_RUNS:
             if name in ours:  # all that a whole run of ours costs beyond what any process running the model pays
                 beyond = ours[name]["wall"] - floor["wall"]
                 lines.append(f"  {name}, beyond the start-up floor ({beyond:.1f} s): "
@@ -222,21 +223,22 @@ def warm_rows(args: argparse.Namespace, passed: list[str], cache: Path, run_chil
     return rows
 
 
-def clip_benchmark_ratios(ours: dict[str, dict], theirs: dict) -> None:
+def clip_benchmark_ratios(ours: dict[str, dict], theirs: dict) -> list[str]:
     """Our whole runs against CLIP_benchmark's process and its call; and our embed + score steps (the run once
-    the libraries are imported and the model loaded, as its call starts) against its call."""
-    for name in ("ours, coco_5k, cold cache", "ours, --benchmarks, cold cache", "ours, --benchmarks, warm cache"):
+    the libraries are imported and the model loaded, as its call starts) against its call (lines of the ratios)."""
+    lines = []
+    for name in (*COLD_RUNS, "ours, --benchmarks, warm cache"):
         if name in ours:
-            print(f"  {name}: {ours[name]['wall'] / theirs['wall']:.2f} of CLIP_benchmark's process, "
-                  f"{ours[name]['wall'] / theirs['call']:.2f} of its call")  # fmt: skip
-    for name in ("ours, coco_5k, cold cache", "ours, --benchmarks, cold cache"):
+            lines.append(f"  {name}: {ours[name]['wall'] / theirs['wall']:.2f} of CLIP_benchmark's process, "
+                         f"{ours[name]['wall'] / theirs['call']:.2f} of its call")  # fmt: skip
+    for name in COLD_RUNS:
         steps = (ours.get(name) or {}).get("steps") or {}
         if "embed" in steps and "score" in steps:
             after = steps["embed"] + steps["score"]
-            print(
-                f"  {name}, embed + score steps ({after:.1f} s, the model loaded): {after / theirs['call']:.2f} "
-                "of CLIP_benchmark's call (its model built, its libraries imported)"
-            )
+            lines.append(f"  {name}, embed + score steps ({after:.1f} s, the model loaded): "
+                         f"{after / theirs['call']:.2f} of CLIP_benchmark's call (its model built, its libraries "
+                         "imported)")  # fmt: skip
+    return lines
 
 
 def steps_note(row: dict, note: str) -> str:
