@@ -1,7 +1,7 @@
 """One entry of the embedding cache: an item set encoded by one model, as a folder named by its key.
 
 The cache: ``$ECCV_CAPTION_CACHE`` or ``<huggingface_hub HF_HOME>/eccv_caption/embeddings``, one folder per
-key, named by its sha256 (:class:`EmbeddingCache`; what the key holds: :mod:`eccv_metric.models.store`).
+key, named by its sha256 (:class:`EmbeddingCache`; what the key holds: :mod:`eccv_metric.models.cache.store`).
 Each finished batch is written at once (``partial/<start>-<stop>.npy``, atomically, beside
 ``partial/key.json``); when every batch is there they become ``embeddings.npy`` and ``meta.json`` (what
 made them, with the key), and the partial files go. Nothing half-written is ever read: files appear by
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from eccv_metric.models.encode import Bounds
+from eccv_metric.models.encoding.encode import Bounds
 
 
 class CacheWarning(UserWarning):
