@@ -38,6 +38,11 @@ class PairScorer(Protocol):
     supports (:data:`SCORE_RULES`; ``itm+itc`` needs ``first_stage``). ``notes``: where this adapter departs from
     the library it wraps to follow the model's original code (e.g. BLIP's ITM reads the ``[ENC]`` token, which the
     transformers port does not put first), recorded in the provenance.
+
+    Optional, read with ``getattr``: ``tokenize(texts: list of str) -> tokens`` (a set's captions tokenised once,
+    on the host) with ``score_tokens(states, image_index, tokens, text_index) -> scores``: the scores
+    :meth:`score_pairs` gives for ``texts[i]`` = the caption at ``text_index[i]``, without tokenising a caption once
+    per pair (a rerank pairs each caption with many queries).
     """
 
     spec: str
