@@ -161,8 +161,9 @@ def test_an_entry_of_other_items_or_damaged_is_not_used(kind, world, data, clip,
     assert len([w for w in caught if w.category is CacheWarning]) == 1
     assert again.results.means() == first.results.means()
     assert not again.provenance["items"]["images.image"]["cached"]
-    third = _means(f"hf:{clip}", data, world, tmp_path)  # the entry written again, with its checksum, is used
-    assert third.provenance["items"]["images.image"]["cached"] and third.results.means() == first.results.means()
+    if kind == "earlier":  # re-encoded once: the entry written again, with its checksum, is used
+        third = _means(f"hf:{clip}", data, world, tmp_path)
+        assert third.provenance["items"]["images.image"]["cached"] and third.results.means() == first.results.means()
 
 
 def test_a_damaged_or_foreign_batch_of_an_interrupted_run_is_encoded_again(world, data, clip, tmp_path):
