@@ -41,6 +41,7 @@ MODEL_WORDS = {
     "share_decode=False": "--decode-per-model",
     "save_embeddings": "--save-embeddings",
     "cache_dir": "--cache-dir",
+    "cache=False": "--no-cache",
 }
 INPUT_FLAGS = ("rankings", "run", "scores", "demo", "image_embeddings", "caption_embeddings", "caption_scores",
                "image_scores", "image_ids", "caption_ids")  # fmt: skip

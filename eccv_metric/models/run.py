@@ -36,6 +36,7 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.measures.results import Results
 from eccv_metric.models.cache.entries import cache_root
+from eccv_metric.models.cache.folder import CacheFolder
 from eccv_metric.models.cache.recall import files_key
 from eccv_metric.models.cache.recall import recall
 from eccv_metric.models.cache.recall import remember
@@ -190,6 +191,7 @@ class RunOptions:
     cache: bool = True
     cache_dir: str | Path | None = None
     token: str | None = None
+    cache_folder: CacheFolder | None = field(default=None, init=False, repr=False)  # made by source()
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "text_batch_size", "workers"):
@@ -204,8 +206,12 @@ class RunOptions:
 
     def source(self, data: str | Path) -> DataSource:
         """The run's items: ``data`` with these ``images`` and ``token``, its files' digests remembered under
-        the cache (also the model's weight files')."""
-        return DataSource(data, self.images, self.token, FileDigests(self.root))
+        the cache (also the model's weight files'). First of a run: the cache's folder is checked (one error
+        naming it when it is a file or cannot be made) and made (:attr:`folder`)."""
+        if self.root is not None:
+            self.cache_folder = CacheFolder(self.root)
+            self.cache_folder.check()
+        return DataSource(data, self.images, self.token, FileDigests(self.folder))
 
     def load(self, digests: FileDigests) -> LoadOptions:
         """How the model loads (``digests``: the run's file-digest memo, for its weight files)."""
@@ -216,7 +222,7 @@ class RunOptions:
         given)."""
         workers = default_workers(encoder.device) if self.workers is None else self.workers
         text_batch_size = self.text_batch_size or default_text_batch_size(encoder.device)
-        return EmbeddingStore(encoder, self.root, self.batch_size, workers, text_batch_size, decoder)
+        return EmbeddingStore(encoder, self.folder, self.batch_size, workers, text_batch_size, decoder)
 
     @property
     def root(self) -> Path | None:
@@ -224,6 +230,15 @@ class RunOptions:
         if not self.cache:
             return None
         return Path(self.cache_dir) if self.cache_dir is not None else cache_root()
+
+    @property
+    def folder(self) -> CacheFolder | None:
+        """The cache's folder as this run (or sweep: one warning for all its models) writes it; None: no cache."""
+        if self.root is None:
+            return None
+        if self.cache_folder is None:
+            self.cache_folder = CacheFolder(self.root)
+        return self.cache_folder
 
 
 @dataclass
@@ -300,7 +315,7 @@ class Opening:
         used = (encoder.identity or {}).get("revision")  # the Hub commit the load read (local folders: none)
         if options.root is not None and (self.key is not None or used is not None):
             after = files_key(self.model, load, options.decode, self.source.digests, used)
-            remember(options.root, self.key, after, encoder, decoder)
+            remember(options.folder, self.key, after, encoder, decoder)
         store = options.store(encoder, decoder)
         return LoadedRun(self.plan, encoder, store, self.source, options, self.save_embeddings, self.started,
                          time.perf_counter())  # fmt: skip
