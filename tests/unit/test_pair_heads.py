@@ -289,3 +289,13 @@ def test_the_help_names_the_pair_heads_and_hf_itm():
 
     text = spec_help()
     assert "hf-itm:<repo or folder>" in text and "BlipForImageTextRetrieval" in text and "pair scorer" in text
+
+
+def test_an_empty_batch_scores_nothing_and_unequal_indices_are_refused(scorers):
+    scorer = scorers["blip"]
+    states = states_of(scorer, pictures("blip", 2))
+    tokens = scorer.tokenize(CAPTIONS[:2])
+    empty = np.zeros(0, dtype=np.int64)
+    assert tuple(scorer.score_tokens(states, empty, tokens, empty).shape) == (0,)
+    with pytest.raises(ValueError, match=r"\(2,\) image indices for \(1,\) text indices"):
+        scorer.score_tokens(states, np.array([0, 1]), tokens, np.array([0]))

@@ -188,17 +188,32 @@ class HFPairScorer:
         return self.score_tokens(states, image_index, self.tokenize(texts), np.arange(len(texts)))
 
     def score_tokens(self, states: Any, image_index: np.ndarray, tokens: Tokens, text_index: np.ndarray) -> Any:
+        """The head's score of each pair (``states[image_index[i]]``, caption ``text_index[i]`` of ``tokens``), a
+        float32 tensor on the model's device. ``states`` may live on another device than the model (the host,
+        pinned: a gallery's states need not fit beside the model); each batch's rows are moved."""
+        import torch
+
+        image_index, text_index = np.asarray(image_index, dtype=np.int64), np.asarray(text_index, dtype=np.int64)
+        if image_index.shape != text_index.shape or image_index.ndim != 1:
+            raise ValueError(f"{self.spec}: {image_index.shape} image indices for {text_index.shape} text indices")
+        if not len(image_index):
+            return torch.empty(0, dtype=torch.float32, device=self.device)
+        return self.head_scores(states, image_index, tokens, text_index)
+
+    def head_scores(self, states: Any, image_index: np.ndarray, tokens: Tokens, text_index: np.ndarray) -> Any:
         raise NotImplementedError
 
     def image_states(self, prepared: Any) -> Any:
         raise NotImplementedError
 
-    def gather(self, states: Any, image_index: np.ndarray) -> Any:
-        """``states[image_index]`` on the model's device (one batch of pairs' image states)."""
+    def gather(self, states: Any, image_index: np.ndarray, part: int | None = None) -> Any:
+        """``states[image_index]`` (``part``: of ``states[:, part]``) on the model's device: one batch of pairs'
+        image states, gathered where the states are, then moved."""
         import torch
 
         rows = torch.from_numpy(np.asarray(image_index, dtype=np.int64)).to(states.device)
-        return states.index_select(0, rows)
+        source = states if part is None else states[:, part]
+        return source.index_select(0, rows).to(self.device, non_blocking=True)
 
     def pixels(self, prepared: Any) -> Any:
         """A batch of prepared images (stacked) on the model's device."""

@@ -131,7 +131,7 @@ class BlipScorer(HFPairScorer):
         with self.parts.at.autocast():
             return self.model.vision_model(pixel_values=self.pixels(prepared)).last_hidden_state
 
-    def score_tokens(self, states: Any, image_index: np.ndarray, tokens: Tokens, text_index: np.ndarray) -> Any:
+    def head_scores(self, states: Any, image_index: np.ndarray, tokens: Tokens, text_index: np.ndarray) -> Any:
         import torch
 
         with self.parts.at.autocast():
@@ -189,7 +189,7 @@ class Blip2Scorer(HFPairScorer):
         with self.parts.at.autocast():
             return self.model.vision_model(pixel_values=self.pixels(prepared)).last_hidden_state
 
-    def score_tokens(self, states: Any, image_index: np.ndarray, tokens: Tokens, text_index: np.ndarray) -> Any:
+    def head_scores(self, states: Any, image_index: np.ndarray, tokens: Tokens, text_index: np.ndarray) -> Any:
         import torch
 
         model = self.model
