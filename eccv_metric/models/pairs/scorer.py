@@ -102,6 +102,11 @@ class ObjectPairScorer:
         self.first_stage = wrap_object(model, identity) if encodes else None
         self.score_rules = ("itm", "itm+itc") if self.first_stage is not None else ("itm",)
         self.notes = ()
+        self.head = f"{type(model).__name__}.score_pairs"
+        self.first_stage_note = (
+            None if self.first_stage is not None else f"a {type(model).__name__} has no encode_images / encode_texts"
+        )
+        self.tensor_preprocessing = None
 
     def image_states(self, prepared: Any) -> Any:
         return list(prepared)
