@@ -123,9 +123,11 @@ def load_parts(
 def token_limit(parts: Parts, default: int | None) -> int | None:
     """The tokens a caption keeps by default: ``default`` (the model's own evaluation code's), capped by what the
     text model can read (its ``max_position_embeddings``) and the tokenizer's ``model_max_length``."""
+    config = parts.model.config
     limits = [default, getattr(parts.tokenizer, "model_max_length", None)]
-    for part in ("text_config", "qformer_config"):
-        limits.append(getattr(getattr(parts.model.config, part, None), "max_position_embeddings", None))
+    texts = [getattr(config, part, None) for part in ("qformer_config", "text_config")]  # BLIP-2's text: its Q-Former
+    for text in [t for t in texts if t is not None][:1] or [config]:  # one config (ViLT's: the model's)
+        limits.append(getattr(text, "max_position_embeddings", None))
     known = [int(x) for x in limits if isinstance(x, (int, float)) and 0 < x < 1_000_000]
     return min(known) if known else None
 
