@@ -7,7 +7,7 @@ stand-ins for a model's outputs over the real test ids (``rankings.json``, ``a.j
 id files), and its placeholders as links into ../shared/data (``path/to/cxc``, ``path/to/fg``,
 ``path/to/instances_val2014.json``, ``path/to/sources``): the only substitution. The three ``build`` lines are
 alternatives (each needs the folder not to exist), so the folder is removed before each. Each line must exit 0
-with no error line and no traceback. The lines only parsed, and why: tests/readme_commands.py (PARSE_ONLY).
+with no error line and no traceback. The lines only parsed, and why: tests/docs_blocks.py (PARSE_ONLY).
 """
 
 from __future__ import annotations
@@ -24,16 +24,16 @@ import pytest
 
 from eccv_metric import Resources
 from eccv_metric.groundtruth.split import GroundTruth
+from tests.docs_blocks import ALSO_RUN
+from tests.docs_blocks import PARSE_ONLY
+from tests.docs_blocks import ROOT
+from tests.docs_blocks import bash_lines
+from tests.docs_blocks import cli_calls
+from tests.docs_blocks import command
 from tests.fixtures import INSTANCES
 from tests.fixtures import SHARED
 from tests.fixtures import make_scores
 from tests.fixtures import rankings
-from tests.readme_commands import ALSO_RUN
-from tests.readme_commands import PARSE_ONLY
-from tests.readme_commands import ROOT
-from tests.readme_commands import bash_lines
-from tests.readme_commands import cli_calls
-from tests.readme_commands import command
 
 
 def write_inputs(folder: Path) -> None:

@@ -1,6 +1,6 @@
 """Every line of the README's ```bash blocks pastes: valid bash, no ``[--option]`` brackets or ``<placeholder>``
 redirections, and every ``eccv-caption`` command parses with the CLI's own argparse. Which lines the integration
-layer also runs (and why the others are only parsed): tests/readme_commands.py."""
+layer also runs (and why the others are only parsed): tests/docs_blocks.py."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import subprocess
 import pytest
 
 from eccv_metric.cli.main import build_parser
-from tests.readme_commands import ALSO_RUN
-from tests.readme_commands import PARSE_ONLY
-from tests.readme_commands import bash_lines
-from tests.readme_commands import cli_calls
-from tests.readme_commands import command
+from tests.docs_blocks import ALSO_RUN
+from tests.docs_blocks import PARSE_ONLY
+from tests.docs_blocks import bash_lines
+from tests.docs_blocks import cli_calls
+from tests.docs_blocks import command
 
 LINES = bash_lines()
 

@@ -1,11 +1,11 @@
-"""The README's shell lines as a newcomer pastes them: every line of its ```bash blocks, and which of them the tests
-run rather than only parse.
+"""The documentation's code blocks as a newcomer pastes them: README.md, then every page of the site (docs/, in
+the navigation order of mkdocs.yml); its ```bash lines, and which of them the tests run rather than only parse.
 
 A *line* is one command line of a block (a line ending in ``\\`` joined with the next; blank and comment-only lines
 dropped). The unit layer checks that every line is valid bash and that every ``eccv-caption`` command in it parses
-with the CLI's own argparse (tests/unit/test_readme_bash.py); the integration layer runs every ``eccv-caption`` line
-that needs neither network, a GPU nor a model, in order, in one folder where the README's placeholders exist
-(tests/integration/test_readme_bash_runs.py). The lines only parsed are :data:`PARSE_ONLY`, each with its reason.
+with the CLI's own argparse (tests/unit/test_docs_bash.py); the integration layer runs each page's blocks in order,
+in one folder per page (tests/integration/test_docs_recipes.py). The lines only parsed are :data:`PARSE_ONLY`, each
+with its reason.
 """
 
 from __future__ import annotations
@@ -14,9 +14,46 @@ import re
 import shlex
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
 FENCE = re.compile(r"^```bash\n(.*?)^```", re.S | re.M)
+ANY_FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.S | re.M)
 SEPARATORS = {"&&", "||", ";", "|"}
+
+
+def nav_pages() -> list[str]:
+    """The site's pages (paths under docs/) in the order of mkdocs.yml's ``nav``."""
+    out: list[str] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, str) and node.endswith(".md"):
+            out.append(node)
+        elif isinstance(node, dict):
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"])
+    return out
+
+
+def pages() -> list[Path]:
+    """README.md, then every page of the site that exists, in navigation order."""
+    return [ROOT / "README.md", *(DOCS / name for name in nav_pages() if (DOCS / name).is_file())]
+
+
+def page_name(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def blocks(text: str) -> list[tuple[str, str]]:
+    """Every fenced block of a Markdown text, in order: (language, body)."""
+    return ANY_FENCE.findall(text)
+
 
 # lines that are parsed but not run, and why (the command as written, its comment left out)
 PARSE_ONLY = {
@@ -56,8 +93,9 @@ ALSO_RUN = {"python3 -m venv .venv && . .venv/bin/activate && pip install -e . &
 
 
 def bash_lines(text: str | None = None) -> list[str]:
-    """Every command line of the README's ```bash blocks, in order (see the module docstring)."""
-    text = (ROOT / "README.md").read_text() if text is None else text
+    """Every command line of the ```bash blocks of ``text`` (default: every page, README first), in order."""
+    if text is None:
+        return [line for path in pages() for line in bash_lines(path.read_text())]
     out = []
     for block in FENCE.findall(text):
         block = re.sub(r"\\\n\s*", "", block)  # continuation lines joined, as bash reads them
