@@ -10,8 +10,11 @@ with its reason.
 
 from __future__ import annotations
 
+import doctest
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -55,6 +58,10 @@ def blocks(text: str) -> list[tuple[str, str]]:
     return ANY_FENCE.findall(text)
 
 
+def python_blocks(text: str) -> list[str]:
+    return [body for language, body in blocks(text) if language == "python"]
+
+
 # lines that are parsed but not run, and why (the command as written, its comment left out)
 PARSE_ONLY = {
     "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && eccv-caption evaluate --demo": (
@@ -66,30 +73,52 @@ PARSE_ONLY = {
         "installs system and index packages and runs the whole suite (CI runs it: tests/unit/test_readme_ci.py)"
     ),
     'pip install -e ".[models]"': "installs torch and the model libraries from the package index",
-    "eccv-caption build --output eccv_caption_hf --source-dir coco/ --download": "downloads the COCO images",
+    "eccv-caption build --output eccv_caption_hf --download": "downloads the sources from their canonical homes",
     "eccv-caption evaluate --model hf:openai/clip-vit-base-patch32 --data eccv_caption_hf -o clip_b32.json": (
         "downloads CLIP's weights and encodes 30,000 items (a GPU's work); the model path is tested offline with "
         "tiny models (tests/unit/test_models.py)"
     ),
     "eccv-caption leaderboard --with clip_b32.json": "reads the results of the model run above",
-    "eccv-caption evaluate --run predictions/ECCVCaption_eccv-i2t_predictions.json --metrics eccv_map_at_r "
-    "eccv_rprecision": "reads MTEB's predictions of a model run (tests/integration/test_mteb.py scores real ones)",
-    "eccv-caption build --output eccv_caption_hf --download": "downloads the sources from their canonical homes",
+    "eccv-caption compare clip_b32_pq.json siglip_pq.json": (
+        "reads two model runs' per-query files (docs/guides/comparing.md makes and compares its own)"
+    ),
+    "eccv-caption push-results clip_b32.json --dry-run": (
+        "reads a model run's results and the Hub dataset's eval.yaml (tested against the local fake Hub)"
+    ),
     "eccv-caption push --dataset-dir eccv_caption_hf --dataset-repo you/eccv-caption --space-repo you/eccv_map_at_r": (
         "uploads to the Hub (the --dry-run line above it runs)"
     ),
     "eccv-caption evaluate --model hf:you/your-clip --data you/eccv-caption --benchmarks eccv_caption eccv "
-    "-o results.json": "downloads a model and a dataset from the Hub (the model path runs offline in tests/unit)",
-    "eccv-caption push-results results.json --dry-run": (
+    "-o your_clip.json": "downloads a model and a dataset from the Hub (the model path runs offline in tests/unit)",
+    "eccv-caption push-results your_clip.json --dry-run": (
         "reads the Hub dataset's eval.yaml (tests/integration/test_hub_results.py runs it against the local fake Hub)"
     ),
-    "eccv-caption push-results results.json": "uploads to the Hub (tested against the local fake Hub)",
-    "eccv-caption push-results results.json --direct --model-index": "uploads to the Hub (tested against the fake Hub)",
+    "eccv-caption push-results your_clip.json": "uploads to the Hub (tested against the local fake Hub)",
+    "eccv-caption push-results your_clip.json --direct --model-index": "uploads to the Hub (tested on the fake Hub)",
     "eccv-caption leaderboard --from-hub you/eccv-caption": "reads the Hub's leaderboard (tested against the fake Hub)",
+    "python scripts/benchmark.py --skip-official-full --repeat 3": "a speed measurement: minutes, on a quiet machine",
+    "python scripts/benchmark_models.py --preset tiny --device cpu --models 2": (
+        "a speed measurement: minutes, on a quiet machine (its parts are tested in tests/unit/test_model_speed.py)"
+    ),
+    "PYTHONPYCACHEPREFIX=/tmp/pyc python3 scripts/benchmark_models.py --preset b32 --precision fp16 --batch-size 256 "
+    "--workers 15 --decode gpu --models 2 --profile": "a speed measurement on a GPU",
 }
 
 # parse-only lines whose eccv-caption commands do run, alone (the install before them is what is not run)
 ALSO_RUN = {"python3 -m venv .venv && . .venv/bin/activate && pip install -e . && eccv-caption evaluate --demo"}
+
+# inputs a page reads from another page's block, which the page names in a line of its own: (page, python block)
+PAGE_INPUTS = {
+    "docs/guides/trec-mteb.md": [("docs/guides/command-line.md", 0)],
+}
+
+# what the recipes' placeholders stand for (links into ../shared/data: the only substitution)
+PLACEHOLDERS = {
+    "path/to/cxc": "cxc",
+    "path/to/fg": "mscoco_fg",
+    "path/to/instances_val2014.json": "coco/instances_karpathy_test.json",
+    "path/to/sources": ".",
+}
 
 
 def bash_lines(text: str | None = None) -> list[str]:
@@ -120,3 +149,19 @@ def cli_calls(line: str) -> list[list[str]]:
         else:
             calls[-1].append(word)
     return [call[1:] for call in calls if call and call[0] == "eccv-caption"]
+
+
+def run_block(code: str, where: str, cwd: Path, env: dict[str, str], prefix: str = "") -> None:
+    """A ```python block: a block of ``>>>`` lines is a doctest (its outputs checked, in this process); any other
+    block runs in a fresh interpreter (``prefix`` first) in ``cwd`` and must exit 0 (timeout 15 min)."""
+    if any(line.lstrip().startswith(">>>") for line in code.splitlines()):
+        test = doctest.DocTestParser().get_doctest(code, {}, where, where, 0)
+        runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+        runner.run(test)
+        result = runner.summarize(verbose=False)
+        assert result.attempted and not result.failed, f"{where}: doctest failed"
+        return
+    done = subprocess.run(
+        [sys.executable, "-c", prefix + code], cwd=cwd, env=env, capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, f"{where} failed:\n{code}\n{done.stderr[-3000:]}"
