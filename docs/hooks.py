@@ -37,10 +37,15 @@ def cli_reference() -> str:
         lines += [f"## `eccv-caption {name}` {{#{anchor(name)}}}", "", cell(helps.get(name, "")) + ".", ""]
         if command.description:
             lines += [command.description, ""]
+        command.formatter_class = wide  # the terminal's width would decide the wrapping otherwise
         usage = command.format_usage().strip().removeprefix("usage: ")
         lines += ["```text", usage, "```", ""]
         lines += flag_table(command)
     return "\n".join(lines)
+
+
+def wide(prog: str) -> argparse.HelpFormatter:
+    return argparse.HelpFormatter(prog, width=88)
 
 
 def anchor(name: str) -> str:
@@ -48,23 +53,28 @@ def anchor(name: str) -> str:
 
 
 def flag_table(command: argparse.ArgumentParser) -> list[str]:
-    lines = ["| flag | argument | default | what it does |", "|---|---|---|---|"]
+    lines = ["| flag | default | what it does |", "|---|---|---|"]
     for action in command._actions:
         if isinstance(action, argparse._HelpAction) or action.help == argparse.SUPPRESS:
             continue
-        names = ", ".join(f"`{s}`" for s in action.option_strings) or f"`{action.dest}` (positional)"
-        lines.append(f"| {names} | {cell(argument(action))} | {cell(default(action))} | {cell(expand(action))} |")
+        value = argument(action)
+        if action.option_strings:
+            names = ", ".join(f"`{' '.join(filter(None, (flag, value)))}`" for flag in action.option_strings)
+        else:
+            names = f"`{value}` (positional)"
+        lines.append(f"| {cell(names)} | {cell(default(action))} | {cell(expand(action))} |")
     return [*lines, ""]
 
 
 def argument(action: argparse.Action) -> str:
+    """What follows the flag, as the usage line writes it (``""`` for a switch)."""
     if action.nargs == 0:
         return ""
     metavar = action.metavar or (action.dest.upper() if action.option_strings else action.dest)
     if action.choices is not None and not action.metavar:
         metavar = "{" + ",".join(map(str, action.choices)) + "}"
     many = {"+": f"{metavar} [...]", "*": f"[{metavar} ...]", "?": f"[{metavar}]"}
-    return f"`{many.get(action.nargs, metavar) if isinstance(action.nargs, str) else metavar}`"
+    return many.get(action.nargs, metavar) if isinstance(action.nargs, str) else metavar
 
 
 def default(action: argparse.Action) -> str:

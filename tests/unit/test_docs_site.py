@@ -126,6 +126,17 @@ def test_every_code_fence_is_one_the_tests_read(path):
     assert opening, f"{page_name(path)}: a fence is not closed"
 
 
+@pytest.mark.parametrize("path", pages(), ids=page_name)
+def test_no_prose_line_starts_a_blockquote(path):
+    """A wrapped line that starts with ``>`` (``>= 3`` of a threshold) renders as a quote: the pages have none."""
+    inside = False
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if line.startswith("```"):
+            inside = not inside
+        elif not inside:
+            assert not line.lstrip().startswith(">"), f"{page_name(path)}:{number}: {line.strip()[:60]}"
+
+
 def test_the_readme_is_a_landing_page_one_click_from_what_a_user_looks_for():
     text = (ROOT / "README.md").read_text()
     assert len(text.splitlines()) <= 250
@@ -183,7 +194,8 @@ def test_the_cli_reference_holds_every_subcommand_and_flag(site):
             for flag in action.option_strings:
                 assert flag in text, f"eccv-caption {name} {flag} is not on the command-line reference"
             if action.help and not action.option_strings:
-                assert action.dest in text, f"eccv-caption {name}: positional {action.dest}"
+                shown = action.metavar or action.dest
+                assert f"{shown} (positional)" in text, f"eccv-caption {name}: positional {shown}"
 
 
 def test_the_metric_names_page_holds_every_registry_metric(site):
