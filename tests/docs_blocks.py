@@ -98,7 +98,7 @@ PARSE_ONLY = {
     "eccv-caption leaderboard --from-hub you/eccv-caption": "reads the Hub's leaderboard (tested against the fake Hub)",
     "python scripts/benchmark.py --skip-official-full --repeat 3": "a speed measurement: minutes, on a quiet machine",
     "python scripts/benchmark_models.py --preset tiny --device cpu --models 2": (
-        "a speed measurement: minutes, on a quiet machine (its parts are tested in tests/unit/test_model_speed.py)"
+        "a speed measurement: minutes, on a quiet machine"
     ),
     "PYTHONPYCACHEPREFIX=/tmp/pyc python3 scripts/benchmark_models.py --preset b32 --precision fp16 --batch-size 256 "
     "--workers 15 --decode gpu --models 2 --profile": "a speed measurement on a GPU",
