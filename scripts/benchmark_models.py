@@ -6,7 +6,7 @@ tests' tiny CLIP; ``b32``: ViT-B/32's shape, 49,408-token vocabulary), then prin
 
 - ours, whole process (a fresh Python running ``evaluate_model``: imports, model load, items, encoding,
   scoring), for ``--benchmarks`` with a cold cache, for ``coco_5k`` alone with a cold cache, and again for
-  ``--benchmarks`` from the warm cache (the model not loaded: ``eccv_metric.models.recall``), then once more
+  ``--benchmarks`` from the warm cache (the model not loaded: ``eccv_metric.models.cache.recall``), then once more
   with the model's memo removed (the model loaded, the embeddings read from the cache: the start-up a run
   that must encode pays);
 - CLIP_benchmark's ``clip_benchmark.metrics.zeroshot_retrieval.evaluate``, whole process and its call, fed as
@@ -156,7 +156,7 @@ def synced_call(fn: object, encoder: object) -> None:
 def encode_items(encoder: object, items: object, size: int, workers: int, decoder: object = None) -> tuple:
     """Our encoding of one item set, cache off (the store's batches: ``size`` items each, captions in their
     length order; ``decoder``: the GPU decoder, None: PIL)."""
-    from eccv_metric.models.store import EmbeddingStore
+    from eccv_metric.models.cache.store import EmbeddingStore
 
     return EmbeddingStore(encoder, None, size, workers, size, decoder).values(items, None)  # type: ignore[arg-type]
 
@@ -165,15 +165,15 @@ def in_process(args: argparse.Namespace, root: Path) -> dict:
     """Our encoding alone, the bare forward pass, the tokenizer alone and the decode floor."""
     import torch
 
-    from eccv_metric.models.decode import check_decode
-    from eccv_metric.models.decode import gpu_decoder
-    from eccv_metric.models.encode import ImageItems
-    from eccv_metric.models.items import ITEM_SOURCES
-    from eccv_metric.models.items import ItemSet
-    from eccv_metric.models.source import DataSource
-    from eccv_metric.models.spec import load_model
-    from eccv_metric.models.text_batches import default_text_batch_size
-    from eccv_metric.models.workers import default_workers
+    from eccv_metric.models.data.items import ITEM_SOURCES
+    from eccv_metric.models.data.items import ItemSet
+    from eccv_metric.models.data.source import DataSource
+    from eccv_metric.models.encoding.decode import check_decode
+    from eccv_metric.models.encoding.decode import gpu_decoder
+    from eccv_metric.models.encoding.encode import ImageItems
+    from eccv_metric.models.encoding.text_batches import default_text_batch_size
+    from eccv_metric.models.encoding.workers import default_workers
+    from eccv_metric.models.families.spec import load_model
 
     encoder = load_model(f"hf:{root / f'model_{args.preset}'}", args.device, args.precision)
     decoder = None
@@ -242,12 +242,12 @@ def compare_decoders(args: argparse.Namespace, root: Path) -> list[str]:
 
     from eccv_metric import Embeddings
     from eccv_metric import evaluate
-    from eccv_metric.models.decode import check_decode
-    from eccv_metric.models.decode import gpu_decoder
-    from eccv_metric.models.items import ITEM_SOURCES
-    from eccv_metric.models.items import ItemSet
-    from eccv_metric.models.source import DataSource
-    from eccv_metric.models.spec import load_model
+    from eccv_metric.models.data.items import ITEM_SOURCES
+    from eccv_metric.models.data.items import ItemSet
+    from eccv_metric.models.data.source import DataSource
+    from eccv_metric.models.encoding.decode import check_decode
+    from eccv_metric.models.encoding.decode import gpu_decoder
+    from eccv_metric.models.families.spec import load_model
 
     encoder = load_model(f"hf:{root / f'model_{args.preset}'}", args.device, args.precision)
     check_decode("gpu", encoder)

@@ -52,7 +52,7 @@ def child_clip_benchmark(args: argparse.Namespace, root: Path) -> dict:
     from transformers import AutoModel
     from transformers import AutoProcessor
 
-    from eccv_metric.models.decode import load_image_processor
+    from eccv_metric.models.encoding.decode import load_image_processor
 
     folder = root / f"model_{args.preset}"
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -72,7 +72,7 @@ def child_clip_benchmark(args: argparse.Namespace, root: Path) -> dict:
     def tokenizer(texts: list[str]) -> object:
         return processor.tokenizer(texts, padding=True, truncation=True, return_tensors="pt")
 
-    from eccv_metric.models.workers import default_workers
+    from eccv_metric.models.encoding.workers import default_workers
 
     workers = default_workers(device) if args.workers is None else args.workers  # the same as ours
     loader = torch.utils.data.DataLoader(CocoFiles(root / "world", transform), batch_size=args.batch_size,

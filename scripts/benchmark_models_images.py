@@ -40,9 +40,9 @@ def image_rows(
     """Images/s of each row of the module docstring (``gpu``: the GPU decoder or None; ``skip``: ``floors``, no
     floors nor diagnostic rows; ``pil_images``, no ``pil`` rows when ``gpu`` is given (on a GPU they take most
     of this step's time); ``encode_items``: the script's encoding of one item set)."""
-    from eccv_metric.models.decode import RawImages
-    from eccv_metric.models.encode import ImageItems
-    from eccv_metric.models.workers import image_batches
+    from eccv_metric.models.encoding.decode import RawImages
+    from eccv_metric.models.encoding.encode import ImageItems
+    from eccv_metric.models.encoding.workers import image_batches
 
     n = len(images.ids)  # type: ignore[attr-defined]
     todo = [(s, min(s + batch, n)) for s in range(0, n, batch)]
@@ -114,7 +114,7 @@ def side_stream(decoder: Any) -> Any:
     model's stream instead would hold back the model's earlier batches too (the thread runs batches ahead)."""
     import torch
 
-    from eccv_metric.models.decode import Decoder
+    from eccv_metric.models.encoding.decode import Decoder
 
     side = torch.cuda.Stream(device=decoder.device)
     model_stream = torch.cuda.current_stream(decoder.device)  # the main thread's: the model runs on it

@@ -41,11 +41,11 @@ def batch_clock() -> list[dict]:
     """From now on, each item set this process encodes adds to the returned list: its label, the seconds from
     its first request to its first batch's rows on the host, and the median seconds between batches after it
     (the store's ``encode_batches`` wrapped; nothing synchronised, nothing else changed). On a GPU a batch's
-    rows come back once the next batch is launched (``models.background.lagged``; with ``decode="gpu"`` also
+    rows come back once the next batch is launched (``models.encoding.background.lagged``; with ``decode="gpu"`` also
     decoded), so there "first batch" includes about one more batch's time. Single-model rows only."""
     import statistics
 
-    from eccv_metric.models import store
+    from eccv_metric.models.cache import store
 
     clock: list[dict] = []
     inner = store.encode_batches
@@ -203,7 +203,7 @@ def warm_up(root: Path, passed: list[str], run_child: object) -> None:
 
 def warm_rows(args: argparse.Namespace, passed: list[str], cache: Path, run_child: object) -> dict[str, dict]:
     """The warm-cache rows of ``--benchmarks`` (``cache``: the cold run's): the model not loaded (its memo
-    remembered, eccv_metric.models.recall), then loaded (the memo removed); with ``--profile``, once more loaded,
+    remembered, eccv_metric.models.cache.recall), then loaded (the memo removed); with ``--profile``, once more loaded,
     under cProfile (a run of its own: the profiler slows what it measures, the rows above stay unprofiled)."""
     import shutil
 

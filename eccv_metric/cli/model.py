@@ -47,7 +47,7 @@ INPUT_FLAGS = ("rankings", "run", "scores", "demo", "image_embeddings", "caption
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
-    from eccv_metric.models.spec import spec_help
+    from eccv_metric.models.families.spec import spec_help
 
     g = p.add_argument_group('from a model (pip install "eccv-caption-hf[models]")')
     g.add_argument(

@@ -2,24 +2,24 @@
 
 Layered above the engine: :func:`~eccv_metric.models.run.evaluate_model` (or ``eccv-caption evaluate
 --model SPEC --data FOLDER_OR_REPO``) plans what each requested benchmark needs
-(:mod:`eccv_metric.models.plan`, :mod:`~eccv_metric.models.items`), encodes each item once
-(:mod:`eccv_metric.models.store`, cached on disk; :mod:`~eccv_metric.models.encode`) and scores them with
+(:mod:`eccv_metric.models.plan`, :mod:`~eccv_metric.models.data.items`), encodes each item once
+(:mod:`eccv_metric.models.cache.store`, cached on disk; :mod:`~eccv_metric.models.encoding.encode`) and scores them with
 :func:`eccv_metric.evaluate` on :class:`~eccv_metric.inputs.embeddings.Embeddings`
 (:mod:`eccv_metric.models.score`). Models come from a
-spec string naming a registered family (:mod:`eccv_metric.models.families`: ``hf:``, ``st:``,
-``open_clip:``; :func:`~eccv_metric.models.families.register` adds one) or any Python object with
+spec string naming a registered family (:mod:`eccv_metric.models.families.registry`: ``hf:``, ``st:``,
+``open_clip:``; :func:`~eccv_metric.models.families.registry.register` adds one) or any Python object with
 ``encode_images`` / ``encode_texts``. torch and the model libraries are imported only here, on use
 (``pip install "eccv-caption-hf[models]"``); ``import eccv_metric`` never imports them.
 """
 
-from eccv_metric.models.encoder import Encoder
-from eccv_metric.models.families import Family
-from eccv_metric.models.families import register
+from eccv_metric.models.families.encoder import Encoder
+from eccv_metric.models.families.registry import Family
+from eccv_metric.models.families.registry import register
+from eccv_metric.models.families.spec import load_model
 from eccv_metric.models.many import evaluate_models
 from eccv_metric.models.run import ModelResults
 from eccv_metric.models.run import evaluate_model
 from eccv_metric.models.run import evaluate_model_request
-from eccv_metric.models.spec import load_model
 
 __all__ = [
     "Encoder",

@@ -6,7 +6,7 @@
     [r.results.means() for r in runs]   # each model's numbers, as a run of its own gives them
 
 Each model gets its own results, provenance and cache entries, the numbers a run of its own gives. Images are
-decoded once for the models that prepare them the same way (:mod:`eccv_metric.models.shared`: most CLIP
+decoded once for the models that prepare them the same way (:mod:`eccv_metric.models.encoding.shared`: most CLIP
 checkpoints share 224-pixel bicubic crops with the same mean and std): the models whose image preprocessing
 is the same, read before their weights load (an ``hf:`` model's image processor: :func:`load_groups`), are
 loaded together, then each of them encodes in the given order, the first feeding its prepared batches to the
@@ -14,7 +14,7 @@ others. A model whose preprocessing is known only once loaded (``open_clip:``, `
 joins the models loaded just before it while they share a decode (a sweep listing its open_clip models one
 after another decodes once). Memory: the largest such group of models at once, plus one while it is loaded.
 ``share_decode=False``: one model loaded at a time, each decoding its own images. A model whose every
-embedding is cached is not loaded at all (:mod:`eccv_metric.models.recall`): a sweep rerun loads none.
+embedding is cached is not loaded at all (:mod:`eccv_metric.models.cache.recall`): a sweep rerun loads none.
 ``save_embeddings`` names a folder receiving one subfolder per model (:func:`model_slug`).
 """
 
@@ -31,7 +31,11 @@ from eccv_metric.core.defaults import KS
 from eccv_metric.core.defaults import N_RESAMPLES
 from eccv_metric.core.defaults import SEED
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.models.families import LoadOptions
+from eccv_metric.models.encoding.shared import link
+from eccv_metric.models.encoding.shared import share_key
+from eccv_metric.models.families.registry import LoadOptions
+from eccv_metric.models.families.spec import image_key
+from eccv_metric.models.families.torchutil import start_workers_early
 from eccv_metric.models.run import LoadedRun
 from eccv_metric.models.run import ModelResults
 from eccv_metric.models.run import Opening
@@ -39,10 +43,6 @@ from eccv_metric.models.run import RunOptions
 from eccv_metric.models.run import finish_run
 from eccv_metric.models.run import model_request
 from eccv_metric.models.run import open_run
-from eccv_metric.models.shared import link
-from eccv_metric.models.shared import share_key
-from eccv_metric.models.spec import image_key
-from eccv_metric.models.torchutil import start_workers_early
 
 
 def model_slug(k: int, model: object) -> str:
@@ -92,7 +92,7 @@ def evaluate_models_request(
         return [finish_run(open_run(model, source, request, options, save)) for model, save in pairs]
     out: dict[int, ModelResults] = {}
     openings: dict[int, Opening] = {}  # the models to load, each planned once (and its Hub commit asked once)
-    for k, (model, save) in enumerate(pairs):  # every embedding cached: scored without loading (models.recall)
+    for k, (model, save) in enumerate(pairs):  # every embedding cached: scored without loading (models.cache.recall)
         openings[k] = Opening(model, source, request, options, save)
         recalled = openings[k].recalled()
         if recalled is not None:
@@ -135,7 +135,7 @@ def joined(
 
 def load_groups(models: Sequence[object], options: RunOptions) -> list[tuple[list[int], bool]]:
     """The models loaded together, by index, and whether their image preprocessing was known before loading:
-    models whose preprocessing, read before their weights load (:func:`~eccv_metric.models.spec.image_key`),
+    models whose preprocessing, read before their weights load (:func:`~eccv_metric.models.families.spec.image_key`),
     is the same form one group; any other model is a group of one (``False``: once loaded, it joins the
     models just before it that share its decode, :func:`evaluate_models_request`). Groups in the order of
     their first model; within a group, the given order."""

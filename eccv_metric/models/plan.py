@@ -2,8 +2,8 @@
 encode, what each benchmark needs, and what cannot be scored (no torch, nothing encoded).
 
 Before the model loads (:func:`make_plan`): the output folder is checked, every benchmark of the request gets
-its item sets (:func:`~eccv_metric.models.items.item_sets`), the resources are chosen (the data's own unless
-given: :func:`~eccv_metric.models.source.default_resources`), each benchmark is checked against the data (its
+its item sets (:func:`~eccv_metric.models.data.items.item_sets`), the resources are chosen (the data's own unless
+given: :func:`~eccv_metric.models.data.source.default_resources`), each benchmark is checked against the data (its
 configs, the CxC ratings it needs) and its sets are made exact (only the items its views rank). Once the
 model is loaded (:meth:`Plan.fit`): the model encodes each benchmark's kinds, each item set is read once and
 every item has its pixels or text. A benchmark that fails a check is an error naming it and the next
@@ -24,12 +24,12 @@ from eccv_metric.benchmarks.request import Request
 from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.models.encoder import Encoder
-from eccv_metric.models.items import Items
-from eccv_metric.models.items import ItemSet
-from eccv_metric.models.items import item_sets
-from eccv_metric.models.source import DataSource
-from eccv_metric.models.source import default_resources
+from eccv_metric.models.data.items import Items
+from eccv_metric.models.data.items import ItemSet
+from eccv_metric.models.data.items import item_sets
+from eccv_metric.models.data.source import DataSource
+from eccv_metric.models.data.source import default_resources
+from eccv_metric.models.families.encoder import Encoder
 
 EVERY = tuple(REGISTRY.names())  # what a model run scores when nothing is asked (``made_for=``: each one's defaults)
 KIND_WORDS = {"image": "images", "caption": "texts"}

@@ -9,9 +9,9 @@
 
 One direction, each step with one owner: the request is parsed (nothing asked: every benchmark's defaults), or
 the :class:`~eccv_metric.benchmarks.request.Request` a front end built), the model loads from its family
-(:mod:`eccv_metric.models.spec`), the plan says what to encode and what cannot be scored
+(:mod:`eccv_metric.models.families.spec`), the plan says what to encode and what cannot be scored
 (:mod:`eccv_metric.models.plan`: no torch), the store gives every item set's embeddings, each item encoded
-once and cached (:mod:`eccv_metric.models.store`), and the score step ranks them by the model's similarity
+once and cached (:mod:`eccv_metric.models.cache.store`), and the score step ranks them by the model's similarity
 with :func:`eccv_metric.evaluate`, one call per Embeddings group (:mod:`eccv_metric.models.score`).
 """
 
@@ -35,27 +35,27 @@ from eccv_metric.core.defaults import SEED
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.measures.results import Results
-from eccv_metric.models.decode import DECODERS
-from eccv_metric.models.decode import Decoder
-from eccv_metric.models.decode import check_decode
-from eccv_metric.models.decode import gpu_decoder
-from eccv_metric.models.digests import FileDigests
-from eccv_metric.models.encoder import Encoder
-from eccv_metric.models.entries import cache_root
-from eccv_metric.models.families import LoadOptions
+from eccv_metric.models.cache.entries import cache_root
+from eccv_metric.models.cache.recall import files_key
+from eccv_metric.models.cache.recall import recall
+from eccv_metric.models.cache.recall import remember
+from eccv_metric.models.cache.store import EmbeddingStore
+from eccv_metric.models.data.digests import FileDigests
+from eccv_metric.models.data.source import DataSource
+from eccv_metric.models.encoding.decode import DECODERS
+from eccv_metric.models.encoding.decode import Decoder
+from eccv_metric.models.encoding.decode import check_decode
+from eccv_metric.models.encoding.decode import gpu_decoder
+from eccv_metric.models.encoding.text_batches import default_text_batch_size
+from eccv_metric.models.encoding.workers import default_workers
+from eccv_metric.models.families.encoder import Encoder
+from eccv_metric.models.families.registry import LoadOptions
+from eccv_metric.models.families.spec import load_model
 from eccv_metric.models.plan import EVERY
 from eccv_metric.models.plan import Plan
 from eccv_metric.models.plan import make_plan
-from eccv_metric.models.recall import files_key
-from eccv_metric.models.recall import recall
-from eccv_metric.models.recall import remember
 from eccv_metric.models.score import ranking_device
 from eccv_metric.models.score import score
-from eccv_metric.models.source import DataSource
-from eccv_metric.models.spec import load_model
-from eccv_metric.models.store import EmbeddingStore
-from eccv_metric.models.text_batches import default_text_batch_size
-from eccv_metric.models.workers import default_workers
 
 
 @dataclass
@@ -161,7 +161,7 @@ def evaluate_model_request(
     CPU) / ``workers`` (image decoding processes; default: cores - 1 on a GPU, cores up to 8 on a CPU): how the
     model runs.
     ``decode``: ``pil`` (PIL in the workers) or ``gpu`` (opt-in: nvJPEG and the model's preprocessing on the
-    CUDA device, :mod:`eccv_metric.models.decode`; slightly different pixels, so its own cache entries).
+    CUDA device, :mod:`eccv_metric.models.encoding.decode`; slightly different pixels, so its own cache entries).
     ``cache``: reuse and keep embeddings under ``cache_dir`` (default: the Hugging Face cache).
     ``save_embeddings``: a folder receiving ``<set>/{image,caption}_embeddings.npy`` and ids.
     """
@@ -229,7 +229,7 @@ class RunOptions:
 @dataclass
 class LoadedRun:
     """One model loaded and planned, not yet encoded: :func:`open_run` makes it, :func:`finish_run` encodes
-    and scores it. Its store may be fed another run's prepared images (:mod:`eccv_metric.models.shared`)."""
+    and scores it. Its store may be fed another run's prepared images (:mod:`eccv_metric.models.encoding.shared`)."""
 
     plan: Plan
     encoder: Encoder
@@ -239,7 +239,7 @@ class LoadedRun:
     save_embeddings: str | Path | None
     started: float
     opened: float  # when it was loaded or recalled (perf_counter): a sweep's model may then wait for the others
-    loaded: bool = True  # False: every embedding was cached and the model was not loaded (models.recall)
+    loaded: bool = True  # False: every embedding was cached and the model was not loaded (models.cache.recall)
 
 
 def open_run(
@@ -259,7 +259,7 @@ def open_run(
 
 
 class Opening:
-    """A run being opened: its plan and what its model loads from (:func:`~eccv_metric.models.recall.files_key`),
+    """A run being opened: its plan and what its model loads from (:func:`~eccv_metric.models.cache.recall.files_key`),
     then either the remembered model (:meth:`recalled`) or the loaded one (:meth:`loaded`)."""
 
     def __init__(

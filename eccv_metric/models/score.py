@@ -27,7 +27,7 @@ from eccv_metric.core.files import replace_folder
 from eccv_metric.core.files import temporary_folder
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.measures.results import Results
-from eccv_metric.models.items import ItemSet
+from eccv_metric.models.data.items import ItemSet
 from eccv_metric.models.plan import Plan
 
 

@@ -41,7 +41,7 @@ def test_clean_workers_give_the_same_embeddings(world, data, clip, tmp_path, mon
     batches or each batch read in pieces (``least_piece=1``: batches of 8 in pieces of 3, 3 and 2)."""
     from eccv_metric.models import evaluate_model
 
-    monkeypatch.setattr("eccv_metric.models.workers.LEAST_PIECE", least_piece)
+    monkeypatch.setattr("eccv_metric.models.encoding.workers.LEAST_PIECE", least_piece)
     one = _run(f"hf:{clip}", data, world, tmp_path, benchmarks=["coco_5k"], cache=False, save_embeddings=tmp_path / "a")
     monkeypatch.setenv("ECCV_CAPTION_WORKER_START", "forkserver")
     two = evaluate_model(f"hf:{clip}", data, benchmarks=["coco_5k"], resources=world.resources(), workers=2,
@@ -60,7 +60,7 @@ def test_the_fork_server_starts_while_the_model_loads(clip, workers, started):
 import sys
 sys.path.insert(0, {str(ROOT)!r})
 from multiprocessing import forkserver
-from eccv_metric.models.spec import load_model
+from eccv_metric.models.families.spec import load_model
 load_model("hf:{clip}", "cpu", workers={workers})
 server = forkserver._forkserver
 print("STARTED", server._forkserver_pid is not None, sorted(server._preload_modules))
@@ -148,7 +148,7 @@ except eccv_metric.EvaluationError as exc:
 @pytest.mark.parametrize("where", ["a local folder", "an offline Hub snapshot", "an unreachable Hub's snapshot"])
 def test_a_warm_rerun_imports_neither_torch_nor_transformers(where, world, data, clip, tmp_path):
     """The second run of the same model and benchmarks in a fresh Python finds every embedding cached and the
-    model's description remembered (eccv_metric.models.recall): it scores without importing torch,
+    model's description remembered (eccv_metric.models.cache.recall): it scores without importing torch,
     transformers or PIL, with the first run's numbers and identity (a Hub model: its snapshot in the Hugging
     Face cache layout that offline mode, or a Hub that cannot be reached, reads)."""
     import json

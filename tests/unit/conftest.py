@@ -13,7 +13,7 @@ def _models_on_the_cpu(monkeypatch):
     """A model run that names no device runs on the CPU here, also on a machine with CUDA (where the default picks
     it): the tests' stand-ins, expected errors and cache hits are the CPU's, and every run of a test must agree on
     one device (the cache key holds it). Tests that compare CUDA with numpy name their device themselves."""
-    from eccv_metric.models import torchutil
+    from eccv_metric.models.families import torchutil
 
     picked = torchutil.pick_device
     monkeypatch.setattr(torchutil, "pick_device", lambda device: picked(device or "cpu"))

@@ -1,4 +1,4 @@
-"""Image batches read in pieces (eccv_metric.models.workers): the loader's units cover each batch exactly, in
+"""Image batches read in pieces (eccv_metric.models.encoding.workers): the loader's units cover each batch exactly, in
 order, in equal pieces, enough of them for every worker; joined again they are the batch."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from eccv_metric.models import workers as w
+from eccv_metric.models.encoding import workers as w
 
 
 def _brute_cover(todo, units):  # noqa: ANN001, ANN202

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eccv_metric.models.entries import CacheWarning
+from eccv_metric.models.cache.entries import CacheWarning
 from tests.unit.model_world import Counting
 from tests.unit.model_world import png
 from tests.unit.model_world import run_model
@@ -189,8 +189,8 @@ def _same_size_png(seed: int, size: int) -> bytes:
 def test_items_replaced_with_the_same_size_and_mtime_are_encoded_again(container, world, tmp_path, monkeypatch):
     """images= files replaced by others of the same size whose modification time is set back: the data digest
     follows the contents (a file's sha256, a zip member's CRC-32), so the cache is not used."""
-    import eccv_metric.models.digests
-    from eccv_metric.models.encoder import wrap_object
+    import eccv_metric.models.data.digests
+    from eccv_metric.models.families.encoder import wrap_object
 
     bare = write_data(world, tmp_path / "bare", skip_pixels=tuple(world.image_ids))
     folder = tmp_path / "val2014"
@@ -211,8 +211,8 @@ def test_items_replaced_with_the_same_size_and_mtime_are_encoded_again(container
 
     first = run()
     hashed = []
-    real = eccv_metric.models.digests.sha256_file
-    monkeypatch.setattr(eccv_metric.models.digests, "sha256_file", lambda p: hashed.append(p) or real(p))
+    real = eccv_metric.models.data.digests.sha256_file
+    monkeypatch.setattr(eccv_metric.models.data.digests, "sha256_file", lambda p: hashed.append(p) or real(p))
     second = run()
     assert second.provenance["items"]["images.image"]["cached"] and not hashed  # remembered, nothing re-read
     target = folder / names[3]

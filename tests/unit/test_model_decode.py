@@ -33,7 +33,7 @@ def _jpeg(seed: int, size: int = 16) -> bytes:
 
 def _pil_decoder(device: str = "cpu"):  # noqa: ANN202
     """A CPU stand-in for nvJPEG: PIL decodes each JPEG (a corrupt one raises RuntimeError, as nvJPEG does)."""
-    from eccv_metric.models.decode import pil_tensor
+    from eccv_metric.models.encoding.decode import pil_tensor
 
     def decode_jpegs(data):  # noqa: ANN001, ANN202
         out = []
@@ -50,8 +50,8 @@ def _pil_decoder(device: str = "cpu"):  # noqa: ANN202
 def test_gpu_decoder_choices_are_one_line(world, data, clip, tmp_path):
     from eccv_metric.cli.model import MODEL_WORDS
     from eccv_metric.core.errors import in_words
-    from eccv_metric.models.decode import check_decode
-    from eccv_metric.models.encoder import FunctionEncoder as Encoder
+    from eccv_metric.models.encoding.decode import check_decode
+    from eccv_metric.models.families.encoder import FunctionEncoder as Encoder
 
     with pytest.raises(EvaluationError, match=r"^decode= must be one of pil, gpu, not 'jpeg'$"):
         _run(f"hf:{clip}", data, world, tmp_path, decode="jpeg")
@@ -75,8 +75,8 @@ def test_gpu_decoder_choices_are_one_line(world, data, clip, tmp_path):
 
 
 def test_decoder_batch_mixes_jpeg_png_and_names_a_corrupt_file():
-    from eccv_metric.models.decode import Decoder
-    from eccv_metric.models.decode import pil_tensor
+    from eccv_metric.models.encoding.decode import Decoder
+    from eccv_metric.models.encoding.decode import pil_tensor
     from tests.unit.model_world import png
 
     calls = []
@@ -103,8 +103,8 @@ def test_decoded_path_gives_the_pil_numbers_with_the_same_pixels(world, data, cl
     for bit; the decoder is in the cache key and the provenance."""
     from PIL import Image
 
-    from eccv_metric.models import decode
-    from eccv_metric.models.decode import Decoder
+    from eccv_metric.models.encoding import decode
+    from eccv_metric.models.encoding.decode import Decoder
 
     processor = decode.load_image_processor(str(clip), "pil")  # the PIL path's (with torchvision, Auto* is not)
 
@@ -138,7 +138,7 @@ def test_default_path_uses_the_pil_image_processor(clip, monkeypatch):
     torchvision installed, as on a GPU machine, the real case; here, a stand-in for it)."""
     from transformers import AutoImageProcessor
 
-    from eccv_metric.models import decode
+    from eccv_metric.models.encoding import decode
 
     auto = AutoImageProcessor.from_pretrained(clip)
     if decode.is_torch_backend(auto):  # torchvision installed: transformers picked its fast processor
@@ -155,7 +155,7 @@ def test_default_path_uses_the_pil_image_processor(clip, monkeypatch):
 def test_open_clip_transform_on_tensors():
     import torch
 
-    from eccv_metric.models.decode import open_clip_tensor_preprocessing
+    from eccv_metric.models.encoding.decode import open_clip_tensor_preprocessing
 
     class Resize:
         def __call__(self, x):  # noqa: ANN001, ANN204
@@ -188,7 +188,7 @@ def test_open_clip_tensor_description_is_the_same_in_every_process():
     """The description goes into the cache key and the shared-decode key: torchvision's ``Compose`` repr shows
     open_clip's ``_convert_to_rgb`` step as ``<function _convert_to_rgb at 0x...>``, an address that moves from
     process to process (every ``decode="gpu"`` run of an open_clip model would miss the cache)."""
-    from eccv_metric.models.decode import open_clip_tensor_preprocessing
+    from eccv_metric.models.encoding.decode import open_clip_tensor_preprocessing
 
     def _convert_to_rgb(image):  # noqa: ANN001, ANN202
         return image

@@ -15,8 +15,8 @@ from eccv_metric import evaluate
 from eccv_metric.models import Encoder
 from eccv_metric.models import Family
 from eccv_metric.models import register
-from eccv_metric.models.encoder import FunctionEncoder
-from eccv_metric.models.families import FAMILIES
+from eccv_metric.models.families.encoder import FunctionEncoder
+from eccv_metric.models.families.registry import FAMILIES
 from tests.unit.brute import aggregate
 from tests.unit.brute import metric_values
 from tests.unit.brute import ranking

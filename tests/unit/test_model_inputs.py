@@ -105,7 +105,7 @@ def test_a_16_bit_grayscale_png_keeps_its_picture(tmp_path):
     """A real I;16 PNG: scaled by the 16-bit range (v * 255 / 65535, rounded), not clipped to white."""
     from PIL import Image
 
-    from eccv_metric.models.encode import ImageItems
+    from eccv_metric.models.encoding.encode import ImageItems
 
     values = np.arange(64).reshape(8, 8) * 1000 + 17
     path = _sixteen_bit(tmp_path / "deep.png", values)

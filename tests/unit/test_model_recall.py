@@ -1,4 +1,4 @@
-"""A rerun whose embeddings are all cached is scored without loading the model (eccv_metric.models.recall), with
+"""A rerun whose embeddings are all cached is scored without loading the model (eccv_metric.models.cache.recall), with
 the numbers, identity and cache entries of a run that loads it; anything the remembered description does not
 cover loads the model.
 
@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eccv_metric.models import recall as recall_module
 from eccv_metric.models import run as run_module
-from eccv_metric.models.entries import CacheWarning
+from eccv_metric.models.cache import recall as recall_module
+from eccv_metric.models.cache.entries import CacheWarning
 from tests.unit.model_world import run_model
 
 BENCH = ["coco_5k", "coco_t2t"]

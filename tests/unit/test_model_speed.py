@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from eccv_metric import EvaluationError
-from eccv_metric.models.background import ahead
-from eccv_metric.models.background import lagged
-from eccv_metric.models.text_batches import given_order
-from eccv_metric.models.text_batches import text_order
+from eccv_metric.models.encoding.background import ahead
+from eccv_metric.models.encoding.background import lagged
+from eccv_metric.models.encoding.text_batches import given_order
+from eccv_metric.models.encoding.text_batches import text_order
 from tests.unit.model_world import caption_text
 
 COCO = ["coco_5k", "cxc", "eccv", "coco_t2t"]
@@ -51,7 +51,7 @@ def _ranks(img: np.ndarray, cap: np.ndarray) -> np.ndarray:
 def test_length_sorted_batches_equal_the_given_order(world, data, clip, tmp_path, monkeypatch):
     """The same captions in batches of 7 cut in length order and in the given order: the same embeddings to float
     tolerance, and the same per-query ranks except where two scores are within float noise."""
-    from eccv_metric.models import spec
+    from eccv_metric.models.families import spec
 
     sorted_run = _run(
         f"hf:{clip}", data, world, tmp_path, text_batch_size=7, cache=False, save_embeddings=tmp_path / "s"
@@ -222,11 +222,11 @@ def test_a_sweep_starts_its_workers_for_the_families_it_lists(monkeypatch):
     """start_workers_early: the device picked as a load picks it, every listed family's worker modules once;
     nothing for a list without specs (Python objects), unknown prefixes (their load says why), families without
     images, or ``workers=0``."""
-    import eccv_metric.models.spec  # noqa: F401 - registers the families
-    from eccv_metric.models import torchutil
-    from eccv_metric.models.families import FAMILIES
-    from eccv_metric.models.families import Family
-    from eccv_metric.models.families import LoadOptions
+    import eccv_metric.models.families.spec  # noqa: F401 - registers the families
+    from eccv_metric.models.families import torchutil
+    from eccv_metric.models.families.registry import FAMILIES
+    from eccv_metric.models.families.registry import Family
+    from eccv_metric.models.families.registry import LoadOptions
 
     calls = []
     monkeypatch.setattr(torchutil, "start_early", lambda *args: calls.append(args))
@@ -240,7 +240,7 @@ def test_a_sweep_starts_its_workers_for_the_families_it_lists(monkeypatch):
 
 
 def test_worker_defaults_and_start_methods(monkeypatch):
-    from eccv_metric.models import workers
+    from eccv_metric.models.encoding import workers
 
     monkeypatch.setattr(workers, "cores", lambda: 16)
     assert workers.default_workers("cuda") == 15 and workers.default_workers("cuda:1") == 15
@@ -262,19 +262,21 @@ def test_worker_defaults_and_start_methods(monkeypatch):
 
 
 def test_pickled_modules_name_what_unpickling_imports():
-    from eccv_metric.models.encode import ImageItems
-    from eccv_metric.models.workers import pickled_modules
+    from eccv_metric.models.encoding.encode import ImageItems
+    from eccv_metric.models.encoding.workers import pickled_modules
 
     dataset = ImageItems([("file", "x.jpg")], np.asarray([1]), prepare=given_order)
-    assert {"eccv_metric.models.encode", "eccv_metric.models.text_batches"} <= set(pickled_modules(dataset))
+    assert {"eccv_metric.models.encoding.encode", "eccv_metric.models.encoding.text_batches"} <= set(
+        pickled_modules(dataset)
+    )
 
 
 def test_text_batches_threaded_and_grouped_give_the_same_batches():
     """The GPU path (a tokenizer thread one batch ahead) and the CPU path (groups tokenised, then encoded) hand
     the same batches, in the same order, to the model."""
-    from eccv_metric.models.encoder import FunctionEncoder
-    from eccv_metric.models.text_batches import CPU_GROUP
-    from eccv_metric.models.text_batches import encode_text_batches
+    from eccv_metric.models.encoding.text_batches import CPU_GROUP
+    from eccv_metric.models.encoding.text_batches import encode_text_batches
+    from eccv_metric.models.families.encoder import FunctionEncoder
 
     texts = [caption_text(c) for c in range(100)]
     order = text_order(texts, by_length=True)
@@ -302,9 +304,9 @@ def _file_digest(folder, names):  # noqa: ANN001, ANN202
 
 
 def test_weights_digest_is_of_the_files_and_remembered(tmp_path, monkeypatch):
-    from eccv_metric.models import digests
-    from eccv_metric.models.digests import FileDigests
-    from eccv_metric.models.spec import load_model
+    from eccv_metric.models.data import digests
+    from eccv_metric.models.data.digests import FileDigests
+    from eccv_metric.models.families.spec import load_model
     from tests.unit.model_world import tiny_clip
 
     folder = tiny_clip(tmp_path / "clip")
@@ -332,7 +334,7 @@ def test_weights_initialised_at_load_are_hashed_as_tensors(tmp_path):
     from safetensors.torch import load_file
     from safetensors.torch import save_file
 
-    from eccv_metric.models.spec import load_model
+    from eccv_metric.models.families.spec import load_model
     from tests.unit.model_world import tiny_clip
 
     folder = tiny_clip(tmp_path / "clip")
@@ -345,8 +347,8 @@ def test_weights_initialised_at_load_are_hashed_as_tensors(tmp_path):
 
 
 def test_sentence_transformers_weights_from_its_folder(tmp_path):
-    from eccv_metric.models import weights
-    from eccv_metric.models.spec import load_model
+    from eccv_metric.models.families import weights
+    from eccv_metric.models.families.spec import load_model
     from tests.unit.model_world import tiny_st
 
     folder = tiny_st(tmp_path / "st")
@@ -415,7 +417,7 @@ def test_tokenising_through_numpy_gives_the_libraries_tensors(family, clip, tmp_
     import torch
     from transformers import AutoTokenizer
 
-    from eccv_metric.models.spec import load_model
+    from eccv_metric.models.families.spec import load_model
     from tests.unit.model_world import tiny_siglip
 
     folder = clip if family == "clip" else tiny_siglip(tmp_path / "siglip")
@@ -435,7 +437,7 @@ def test_tokens_are_int64_whatever_numpy_gives():
     masks are int64 tensors all the same (an int64 array is viewed, not copied)."""
     import torch
 
-    from eccv_metric.models.hf import as_tensor
+    from eccv_metric.models.families.hf import as_tensor
 
     narrow = np.array([[49406, 7, 49407], [49406, 49407, 0]], dtype=np.int32)
     got = as_tensor(narrow)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from eccv_metric.models.encode import ImageItems
+from eccv_metric.models.encoding.encode import ImageItems
 from eccv_metric.models.many import evaluate_models
 from eccv_metric.models.many import model_slug
 from tests.unit.model_world import pixel_folder
@@ -223,9 +223,9 @@ def test_the_preprocessing_read_before_loading_is_the_loaded_models(models):
     """What groups the models (read before the weights) is what the loaded model declares (what shares)."""
     import json
 
-    from eccv_metric.models.families import LoadOptions
-    from eccv_metric.models.spec import image_key
-    from eccv_metric.models.spec import load_model
+    from eccv_metric.models.families.registry import LoadOptions
+    from eccv_metric.models.families.spec import image_key
+    from eccv_metric.models.families.spec import load_model
 
     for spec in models[:3]:
         loaded = load_model(spec, "cpu", workers=0)

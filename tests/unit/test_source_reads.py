@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from eccv_metric.models.source import DataSource
+from eccv_metric.models.data.source import DataSource
 
 
 @pytest.fixture

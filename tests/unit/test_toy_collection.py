@@ -191,7 +191,7 @@ def test_the_registry_checks_every_name_a_benchmark_uses(registered):
 def test_the_model_path_reads_a_collections_items_from_its_entry(registered):
     """Where a toy benchmark's pixels and texts come from is its collection entry's data: the model path's item
     sets follow it (no table of the model path's own to edit)."""
-    from eccv_metric.models.items import item_sets
+    from eccv_metric.models.data.items import item_sets
 
     sets = item_sets(REGISTRY.get("toy"))
     assert [(s.collection, s.kind, s.source.config) for s in sets] == [

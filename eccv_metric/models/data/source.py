@@ -1,12 +1,12 @@
 """Where a model run's items come from: a folder built by ``eccv-caption build`` or its Hub dataset repo
 (``data=``), plus image folders / zips with the pixels a build does not embed (``images=``).
 
-:meth:`DataSource.read` gives an item set's :class:`~eccv_metric.models.items.Items`: texts are read whole
+:meth:`DataSource.read` gives an item set's :class:`~eccv_metric.models.data.items.Items`: texts are read whole
 (25,000 captions are a few MB); images are never read whole: one pass over the config's Parquet row groups
 (ids, file names and whether pixels are embedded; no image bytes) gives each image a location: a row of a
 row group, a file in an ``images=`` folder or a member of an ``images=`` zip. A Hub repo is fetched to the
 Hugging Face cache (only the configs needed) and identified by its commit; a local folder by the contents of
-its Parquet files, and image files by theirs (:mod:`eccv_metric.models.digests`).
+its Parquet files, and image files by theirs (:mod:`eccv_metric.models.data.digests`).
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.groundtruth.split import GroundTruth
-from eccv_metric.models.digests import FileDigests
-from eccv_metric.models.digests import stamp
-from eccv_metric.models.items import Items
-from eccv_metric.models.items import ItemSet
-from eccv_metric.models.items import Location
+from eccv_metric.models.data.digests import FileDigests
+from eccv_metric.models.data.digests import stamp
+from eccv_metric.models.data.items import Items
+from eccv_metric.models.data.items import ItemSet
+from eccv_metric.models.data.items import Location
 
 
 class DataSource:
@@ -116,7 +116,7 @@ class DataSource:
 
     def content(self, loc: Location) -> str:
         """What an image file holds, for the data digest: its sha256, or a zip member's CRC-32 and size with
-        the zip's stamp (see :mod:`eccv_metric.models.digests`)."""
+        the zip's stamp (see :mod:`eccv_metric.models.data.digests`)."""
         if loc[0] == "file":
             return self.digests.of(loc[1])
         info = self.zip_members(Path(loc[1]))[Path(loc[2]).name]

@@ -55,7 +55,7 @@ ITEM_SOURCES: dict[str, dict[str, ItemSource]] = {
 def item_sets(bench: Benchmark) -> list[ItemSet]:
     """The item sets a benchmark's directions read (images and / or captions of its collection), each marked
     with the restriction every task reading it shares (the data source resolves it against the resources:
-    :meth:`~eccv_metric.models.source.DataSource.read`)."""
+    :meth:`~eccv_metric.models.data.source.DataSource.read`)."""
     kinds = dict.fromkeys(kind for task in bench.tasks for kind in DIRECTION_KINDS[task.direction])
     table = REGISTRY.collection(bench.collection).item_sources
     if not table:

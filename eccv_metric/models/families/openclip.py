@@ -12,16 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.models.decode import open_clip_tensor_preprocessing
-from eccv_metric.models.families import Family
-from eccv_metric.models.families import LoadOptions
-from eccv_metric.models.families import register
-from eccv_metric.models.identity import state_digest
-from eccv_metric.models.identity import without_addresses
-from eccv_metric.models.torchutil import Loading
-from eccv_metric.models.torchutil import load_error
-from eccv_metric.models.torchutil import pinned
-from eccv_metric.models.torchutil import to_device
+from eccv_metric.models.encoding.decode import open_clip_tensor_preprocessing
+from eccv_metric.models.families.identity import state_digest
+from eccv_metric.models.families.identity import without_addresses
+from eccv_metric.models.families.registry import Family
+from eccv_metric.models.families.registry import LoadOptions
+from eccv_metric.models.families.registry import register
+from eccv_metric.models.families.torchutil import Loading
+from eccv_metric.models.families.torchutil import load_error
+from eccv_metric.models.families.torchutil import pinned
+from eccv_metric.models.families.torchutil import to_device
 
 EXTRA = 'pip install "eccv-caption-hf[open_clip]"'
 WORKER_MODULES = ("open_clip",)  # what unpickling its transform imports in a worker

@@ -10,7 +10,7 @@ prepared batches, so each model's embeddings are those of a run of its own, bit 
 :func:`link` gives each store the later stores of its group as companions. While a store encodes an image
 set's batches, each companion that has no finished cache entry for the same items encodes the same prepared
 batch (:func:`feeder`) and receives its rows (:meth:`EmbeddingStore.receive
-<eccv_metric.models.store.EmbeddingStore.receive>`, in memory, by the cache key the companion's own run will
+<eccv_metric.models.cache.store.EmbeddingStore.receive>`, in memory, by the cache key the companion's own run will
 compute); the companion's own run then takes those batches as encoded and decodes only what it did not
 receive (a batch the first model resumed from its cache, say). Captions are not shared (each model has its
 own tokenizer). Memory: every model of a group is loaded at once (:func:`~eccv_metric.models.many.load_groups`),
@@ -24,9 +24,9 @@ from collections.abc import Callable
 from typing import Any
 
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.models.encode import Bounds
-from eccv_metric.models.encode import as_rows
-from eccv_metric.models.items import Items
+from eccv_metric.models.data.items import Items
+from eccv_metric.models.encoding.encode import Bounds
+from eccv_metric.models.encoding.encode import as_rows
 
 
 def share_key(store: Any) -> str | None:

@@ -1,6 +1,7 @@
-"""Models as data: a spec string (or any object with two methods) -> an :class:`~eccv_metric.models.encoder.Encoder`.
+"""Models as data: a spec string (or any object with two methods) -> an
+:class:`~eccv_metric.models.families.encoder.Encoder`.
 
-Specs name a registered family (:mod:`eccv_metric.models.families`); the built-in ones register themselves
+Specs name a registered family (:mod:`eccv_metric.models.families.registry`); the built-in ones register themselves
 when imported here::
 
     hf:<repo id or local folder>       transformers AutoModel + AutoProcessor (CLIPModel, SiglipModel, any
@@ -10,7 +11,7 @@ when imported here::
     open_clip:hf-hub:<org>/<repo>      open_clip's Hub names
 
 A Python object with ``encode_images(list of PIL images) -> array`` and / or ``encode_texts(list of str)
--> array`` is used as it is; an :class:`~eccv_metric.models.encoder.Encoder` too. The family modules import
+-> array`` is used as it is; an :class:`~eccv_metric.models.families.encoder.Encoder` too. The family modules import
 their libraries inside functions, so this module imports no torch.
 """
 
@@ -19,15 +20,15 @@ from __future__ import annotations
 import json
 
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.models.encoder import KIND_METHODS
-from eccv_metric.models.encoder import Encoder
-from eccv_metric.models.encoder import wrap_object
-from eccv_metric.models.families import FAMILIES
-from eccv_metric.models.families import LoadOptions
-from eccv_metric.models.families import parse_spec
-from eccv_metric.models.hf import FAMILY as HF
-from eccv_metric.models.openclip import FAMILY as OPEN_CLIP
-from eccv_metric.models.st import FAMILY as ST
+from eccv_metric.models.families.encoder import KIND_METHODS
+from eccv_metric.models.families.encoder import Encoder
+from eccv_metric.models.families.encoder import wrap_object
+from eccv_metric.models.families.hf import FAMILY as HF
+from eccv_metric.models.families.openclip import FAMILY as OPEN_CLIP
+from eccv_metric.models.families.registry import FAMILIES
+from eccv_metric.models.families.registry import LoadOptions
+from eccv_metric.models.families.registry import parse_spec
+from eccv_metric.models.families.st import FAMILY as ST
 
 BUILTIN = (HF, ST, OPEN_CLIP)  # each registered by its own module when imported
 
@@ -58,7 +59,7 @@ def image_key(model: object, options: LoadOptions) -> str | None:
     """A spec's image preprocessing before it loads, as a comparable string (its family's ``image_key``); None
     for objects, families that cannot tell, and models without an image processor. It groups models to load
     together (:mod:`eccv_metric.models.many`); what shares a decode is decided once they are loaded
-    (:func:`~eccv_metric.models.shared.share_key`), so a wrong guess costs memory, never a number."""
+    (:func:`~eccv_metric.models.encoding.shared.share_key`), so a wrong guess costs memory, never a number."""
     if not isinstance(model, str):
         return None
     family, name = parse_spec(model)

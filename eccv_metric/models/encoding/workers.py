@@ -139,7 +139,7 @@ def start_method(device: str) -> str | None:
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
 
-SERVER_MODULES = ("torch", "torch.utils.data", "eccv_metric.models.encode")  # what every worker imports
+SERVER_MODULES = ("torch", "torch.utils.data", "eccv_metric.models.encoding.encode")  # what every worker imports
 
 
 def start_early(device: str, workers: int | None, modules: tuple[str, ...] = ()) -> bool:

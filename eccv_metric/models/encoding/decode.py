@@ -30,12 +30,12 @@ from typing import Any
 import numpy as np
 
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.models.background import ahead
-from eccv_metric.models.encode import ImageItems
-from eccv_metric.models.encoder import Encoder
-from eccv_metric.models.identity import without_addresses
-from eccv_metric.models.items import Items
-from eccv_metric.models.workers import image_batches
+from eccv_metric.models.data.items import Items
+from eccv_metric.models.encoding.background import ahead
+from eccv_metric.models.encoding.encode import ImageItems
+from eccv_metric.models.encoding.workers import image_batches
+from eccv_metric.models.families.encoder import Encoder
+from eccv_metric.models.families.identity import without_addresses
 
 DECODERS = ("pil", "gpu")
 JPEG_MAGIC = b"\xff\xd8"
@@ -150,7 +150,7 @@ def decoded_batches(
 ) -> Iterator[tuple[tuple[int, int], Any]]:
     """``((start, stop), the model's output)`` for each range of ``todo``: bytes read by the workers, decoded
     and preprocessed on the device in a thread one batch ahead, encoded here (``feed``: then by the models
-    sharing the decode, :mod:`eccv_metric.models.shared`)."""
+    sharing the decode, :mod:`eccv_metric.models.encoding.shared`)."""
     dataset = RawImages(items.locations or [], items.ids, None, items.item_set.source.pixel_column)
 
     def prepared() -> Iterator[tuple[tuple[int, int], Any]]:

@@ -13,16 +13,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from eccv_metric.models.families import Family
-from eccv_metric.models.families import LoadOptions
-from eccv_metric.models.families import register
-from eccv_metric.models.families import require
-from eccv_metric.models.identity import plain
-from eccv_metric.models.torchutil import EXTRA
-from eccv_metric.models.torchutil import Loading
-from eccv_metric.models.torchutil import main_commit
-from eccv_metric.models.torchutil import snapshot
-from eccv_metric.models.weights import hub_folder
+from eccv_metric.models.families.identity import plain
+from eccv_metric.models.families.registry import Family
+from eccv_metric.models.families.registry import LoadOptions
+from eccv_metric.models.families.registry import register
+from eccv_metric.models.families.registry import require
+from eccv_metric.models.families.torchutil import EXTRA
+from eccv_metric.models.families.torchutil import Loading
+from eccv_metric.models.families.torchutil import main_commit
+from eccv_metric.models.families.torchutil import snapshot
+from eccv_metric.models.families.weights import hub_folder
 
 # what a sentence-transformers model folder holds (a CLIP one has no config.json); a transformers model's folder
 # (which sentence-transformers wraps with mean pooling) holds config.json
@@ -63,7 +63,7 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
 
 
 def folder(name: str, commit: str | None = None) -> tuple[Path, str | None] | None:
-    """The folder :func:`load` reads and its commit (:func:`~eccv_metric.models.torchutil.snapshot`; its
+    """The folder :func:`load` reads and its commit (:func:`~eccv_metric.models.families.torchutil.snapshot`; its
     modules' subfolders are in the recall key by their stamps)."""
     return snapshot(name, commit, PROBES)
 

@@ -17,7 +17,7 @@ The digest (:func:`files_key`) covers:
   of the commit a load reads, with that commit: the commit the Hub names for its ``config.json`` (``st:``:
   ``modules.json``), one request, the one the load is then pinned to; offline, ``HF_HUB_OFFLINE=1``, or a Hub
   that cannot be reached: the local ``main`` ref; after a load: the commit it read), each by its sha256
-  (remembered by :class:`~eccv_metric.models.digests.FileDigests`: path, size, mtime, ctime, inode); in its
+  (remembered by :class:`~eccv_metric.models.data.digests.FileDigests`: path, size, mtime, ctime, inode); in its
   subfolders (not hidden ones), each by that stamp alone (:func:`nested`);
 - the versions of Python, this package and every library on the loading path (:data:`LIBRARIES`);
 - the spec, the device (as picked: CUDA, then MPS, then CPU when not given), the precision, both batch
@@ -42,17 +42,17 @@ from typing import Any
 
 from eccv_metric.core.about import __version__
 from eccv_metric.core.files import write_json_atomic
-from eccv_metric.models.decode import Decoder
-from eccv_metric.models.digests import FileDigests
-from eccv_metric.models.digests import stamp
-from eccv_metric.models.encoder import KIND_METHODS
-from eccv_metric.models.encoder import SIMILARITIES
-from eccv_metric.models.encoder import Encoder
-from eccv_metric.models.encoder import FunctionEncoder
-from eccv_metric.models.entries import cache_key
-from eccv_metric.models.entries import canonical
-from eccv_metric.models.families import LoadOptions
-from eccv_metric.models.families import parse_spec
+from eccv_metric.models.cache.entries import cache_key
+from eccv_metric.models.cache.entries import canonical
+from eccv_metric.models.data.digests import FileDigests
+from eccv_metric.models.data.digests import stamp
+from eccv_metric.models.encoding.decode import Decoder
+from eccv_metric.models.families.encoder import KIND_METHODS
+from eccv_metric.models.families.encoder import SIMILARITIES
+from eccv_metric.models.families.encoder import Encoder
+from eccv_metric.models.families.encoder import FunctionEncoder
+from eccv_metric.models.families.registry import LoadOptions
+from eccv_metric.models.families.registry import parse_spec
 
 FOLDER = "models"  # under the embedding cache's root
 LIBRARIES = (
@@ -131,7 +131,7 @@ def picked_device(device: str | None) -> str:
     """The device a load would pick (``cpu`` as given, without importing torch; else as the load checks it)."""
     if device == "cpu":
         return device
-    from eccv_metric.models.torchutil import pick_device
+    from eccv_metric.models.families.torchutil import pick_device
 
     return pick_device(device)
 

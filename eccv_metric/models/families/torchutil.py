@@ -1,7 +1,7 @@
 """What every torch family shares, so that an adapter holds only its library's calls: the extra, the device
 (CUDA, then MPS, then CPU), the precision (autocast on a GPU, always ``torch.inference_mode``), loading (a
 Hub that cannot be reached is told at once; the library's errors become one line), the weights digest and
-the identity, and the :class:`~eccv_metric.models.encoder.Encoder` built from the adapter's two functions.
+the identity, and the :class:`~eccv_metric.models.families.encoder.Encoder` built from the adapter's two functions.
 
 Imported by the family modules; torch itself is imported inside the functions, after the extra is known to
 be installed.
@@ -19,16 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.models.encoder import FunctionEncoder
-from eccv_metric.models.families import FAMILIES
-from eccv_metric.models.families import LoadOptions
-from eccv_metric.models.families import require
-from eccv_metric.models.identity import configs_digest
-from eccv_metric.models.text_batches import default_text_batch_size
-from eccv_metric.models.weights import files_identity
-from eccv_metric.models.weights import hub_folder
-from eccv_metric.models.weights import record_main
-from eccv_metric.models.workers import start_early
+from eccv_metric.models.encoding.text_batches import default_text_batch_size
+from eccv_metric.models.encoding.workers import start_early
+from eccv_metric.models.families.encoder import FunctionEncoder
+from eccv_metric.models.families.identity import configs_digest
+from eccv_metric.models.families.registry import FAMILIES
+from eccv_metric.models.families.registry import LoadOptions
+from eccv_metric.models.families.registry import require
+from eccv_metric.models.families.weights import files_identity
+from eccv_metric.models.families.weights import hub_folder
+from eccv_metric.models.families.weights import record_main
 
 EXTRA = 'pip install "eccv-caption-hf[models]"'
 PRECISIONS = {"fp32": None, "fp16": "float16", "bf16": "bfloat16"}
@@ -95,12 +95,12 @@ def weights_digest(module: Any) -> str:
 
 def start_workers_early(models: Sequence[object], options: LoadOptions) -> None:
     """The image workers' fork server started as the first :class:`Loading` of ``models`` would start it, but
-    now: a sweep reads its models' image preprocessing before any loads (:func:`~eccv_metric.models.spec.image_key`
-    imports their libraries), and the server's own imports should run beside that, not after it (measured on
-    two tiny models, forced fork server, 2 cores: the first image batch waited 2.3 s, 1.0 s when a single
-    model's load started the server). Preloads every listed family's ``worker_modules``. Nothing when no
-    model is a spec of a family that encodes images, ``workers=0``, or torch is not installed (the load then
-    says so)."""
+    now: a sweep reads its models' image preprocessing before any loads
+    (:func:`~eccv_metric.models.families.spec.image_key` imports their libraries), and the server's own imports
+    should run beside that, not after it (measured on two tiny models, forced fork server, 2 cores: the first
+    image batch waited 2.3 s, 1.0 s when a single model's load started the server). Preloads every listed
+    family's ``worker_modules``. Nothing when no model is a spec of a family that encodes images,
+    ``workers=0``, or torch is not installed (the load then says so)."""
     found = [FAMILIES.get(str(m).partition(":")[0]) for m in models if isinstance(m, str)]
     families = [f for f in found if f is not None and "image" in f.modalities]
     if not families or options.workers == 0 or importlib.util.find_spec("torch") is None:
@@ -112,7 +112,7 @@ def start_workers_early(models: Sequence[object], options: LoadOptions) -> None:
 class Loading:
     """Where a family loads its model: the device and precision checked, and whether only the local cache can
     be read (:func:`hub_unreachable`); :meth:`errors` turns the library's errors into one line. Once the
-    device is known, the image workers' fork server starts (:func:`~eccv_metric.models.workers.start_early`;
+    device is known, the image workers' fork server starts (:func:`~eccv_metric.models.encoding.workers.start_early`;
     ``worker_modules``: what unpickling the family's image preprocessing imports)."""
 
     def __init__(
@@ -156,7 +156,7 @@ class Loading:
         and version, class, weights digest, preprocessing, revision), device and precision; ``extra``: the
         encoder's other fields (``similarity``, ``batches_itself``, ...), ``revision``, and ``weights_folder``
         (with ``weights_recursive``): the folder whose weight files identify the weights
-        (:mod:`eccv_metric.models.weights`; None or no file there: the tensors are hashed)."""
+        (:mod:`eccv_metric.models.families.weights`; None or no file there: the tensors are hashed)."""
         kinds = tuple(kind for kind, fn in (("image", images), ("caption", texts)) if fn is not None)
         folder, recursive = extra.pop("weights_folder", None), extra.pop("weights_recursive", True)
         weights = files_identity(folder, self.digests, recursive) or {
@@ -232,7 +232,7 @@ def main_commit(name: str, ask: bool = True, probes: tuple[str, ...] = ("config.
 def snapshot(
     name: str, commit: str | None, probes: tuple[str, ...] = ("config.json",)
 ) -> tuple[Path, str | None] | None:
-    """A family's ``folder`` (:mod:`eccv_metric.models.recall`): a local folder as it is; a Hub model's snapshot
+    """A family's ``folder`` (:mod:`eccv_metric.models.cache.recall`): a local folder as it is; a Hub model's snapshot
     of ``commit`` (the one a load read), else of the commit a load would read now (:func:`main_commit`); None
     where that snapshot is not on this machine or the Hub refuses."""
     if Path(name).is_dir():

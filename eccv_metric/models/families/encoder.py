@@ -32,13 +32,13 @@ class Encoder(Protocol):
     ``encode_texts`` on a list of str. Both return one row per item (numpy or torch). ``batches_itself``:
     the model batches (and length-sorts) what it is given, so it gets several batches at a time.
 
-    Optional, read with ``getattr`` (:mod:`eccv_metric.models.text_batches`): ``tokenize`` (list of str -> the
+    Optional, read with ``getattr`` (:mod:`eccv_metric.models.encoding.text_batches`): ``tokenize`` (list of str -> the
     model's text inputs, on the host; run ahead of the model) with ``encode_tokens`` (those inputs -> rows);
     ``sort_texts``: the model pads a caption batch to its longest caption, so captions are batched in length
     order. ``tensor_preprocessing`` (no arguments -> (decoded uint8 CHW tensors on the device -> the model's
-    pixel batch there, a description of it)): what ``decode="gpu"`` needs (:mod:`eccv_metric.models.decode`).
+    pixel batch there, a description of it)): what ``decode="gpu"`` needs (:mod:`eccv_metric.models.encoding.decode`).
     ``image_preprocessing`` (a JSON-able description of what ``prepare_image`` does: encoders with equal ones
-    prepare equal images): models of one run that agree share one decode (:mod:`eccv_metric.models.shared`).
+    prepare equal images): models of one run that agree share one decode (:mod:`eccv_metric.models.encoding.shared`).
     """
 
     spec: str

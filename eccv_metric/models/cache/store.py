@@ -6,15 +6,15 @@ set's order):
 - an item already encoded in this run for another set (the 5,000 test images are in ``coco_5k`` and in
   MSCOCO-FG's gallery; an image is known by its origin and id, a text by its string) is not encoded again:
   its row is copied;
-- a set whose whole entry is in the cache (:class:`~eccv_metric.models.entries.EmbeddingCache`, checked
+- a set whose whole entry is in the cache (:class:`~eccv_metric.models.cache.entries.EmbeddingCache`, checked
   before use) is read,
   nothing encoded;
 - otherwise the items not shared (the whole set, or the rest as a subset with an entry of its own) are cut
   into fixed ranges ``[start, start + step)`` (``step``: the batch size, ``text_batch_size`` for captions;
   several batches for an encoder that batches itself; captions: ranges of their length order, longest first,
-  for an encoder that pads to the longest, :mod:`eccv_metric.models.text_batches`), the ranges an
+  for an encoder that pads to the longest, :mod:`eccv_metric.models.encoding.text_batches`), the ranges an
   interrupted run finished are read back, the others encoded
-  (:func:`~eccv_metric.models.encode.encode_batches`) and each saved at once; the finished set becomes the
+  (:func:`~eccv_metric.models.encoding.encode.encode_batches`) and each saved at once; the finished set becomes the
   entry.
 
 The key of an entry: the model's identity (weights, configs, preprocessing), the items' label and digest
@@ -22,7 +22,7 @@ The key of an entry: the model's identity (weights, configs, preprocessing), the
 their batch size and order: each can move an embedding by float rounding), the device type, the precision and this
 package's version. An encoder without an identity (a Python object) is never cached.
 
-Each entry is one folder of the cache (:mod:`eccv_metric.models.entries`: its files, and the checks
+Each entry is one folder of the cache (:mod:`eccv_metric.models.cache.entries`: its files, and the checks
 before it is used); each finished batch is written to it at once, the finished set last.
 """
 
@@ -43,20 +43,20 @@ from eccv_metric.core.about import __version__
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import atomic_open
 from eccv_metric.core.files import write_json_atomic
-from eccv_metric.models.decode import Decoder
-from eccv_metric.models.decode import decoded_batches
-from eccv_metric.models.encode import Bounds
-from eccv_metric.models.encode import encode_batches
-from eccv_metric.models.encoder import Encoder
-from eccv_metric.models.entries import EmbeddingCache
-from eccv_metric.models.entries import cache_key
-from eccv_metric.models.items import DECODER
-from eccv_metric.models.items import Items
-from eccv_metric.models.items import ItemSet
-from eccv_metric.models.shared import feeder
-from eccv_metric.models.text_batches import given_order
-from eccv_metric.models.text_batches import sorts
-from eccv_metric.models.text_batches import text_order
+from eccv_metric.models.cache.entries import EmbeddingCache
+from eccv_metric.models.cache.entries import cache_key
+from eccv_metric.models.data.items import DECODER
+from eccv_metric.models.data.items import Items
+from eccv_metric.models.data.items import ItemSet
+from eccv_metric.models.encoding.decode import Decoder
+from eccv_metric.models.encoding.decode import decoded_batches
+from eccv_metric.models.encoding.encode import Bounds
+from eccv_metric.models.encoding.encode import encode_batches
+from eccv_metric.models.encoding.shared import feeder
+from eccv_metric.models.encoding.text_batches import given_order
+from eccv_metric.models.encoding.text_batches import sorts
+from eccv_metric.models.encoding.text_batches import text_order
+from eccv_metric.models.families.encoder import Encoder
 
 CHUNK = 8  # batches handed at once to an encoder that batches (and length-sorts) itself
 
@@ -84,7 +84,7 @@ class EmbeddingStore:
         self.decoder = decoder  # images decoded on the GPU (decode="gpu"); None: PIL in the workers
         self.workers = workers
         self.seen: dict[tuple, tuple[ItemSet, int]] = {}  # an item (Items.keys) -> the set and row that has it
-        self.companions: list[EmbeddingStore] = []  # fed this store's prepared image batches (models.shared)
+        self.companions: list[EmbeddingStore] = []  # fed this store's prepared image batches (models.encoding.shared)
         self.received: dict[str, dict[Bounds, tuple[np.ndarray, str]]] = {}  # by cache key: batches fed, by whom
         self.entries: dict[str, EmbeddingCache] = {}  # by cache key (entry)
 
@@ -174,7 +174,7 @@ class EmbeddingStore:
 
     def answers(self, sets: list[ItemSet], items: dict[ItemSet, Items]) -> bool:
         """Whether :meth:`embed` would read every set from the cache, encoding nothing (each entry it would read
-        is finished and checked): then the model need not be loaded (:mod:`eccv_metric.models.recall`)."""
+        is finished and checked): then the model need not be loaded (:mod:`eccv_metric.models.cache.recall`)."""
         seen: set = set()
         for s in sets:
             fresh, _, entry = self.part(items[s], seen)
@@ -190,7 +190,8 @@ class EmbeddingStore:
 
     def receive(self, items: Items, bounds: Bounds, rows: np.ndarray, by: str) -> None:
         """One batch of ``items`` encoded by this store's model from the prepared images of another store (of
-        model ``by``: :mod:`eccv_metric.models.shared`), taken as encoded when this store's run reaches ``items``."""
+        model ``by``: :mod:`eccv_metric.models.encoding.shared`), taken as encoded when this store's run reaches
+        ``items``."""
         self.received.setdefault(cache_key(self.key(items)), {})[bounds] = (rows, by)
 
     def values(self, items: Items, entry: EmbeddingCache | None) -> tuple[np.ndarray, dict]:

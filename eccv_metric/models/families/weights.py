@@ -3,11 +3,11 @@
 A model loaded from a folder of weight files (a local folder, or the Hugging Face cache's snapshot of a Hub
 repo) is identified by those files: the sha256 of each (``*.safetensors``, else ``*.bin`` / ``*.pt`` /
 ``*.pth``, folder by folder, as transformers and sentence-transformers prefer safetensors), remembered by
-:class:`~eccv_metric.models.digests.FileDigests` (``file_digests.json`` in the embedding cache folder, by the
+:class:`~eccv_metric.models.data.digests.FileDigests` (``file_digests.json`` in the embedding cache folder, by the
 file's resolved path, size, mtime, ctime and inode; nothing remembered with ``cache=False``): a second run
 reads a stamp per file. Where no file stands for the weights (a model built in Python, weights some of which
 were initialised at load: missing or mismatched keys, open_clip), the digest is of the state dict's tensors
-(:func:`~eccv_metric.models.torchutil.weights_digest`). Nothing here imports torch.
+(:func:`~eccv_metric.models.families.torchutil.weights_digest`). Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from eccv_metric.core.files import write_text_atomic
-from eccv_metric.models.digests import FileDigests
+from eccv_metric.models.data.digests import FileDigests
 
 SAFE = (".safetensors",)
 PICKLED = (".bin", ".pt", ".pth")

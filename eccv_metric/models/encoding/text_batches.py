@@ -11,7 +11,7 @@ orders differ only among captions of nearly the same length. Encoders that pad t
 
 Batch boundaries are fixed ranges of that order (``[start, start + text_batch_size)``), as for images; the
 cache key records the text batch size and the order. On a GPU the tokenizer runs in a thread one batch ahead
-of the model (:func:`~eccv_metric.models.background.ahead`), on the host, while the GPU encodes this batch; on
+of the model (:func:`~eccv_metric.models.encoding.background.ahead`), on the host, while the GPU encodes this batch; on
 a CPU, where both compete for the same cores, groups of batches are tokenised, then encoded (``CPU_GROUP``).
 """
 
@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from eccv_metric.models.background import ahead
-from eccv_metric.models.encoder import Encoder
+from eccv_metric.models.encoding.background import ahead
+from eccv_metric.models.families.encoder import Encoder
 
 # captions per forward pass when text_batch_size= is not given, by device type: on a CPU, batches of 256 ran
 # at the speed of larger ones (the tests' tiny CLIP, 2-core VM); a GPU wants large batches to fill itself

@@ -13,22 +13,22 @@ from pathlib import Path
 from typing import Any
 
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.models.decode import hf_tensor_preprocessing
-from eccv_metric.models.decode import load_image_processor
-from eccv_metric.models.decode import pil_image_processor
-from eccv_metric.models.families import Family
-from eccv_metric.models.families import LoadOptions
-from eccv_metric.models.families import register
-from eccv_metric.models.families import require
-from eccv_metric.models.identity import saved_digest
-from eccv_metric.models.torchutil import EXTRA
-from eccv_metric.models.torchutil import Loading
-from eccv_metric.models.torchutil import hub_unreachable
-from eccv_metric.models.torchutil import main_commit
-from eccv_metric.models.torchutil import pinned
-from eccv_metric.models.torchutil import snapshot
-from eccv_metric.models.torchutil import to_device
-from eccv_metric.models.weights import hub_folder
+from eccv_metric.models.encoding.decode import hf_tensor_preprocessing
+from eccv_metric.models.encoding.decode import load_image_processor
+from eccv_metric.models.encoding.decode import pil_image_processor
+from eccv_metric.models.families.identity import saved_digest
+from eccv_metric.models.families.registry import Family
+from eccv_metric.models.families.registry import LoadOptions
+from eccv_metric.models.families.registry import register
+from eccv_metric.models.families.registry import require
+from eccv_metric.models.families.torchutil import EXTRA
+from eccv_metric.models.families.torchutil import Loading
+from eccv_metric.models.families.torchutil import hub_unreachable
+from eccv_metric.models.families.torchutil import main_commit
+from eccv_metric.models.families.torchutil import pinned
+from eccv_metric.models.families.torchutil import snapshot
+from eccv_metric.models.families.torchutil import to_device
+from eccv_metric.models.families.weights import hub_folder
 
 WORKER_MODULES = ("transformers.image_processing_utils",)  # what unpickling a Prepare imports in a worker
 

@@ -1,13 +1,13 @@
 """Encoding batches, fast and bounded: a torch DataLoader decodes and preprocesses images in worker processes
 (:class:`ImageItems`: a map-style dataset, torch-free and picklable, keeping the row group it last read; each
-image becomes the 8-bit RGB picture :data:`~eccv_metric.models.items.DECODER` says, :func:`to_rgb`), the
+image becomes the 8-bit RGB picture :data:`~eccv_metric.models.data.items.DECODER` says, :func:`to_rgb`), the
 model sees batches (under ``torch.inference_mode``, fp16 / bf16 autocast on a GPU when asked: its family's
 doing), and each batch's output comes back as float32 rows of its own (:func:`as_rows`).
 
 Which batches to encode, and what becomes of them (the cache, resuming), is the store's
-(:mod:`eccv_metric.models.store`); this module only encodes the ranges it is given. Memory: the model, a few
+(:mod:`eccv_metric.models.cache.store`); this module only encodes the ranges it is given. Memory: the model, a few
 batches in flight (``workers * prefetch``); never the images. Captions come in the store's order (length
-order for encoders that pad to the longest: :mod:`eccv_metric.models.text_batches`), tokenised ahead.
+order for encoders that pad to the longest: :mod:`eccv_metric.models.encoding.text_batches`), tokenised ahead.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from pathlib import Path
 import numpy as np
 
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.models.background import lagged
-from eccv_metric.models.encoder import Encoder
-from eccv_metric.models.items import Items
-from eccv_metric.models.items import Location
-from eccv_metric.models.text_batches import encode_text_batches
-from eccv_metric.models.workers import image_batches
+from eccv_metric.models.data.items import Items
+from eccv_metric.models.data.items import Location
+from eccv_metric.models.encoding.background import lagged
+from eccv_metric.models.encoding.text_batches import encode_text_batches
+from eccv_metric.models.encoding.workers import image_batches
+from eccv_metric.models.families.encoder import Encoder
 
 Bounds = tuple[int, int]
 
@@ -41,11 +41,12 @@ def encode_batches(
     feed: Callable[[Bounds, object], None] | None = None,
 ) -> Iterator[tuple[Bounds, np.ndarray]]:
     """``(bounds, rows)`` of each range of ``todo`` in turn, rows as :func:`as_rows` gives them; captions: the
-    ranges are of ``order`` (their encoding order, :func:`~eccv_metric.models.text_batches.text_order`). On a
+    ranges are of ``order`` (their encoding order, :func:`~eccv_metric.models.encoding.text_batches.text_order`). On a
     GPU each batch comes back to the host without blocking while the next one runs
-    (:func:`~eccv_metric.models.background.lagged`). ``raw``: the model's outputs made elsewhere (images
-    decoded on the GPU: :func:`~eccv_metric.models.decode.decoded_batches`) instead of :func:`outputs`.
-    ``feed``: called with each prepared image batch (other models encode it: :mod:`eccv_metric.models.shared`)."""
+    (:func:`~eccv_metric.models.encoding.background.lagged`). ``raw``: the model's outputs made elsewhere (images
+    decoded on the GPU: :func:`~eccv_metric.models.encoding.decode.decoded_batches`) instead of :func:`outputs`.
+    ``feed``: called with each prepared image batch (other models encode it:
+    :mod:`eccv_metric.models.encoding.shared`)."""
     what = f"{items.item_set.collection} {items.item_set.kind}s ({items.item_set.label})"
     made = raw if raw is not None else outputs(encoder, items, todo, workers, order, feed)
     for (start, stop), values in lagged(made):
@@ -61,8 +62,8 @@ def outputs(
     feed: Callable[[Bounds, object], None] | None = None,
 ) -> Iterator[tuple[Bounds, object]]:
     """The encoder's raw output for each range: texts in ``order`` (tokenised ahead:
-    :mod:`eccv_metric.models.text_batches`), images decoded and prepared by a DataLoader
-    (:mod:`eccv_metric.models.workers`)."""
+    :mod:`eccv_metric.models.encoding.text_batches`), images decoded and prepared by a DataLoader
+    (:mod:`eccv_metric.models.encoding.workers`)."""
     if items.texts is not None:
         order = np.arange(len(items.texts), dtype=np.int64) if order is None else order
         yield from encode_text_batches(encoder, items.texts, order, todo)
