@@ -7,7 +7,8 @@ block named in ``PAGE_INPUTS`` runs first. Placeholders (``path/to/cxc``...) are
 session's real build of ../shared/data. A ```python block runs in a fresh interpreter (a block of ``>>>`` lines is
 a doctest), with a ``ChanceLevelWarning`` as an error: the pages' stand-ins carry structure. Every ``eccv-caption``
 line not in ``PARSE_ONLY`` runs through bash and the installed command (this checkout's code on ``PYTHONPATH``);
-the ``build`` lines of a page are alternatives, so the folder is removed before each. Each must exit 0 with no
+the ``build`` lines of a page are alternatives, so the folder is removed before each. A ```python block holding a
+key of ``PY_NOT_RUN`` (weights from the Hub, a sketch) is only compiled. Each must exit 0 with no
 ``error:`` line and no traceback, and every ``warning:`` a line prints must be explained on its page (the page holds
 the warning's words). The lines only parsed, and why: tests/docs_blocks.py.
 """
@@ -32,6 +33,7 @@ from tests.docs_blocks import bash_lines
 from tests.docs_blocks import blocks
 from tests.docs_blocks import cli_calls
 from tests.docs_blocks import command
+from tests.docs_blocks import not_run
 from tests.docs_blocks import page_name
 from tests.docs_blocks import pages
 from tests.docs_blocks import python_blocks
@@ -90,7 +92,9 @@ def test_each_page_runs_in_order_as_written(page, tmp_path, request):
         (folder / placeholder).symlink_to((SHARED / target).resolve())
     todo = steps(page)
     commands = [line for lang, body in todo if lang == "bash" for line in runs(body)]
-    reads = [body for lang, body in todo if lang == "python"] + commands  # what runs, parse-only lines left out
+    reads = [
+        body for lang, body in todo if lang == "python" and not not_run(body)
+    ] + commands  # what runs, parse-only lines left out
     if any("eccv_caption_hf" in step for step in reads) and not any(line.startswith(BUILD) for line in commands):
         built, _ = request.getfixturevalue("built")  # the session's real build of ../shared/data
         (folder / "eccv_caption_hf").symlink_to(built)
@@ -101,7 +105,8 @@ def test_each_page_runs_in_order_as_written(page, tmp_path, request):
     printed = []
     for index, (lang, body) in enumerate(todo):
         if lang == "python":
-            run_block(body, f"{page_name(page)} block {index + 1}", folder, env, prefix=NO_CHANCE)
+            if not not_run(body):  # the blocks only compiled (tests/unit/test_docs_bash.py): PY_NOT_RUN
+                run_block(body, f"{page_name(page)} block {index + 1}", folder, env, prefix=NO_CHANCE)
             continue
         for line in runs(body):
             if line.startswith(BUILD):  # alternatives: each writes the one folder anew

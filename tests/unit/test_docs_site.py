@@ -62,7 +62,7 @@ OLD_README = {
     "TREC files: Ties": ("guides/trec-mteb.md", "Ties in runs"),
     "TREC files: the metric names of other tools": ("guides/trec-mteb.md", "The same metrics in other tools"),
     "TREC files: MTEB": ("guides/trec-mteb.md", "MTEB"),
-    "Results on the Hub": ("guides/publishing.md", "Your model's results"),
+    "Results on the Hub": ("guides/publishing.md", "Your model's results and their details"),
     "Results on the Hub: leaderboard --from-hub": ("guides/publishing.md", "Reading the leaderboard back"),
     "Dataset builder": ("data/index.md", "Building it"),
     "Dataset builder: configs": ("data/index.md", "Configs"),
