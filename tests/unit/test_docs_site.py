@@ -159,16 +159,15 @@ def test_the_readme_is_a_landing_page_one_click_from_what_a_user_looks_for():
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     """``mkdocs build --strict`` of the repository's mkdocs.yml into a temporary folder."""
-    import os
-
     from mkdocs.commands.build import build
     from mkdocs.config import load_config
 
     out = tmp_path_factory.mktemp("site")
-    os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")  # Material's end-of-life banner, printed on every build
-    config = load_config(str(ROOT / "mkdocs.yml"), site_dir=str(out))
-    assert config["strict"], "mkdocs.yml must build strictly: a broken link or anchor fails the build"
-    build(config)  # raises mkdocs.exceptions.Abort on any warning (strict)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("NO_MKDOCS_2_WARNING", "1")  # Material's end-of-life banner, printed on every build
+        config = load_config(str(ROOT / "mkdocs.yml"), site_dir=str(out))
+        assert config["strict"], "mkdocs.yml must build strictly: a broken link or anchor fails the build"
+        build(config)  # raises mkdocs.exceptions.Abort on any warning (strict)
     return out
 
 
