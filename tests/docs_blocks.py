@@ -138,11 +138,21 @@ PARSE_ONLY = {
     ),
     "python scripts/benchmark_models.py --preset tiny --device cpu --skip clip_benchmark --warm-repeat 5 "
     "--folder /tmp/eccv_bm": "a speed measurement: minutes, on a quiet machine",
+    "eccv-caption evaluate --scores first_stage.npy --rerank i2t=i2t.npz --rerank t2i=t2i.npz --metrics "
+    "coco_5k_recalls eccv_map_at_r eccv_r1 coco_5k_medr": "reads a reranker's output files",
+    "eccv-caption evaluate --image-embeddings img.npy --caption-embeddings cap.npy --normalize --image-ids "
+    "image_ids.json --caption-ids caption_ids.json --rerank i2t=i2t.npz --rerank t2i=t2i.npz --instances-json "
+    "instances_karpathy_test.json --benchmarks eccv_caption pm": "reads a reranker's output files",
 }
 
 # lines whose flags are on a helper's branch, not yet on this one (their docs arrived as notes, integrated here):
 # argparse may refuse them until that branch is merged; then they parse like every other line
 NOT_YET = {
+    "eccv-caption evaluate --scores first_stage.npy --rerank i2t=i2t.npz --rerank t2i=t2i.npz --metrics "
+    "coco_5k_recalls eccv_map_at_r eccv_r1 coco_5k_medr": "branch twostage (issue 50, item 3)",
+    "eccv-caption evaluate --image-embeddings img.npy --caption-embeddings cap.npy --normalize --image-ids "
+    "image_ids.json --caption-ids caption_ids.json --rerank i2t=i2t.npz --rerank t2i=t2i.npz --instances-json "
+    "instances_karpathy_test.json --benchmarks eccv_caption pm": "branch twostage (issue 50, item 3)",
     "eccv-caption push-results clip_b32.json --per-query clip_b32_pq.json --dry-run": "branch hub (issue 52)",
     "eccv-caption push-results results.json --per-query per_query.json --dry-run": "branch hub (issue 52)",
     "eccv-caption push-results results.json --per-query per_query.json": "branch hub (issue 52)",
@@ -177,6 +187,9 @@ PY_NOT_RUN = {
     "CacheWarning": "downloads CLIP's weights (branch cache, issue 53)",
     "libraries_quiet": "downloads CLIP's weights (branch cache, issue 53)",
     "details_you__your-clip": "reads a details repo from the Hub",
+    "TwoStage": "a sketch over your first stage's and reranker's arrays (branch twostage, issue 50)",
+    "save_reranked": "a sketch over your reranker's arrays (branch twostage, issue 50)",
+    "candidate_ids=top_caption_ids": "a sketch over your reranker's arrays",
 }
 
 # parse-only lines whose eccv-caption commands do run, alone (the install before them is what is not run)
