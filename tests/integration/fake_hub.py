@@ -11,7 +11,8 @@ with <revision> first "v0.4.6" (evaluate's own version: a 404 there makes it ret
 This server answers those for staged Space folders (and dataset / model repos: ``/datasets/<id>/resolve/...``,
 ``/<id>/resolve/...``), the JSON API routes a huggingface_hub client uses for the same repos
 (``/api/<kind>/<id>`` and ``/api/<kind>/<id>/revision/<rev>``, ``<rev>`` also ``refs/pr/<n>`` or a past commit;
-``blobs=true``: sizes, blob ids and the LFS sha256 of Parquet files), ``/api/whoami-v2``, ``POST
+``blobs=true``: sizes, blob ids and the LFS sha256 of Parquet files), folder listings (``/api/<kind>/<id>/tree/<rev>
+[/<path>]``: what ``HfFileSystem``, so ``load_dataset``, reads), ``/api/whoami-v2``, ``POST
 /api/repos/create``, the write routes of ``HfApi.create_commit`` (``POST /api/validate-yaml``,
 ``/api/<kind>/<id>/preupload/<rev>`` (with each file's current ``oid``, so an unchanged file is no change),
 ``/api/<kind>/<id>/commit/<rev>`` with ``create_pr=1`` for a pull request), the pull requests of a repo
@@ -63,6 +64,10 @@ KINDS = ("models", "datasets", "spaces")
 # /api/<kind>/<owner>/<name>[/<action>[/<rev>]]: the API routes (the revision is one %-quoted segment)
 API = re.compile(
     r"^/api/(?P<kind>models|datasets|spaces)/(?P<repo>[^/]+/[^/]+?)(?:/(?P<action>[a-z]+)(?:/(?P<rev>[^/]+))?)?/?$"
+)
+# /api/<kind>/<owner>/<name>/tree/<rev>[/<path>]: a folder's listing (what HfFileSystem, so load_dataset, reads)
+TREE = re.compile(
+    r"^/api/(?P<kind>models|datasets|spaces)/(?P<repo>[^/]+/[^/]+)/tree/(?P<rev>[^/]+)(?:/(?P<path>.*))?$"
 )
 # [/<kind>]/<owner>/<name>/resolve/<rev>/<file>: a file (models have no kind in the path)
 RESOLVE = re.compile(r"^(?:/(?P<kind>spaces|datasets))?/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<file>.+)$")
@@ -180,6 +185,11 @@ class FakeHub:
                     repo = f"{req.get('organization')}/{req['name']}"
                     hub.store.create(kind, repo, token)
                     return self._json({"url": f"{hub.url}/{'' if kind == 'models' else kind + '/'}{repo}"})
+                m = TREE.match(raw)
+                if m and self.command == "GET":
+                    path = unquote(m["path"] or "").strip("/")
+                    deep = query.get("recursive", ["false"])[0].lower() == "true"
+                    return self._tree(m["kind"], unquote(m["repo"]), unquote(m["rev"]), path, deep)
                 m = API.match(raw)
                 if m:
                     return self._api(m["kind"], unquote(m["repo"]), m["action"], unquote(m["rev"] or ""), query, body)
@@ -231,6 +241,30 @@ class FakeHub:
                         "Accept-Ranges": "bytes",
                     },
                 )
+
+            def _tree(self, kind: str, repo: str, rev: str, path: str, recursive: bool):
+                """The files and folders under ``path`` at ``rev`` (all below it with ``recursive``)."""
+                files = hub.store.files(kind, repo, rev, self._token())[1]
+                prefix = f"{path}/" if path else ""
+                below = {name: data for name, data in files.items() if name.startswith(prefix)}
+                if path and not below:
+                    return self._error(404, "EntryNotFound", f"{path} does not exist on {rev}")
+                entries: dict[str, dict] = {}
+                for name, data in sorted(below.items()):
+                    parts = name[len(prefix) :].split("/")
+                    for depth in range(1, len(parts)):  # the folders on the way
+                        folder = prefix + "/".join(parts[:depth])
+                        if recursive or depth == 1:
+                            entries.setdefault(
+                                folder, {"type": "directory", "oid": "0" * 40, "size": 0, "path": folder}
+                            )
+                    if recursive or len(parts) == 1:
+                        entry = {"type": "file", "oid": git_blob_sha1(data), "size": len(data), "path": name}
+                        if name.endswith(".parquet"):
+                            digest = hashlib.sha256(data).hexdigest()
+                            entry["lfs"] = {"oid": digest, "size": len(data), "pointerSize": 134}
+                        entries[name] = entry
+                return self._json(list(entries.values()))
 
             def _info(self, kind: str, repo: str, rev: str, blobs: bool = False):
                 sha, files = hub.store.files(kind, repo, rev, self._token())

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -101,6 +103,16 @@ def test_details_then_numbers_pointing_at_them(hub, results, run):
     assert summary["results"] == numbers and summary["model_repo"] == "me/clip"
     assert "/home/me" not in json.dumps(summary)  # the provenance's local paths are not published
     assert "Per-query values behind every number" in model["description"]
+    # the card's snippet as a reader runs it: datasets' own load_dataset, at the commit the numbers point at
+    code = (
+        "import json, sys, numpy as np; from datasets import load_dataset; "
+        f"d = load_dataset('me/details_me__clip', 'eccv_map_at_r_t2i', split='test', revision='{details['sha']}'); "
+        "print(json.dumps([list(d['query_id']), float(np.mean(d['value']))]))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=hub.env, timeout=300)
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    ids, mean = json.loads(loaded.stdout.strip().splitlines()[-1])
+    assert ids == per_query["eccv_map_at_r"]["t2i"]["query_ids"] and mean == numbers["eccv_map_at_r"]["t2i"]
 
 
 def test_a_rerun_adds_a_commit_to_the_same_pull_request(hub, results, run, tmp_path):

@@ -1,7 +1,7 @@
 """The Hub benchmark's tasks (eval.yaml) and a results file as eval results, checked without any network.
 
 The Hub side (commits, pull requests, details, the leaderboard, failures) runs against the local fake Hub in
-tests/integration/test_hub_results.py and test_hub_details.py; here: which tasks exist, the values written
+tests/integration/test_hub_results.py and test_hub_board.py; here: which tasks exist, the values written
 (percent, by an independent decimal reading), the file names, the entries' checks, the model card kept as it was
 but for its model-index, and every refusal of ``push-results`` before anything is sent (one line, in flag words).
 """
