@@ -53,6 +53,7 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
 
 def run_compare(args: argparse.Namespace) -> int:
     skipped: dict[str, str] = {}
+    notes: list[str] = []
     options = dict(skipped=skipped, resources=resources_of(args))
     if args.from_hub:
         from eccv_metric.cli.hub import hub_per_query
@@ -62,6 +63,9 @@ def run_compare(args: argparse.Namespace) -> int:
             raise EvaluationError(f"--from-hub: {args.a} and {args.b} published details on different benchmarks "
                                   "(give --dataset-repo)")  # fmt: skip
         rows = compare(a, b, args.n_resamples, args.confidence, args.seed, args.method, **options)  # type: ignore[arg-type]
+        revisions = [about["dataset"].get("revision") or "an unnamed revision" for about in (about_a, about_b)]
+        if revisions[0] != revisions[1]:
+            notes.append(f"note: A was scored on the benchmark at {revisions[0]}, B at {revisions[1]}")
     else:
         rows = compare_files(args.a, args.b, args.n_resamples, args.confidence, args.seed, args.method, **options)
     table = [("metric", "A", "CI A", "B", "CI B", "A-B", "p", "p Holm")]
@@ -94,6 +98,8 @@ def run_compare(args: argparse.Namespace) -> int:
     print(footnote(args, rows))
     for metric, why in skipped.items():
         print(f"skipped {metric}: {why}")
+    for note in notes:
+        print(note)
     return 0
 
 

@@ -143,7 +143,11 @@ def significance(args: argparse.Namespace, ranked: list[str], hub: dict) -> list
             lines.append(f"  {a} vs {b}: no per-query {args.sort} in both details")
             continue
         revisions = {details[n][1]["dataset"].get("revision") for n in (a, b)}
-        rows = compare(pq_a, pq_b, args.n_resamples, 0.95, args.seed)
+        try:
+            rows = compare(pq_a, pq_b, args.n_resamples, 0.95, args.seed)
+        except EvaluationError as exc:  # one pair that cannot be compared is said; the others stand
+            lines.append(f"  {a} vs {b}: not compared ({exc})")
+            continue
         cells = "; ".join(
             f"{r['direction']} {'+' if r['diff'] >= 0 else '-'}{shown(args.sort, abs(r['diff']))} "
             f"[{shown(args.sort, r['diff_low'])}, {shown(args.sort, r['diff_high'])}] p={r['p_value']:.4f}"
