@@ -56,7 +56,8 @@ def add_push_results(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--direct",
         action="store_true",
-        help="commit to main (your own repo) instead of a pull request (a rerun adds a commit to your open one)",
+        help="commit to main (your own repo) instead of a pull request (without it, a rerun adds a commit to the pull "
+        "request you opened before)",
     )
     p.add_argument(
         "--model-index", action="store_true", help="also write the model card's model-index (the older form)"
