@@ -139,6 +139,18 @@ def test_a_rerun_adds_a_commit_to_the_same_pull_request(hub, results, run, tmp_p
     assert dates == {"2026-09-01T08:00:00Z"}
     mine = cli(hub.env, "push-results", str(results[0]), "--per-query", str(results[1]), token="hf_me")
     assert mine.returncode == 0 and len(hub.store.prs[("models", "me/clip")]) == 2  # another user: their own
+    # details to a repo of another account: a pull request there too, kept current the same way
+    theirs = [str(later[0]), "--per-query", str(later[1]), "--details-repo", "me/details_me__clip"]
+    done = cli(hub.env, "push-results", *theirs, token="hf_other")
+    assert done.returncode == 0 and "open a pull request on dataset me/details_me__clip" in done.stdout, done.stderr
+    commits = len(hub.store.commits)
+    again = cli(hub.env, "push-results", *theirs, token="hf_other")
+    assert "add a commit to your pull request #1 on dataset me/details_me__clip" in again.stdout, again.stderr
+    assert len(hub.store.commits) == commits  # the same files: no commit on either repo
+    (details_pr,) = hub.store.prs[("datasets", "me/details_me__clip")]
+    assert details_pr.author == "other"
+    sources = {item["source"]["url"] for item in entries(hub.store.prs[("models", "me/clip")][0].files).values()}
+    assert sources == {f"{hub.url}/datasets/me/details_me__clip/tree/{details_pr.sha}"}
 
 
 def test_direct_with_model_index_keeps_the_card(hub, results, run):
