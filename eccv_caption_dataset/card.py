@@ -127,26 +127,31 @@ HUB_SECTION = """\
 ([Evaluation Results](https://huggingface.co/docs/hub/eval-results)): one task per metric and
 direction, each its own leaderboard once the Hub lists the benchmark (the Hub keeps leaderboards for the
 benchmarks on its allow-list). Values are in percent, as in the paper's table above; the CxC correlations
-are Spearman's rho. `eval.yaml` names no `evaluation_framework`: the Hub accepts only the frameworks on its
-list, and this package is not one of them.
+are Spearman's rho. `eval.yaml` names `evaluation_framework: mteb`: the Hub takes one framework of its list,
+this package is not on it, and this dataset is an MTEB dataset as it is (`eccv_caption_dataset.mteb.tasks`; MTEB's
+predictions are scored with every metric by `eccv-caption evaluate --run` and published like any results).
 
 | task | metric | config | split | unit |
 |---|---|---|---|---|
 {rows}
 
 A model's results show on its page and on these leaderboards as `.eval_results/*.yaml` files in its repo,
-one per task, written from a results file of `eccv-caption evaluate --model`:
+one per task, each pointing at the per-query values behind it (a details dataset repo, one config per metric and
+direction), written from one run of `eccv-caption evaluate --model`:
 
 ```bash
-eccv-caption evaluate --model hf:you/your-clip --data {repo} -o results.json \\
+eccv-caption evaluate --model hf:you/your-clip --data {repo} -o results.json --per-query per_query.json \\
   --metrics {metrics}
-eccv-caption push-results results.json --dry-run
-eccv-caption push-results results.json
+eccv-caption push-results results.json --per-query per_query.json --dry-run
+eccv-caption push-results results.json --per-query per_query.json
 ```
 
-`push-results` opens a pull request on the model repo (`--direct` commits to a repo you own,
-`--model-index` also writes the card's `model-index`, the older form Papers with Code read);
-`eccv-caption leaderboard --from-hub {repo}` prints the Hub's leaderboard beside the paper's models.
+`push-results` commits the details to `you/details_<model owner>__<model name>` and opens a pull request on the
+model repo (a rerun adds a commit to it; `--direct` commits to a repo you own, `--model-index` also writes the
+card's `model-index`, the older form); `eccv-caption leaderboard --from-hub {repo}` prints every model of every
+task beside the paper's models, `--significance` tells whether neighbours differ beyond chance, and
+`eccv-caption compare ORG/A ORG/B --from-hub --dataset-repo {repo}` runs the paired test on two models'
+published details.
 """
 
 LICENSE_TABLE = """\

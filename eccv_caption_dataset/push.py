@@ -177,7 +177,7 @@ def set_card_repo(folder: Path, repo: str) -> None:
     new = re.sub(r'load_dataset\("[^"]*"', f'load_dataset("{repo}"', text)
     new = re.sub(r'GroundTruth\.from_dataset\("[^"]*"\)', f'GroundTruth.from_dataset("{repo}")', new)
     new = re.sub(r"load_dataset\('[^']*'", f"load_dataset({repo!r}", new)
-    new = re.sub(r"(--data|--from-hub) [^\s`]+", lambda m: f"{m.group(1)} {repo}", new)  # "Results on the Hub"
+    new = re.sub(r"(--data|--dataset-repo|leaderboard --from-hub) [^\s`]+", lambda m: f"{m.group(1)} {repo}", new)
     if new != text:
         write_text_atomic(card, new)
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import csv
 import os
 from collections.abc import Mapping
-from collections.abc import Sequence
 from pathlib import Path
 
 from eccv_metric.core.errors import EvaluationError
@@ -115,37 +114,9 @@ def from_results(results: Mapping[str, Mapping[str, float]]) -> dict[str, float]
     return averages(scaled)
 
 
-YOURS = " (yours)"
-
-
-def user_names(paths: Sequence[str | Path], paper_models: Sequence[str]) -> tuple[dict[str, Path], list[str]]:
-    """One unique leaderboard name per user results file (its file name without ``.json``) and the notes to print.
-
-    A name equal to one of the paper's models (ignoring case) is shown as ``"<name> (yours)"``, never merged
-    with the paper's row; two files that would get the same name are an error naming both files.
-    """
-    taken = {m.casefold() for m in paper_models}
-    names: dict[str, Path] = {}
-    notes: list[str] = []
-    for given in paths:
-        path = Path(given)
-        name = path.stem
-        if name.casefold() in taken:
-            notes.append(f"note: {path} is shown as '{name}{YOURS}': '{name}' is one of the paper's models")
-            name += YOURS
-        clash = next((other for n, other in names.items() if n.casefold() == name.casefold()), None)
-        if clash is not None:
-            raise EvaluationError(
-                f"--with: {clash} and {path} would both be the model '{name}' on the leaderboard: give each "
-                "results file its own name (the file name is the model's name)"
-            )
-        names[name] = path
-    return names, notes
-
-
 def merge(table: Table, extra: Mapping[str, Mapping[str, Mapping[str, float]]]) -> Table:
     """The paper's table with the user's models added; a user name already in ``table`` is refused (see
-    :func:`user_names`), never merged with or put in place of the paper's row."""
+    :func:`eccv_metric.analysis.results_files.user_names`), never merged with or put in place of the paper's row."""
     merged = dict(table)
     for name, results in extra.items():
         if name in merged:

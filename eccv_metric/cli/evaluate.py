@@ -36,6 +36,9 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import in_words
 from eccv_metric.core.files import check_output_path
 from eccv_metric.core.files import write_json_atomic
+from eccv_metric.core.provenance import run_stamp
+from eccv_metric.core.provenance import with_digests
+from eccv_metric.formats.mteb import PredictionRankings
 from eccv_metric.formats.mteb import is_json_object
 from eccv_metric.formats.mteb import not_rankings
 from eccv_metric.formats.readers import IDS
@@ -223,19 +226,31 @@ def run_evaluate(args: argparse.Namespace) -> int:
             seed=args.seed,
         )
     means = results.means()
-    if args.json:
+    per_query = results.per_query_json() if args.per_query else None
+    written = {**means, "provenance": with_digests(score_provenance(source), means, per_query)}
+    if args.json:  # the numbers (as before); the results file carries them with their provenance
         print(json.dumps(means, indent=1))
     elif not args.quiet:
         print(format_table(means))
     for note in results.notes:
         print(f"warning: {in_words(note, CLI_WORDS)}", file=sys.stderr)
     if args.output:
-        write_json_atomic(args.output, means)
+        write_json_atomic(args.output, written)
         say(args, f"wrote {args.output}")
     if args.per_query:
-        write_json_atomic(args.per_query, results.per_query_json())
+        write_json_atomic(args.per_query, per_query)
         say(args, f"wrote {args.per_query}")
     return 0
+
+
+def score_provenance(source: object) -> dict:
+    """The provenance of results scored from files: the run's date and package, the input's kind, and for MTEB
+    predictions who produced them (:meth:`~eccv_metric.formats.mteb.PredictionRankings.provenance`). No file
+    path is recorded (results are shared; a path says nothing to a reader elsewhere)."""
+    if isinstance(source, PredictionRankings):
+        return {**run_stamp(), **source.provenance()}
+    kind = {Rankings: "rankings", ScoreMatrix: "scores", Embeddings: "embeddings"}
+    return {**run_stamp(), "input": next((k for t, k in kind.items() if isinstance(source, t)), "scores")}
 
 
 def add_benchmarks(sub: argparse._SubParsersAction) -> None:

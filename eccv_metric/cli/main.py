@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from eccv_metric.cli.analysis import add_compare
 from eccv_metric.cli.analysis import add_correlate
-from eccv_metric.cli.analysis import add_leaderboard
+from eccv_metric.cli.board import add_leaderboard
 from eccv_metric.cli.common import CLI_WORDS
 from eccv_metric.cli.common import add_quiet
 from eccv_metric.cli.data import add_build

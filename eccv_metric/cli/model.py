@@ -26,6 +26,7 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import in_words
 from eccv_metric.core.files import check_output_path
 from eccv_metric.core.files import write_json_atomic
+from eccv_metric.core.provenance import with_digests
 
 MODEL_WORDS = {
     **CLI_WORDS,
@@ -148,7 +149,8 @@ def run_model(args: argparse.Namespace) -> int:
     for k, out in enumerate(runs):
         means = out.results.means()
         skipped = {name: in_words(why, MODEL_WORDS) for name, why in out.skipped.items()}
-        written = {**means, "provenance": {**out.provenance, "skipped": skipped}}
+        per_query = out.results.per_query_json() if args.per_query else None
+        written = {**means, "provenance": with_digests({**out.provenance, "skipped": skipped}, means, per_query)}
         shown.append(written)
         if not args.json and not args.quiet:
             print((f"model: {models[k]}\n" if several else "") + format_table(means))
@@ -158,10 +160,10 @@ def run_model(args: argparse.Namespace) -> int:
                          "(--no-cache loads it and encodes afresh)")  # fmt: skip
         for line in lines + [f"warning: {in_words(note, CLI_WORDS)}" for note in out.results.notes]:
             print(line, file=sys.stderr)
-        for path, payload in ((args.output, written), (args.per_query, None)):
+        for path, payload in ((args.output, written), (args.per_query, per_query)):
             if path:
                 target = Path(path) / f"{model_slug(k, models[k])}.json" if several else path
-                write_json_atomic(target, payload if payload is not None else out.results.per_query_json())
+                write_json_atomic(target, payload)
     if args.json:
         print(json.dumps(shown if several else shown[0], indent=1))
     for path in (args.output, args.per_query, args.save_embeddings):

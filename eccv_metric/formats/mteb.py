@@ -31,6 +31,7 @@ from eccv_metric.core.view import View
 from eccv_metric.formats.trec import parse_trec_id
 from eccv_metric.inputs.given import Rankings
 
+TASK_PREFIX = "ECCVCaption_"  # the MTEB task names of eccv_caption_dataset.mteb (``ECCVCaption_<subset>``)
 EXPECTED = 'MTEB predictions {"mteb_model_meta": ..., "<subset>": {"test": {"<query id>": {"<doc id>": score}}}}'
 META = "mteb_model_meta"
 
@@ -71,10 +72,34 @@ def not_rankings(path: str | Path, instead: str) -> EvaluationError:
 class PredictionRankings(Rankings):
     """Rankings read from MTEB predictions; knows which gallery each direction's lists searched."""
 
-    def __init__(self, path: str | Path, restrictions: dict[str, tuple[str | None, list[str]]], **directions: object):
+    def __init__(
+        self,
+        path: str | Path,
+        restrictions: dict[str, tuple[str | None, list[str]]],
+        meta: object = None,
+        **directions: object,
+    ):
         super().__init__(**directions)
         self.path = str(path)
         self.restrictions = restrictions  # direction -> (restriction of the subsets' search, subset names)
+        self.meta = meta if isinstance(meta, dict) else {}  # mteb_model_meta: model_name, revision, ...
+
+    def provenance(self) -> dict:
+        """Who produced the lists: MTEB, its model (``mteb:<model_name>``; a Hub id names the model repo) and
+        revision, and each MTEB task with the subsets it ran (``ECCVCaption_eccv-i2t``: ``eccv-i2t``)."""
+        name, revision = self.meta.get("model_name"), self.meta.get("revision")
+        subsets = [s for _, names in self.restrictions.values() for s in names]
+        stem = Path(self.path).name.removesuffix(".json").removesuffix("_predictions")
+        task = stem if stem.startswith(TASK_PREFIX) else None
+        out: dict = {"producer": "mteb", "input": "mteb_predictions"}
+        if isinstance(name, str) and name.strip():
+            out["model"] = f"mteb:{name.strip()}"
+        out["mteb"] = {
+            "model_name": name if isinstance(name, str) else None,
+            "revision": revision if isinstance(revision, str) else None,
+            "tasks": {task: subsets} if task else {f"{TASK_PREFIX}{s}": [s] for s in subsets},
+        }
+        return out
 
     @property
     def made_for(self) -> tuple[str, ...]:  # type: ignore[override]
@@ -136,7 +161,7 @@ def read_predictions(path: str | Path, split: str = "test") -> PredictionRanking
             target[qid] = _ordered(require_object(docs, path, f"{where}: {{doc id: score}}"), sub.kinds[1], where)
     if not lists:
         raise EvaluationError(f"{path}: no subset; expected {EXPECTED}")
-    return PredictionRankings(path, restrictions, **lists)
+    return PredictionRankings(path, restrictions, raw.get(META), **lists)
 
 
 def _ordered(docs: dict, kind: str, where: str) -> list[int]:

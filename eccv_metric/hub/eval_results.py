@@ -1,46 +1,33 @@
-"""A model's results as the Hub's eval results: ``.eval_results/*.yaml`` files and the card's ``model-index``.
+"""A submission as the Hub's eval results: ``.eval_results/*.yaml`` files and the card's ``model-index``.
 
-What is published comes from a results file of ``eccv-caption evaluate --model SPEC --data DATASET -o
-res.json``: its numbers and its ``provenance`` (the model spec, the data and its revision, the package
-version). A file without provenance (scored from ``--scores``, ``--rankings``, embeddings, or written by hand)
-names no model and is refused, as is a metric or direction the benchmark does not register. Nothing here
-talks to the Hub (:mod:`eccv_metric.hub.publish` does).
-
-The files follow the hub docs' "Evaluation Results" page (and hub-docs ``eval_results.yaml``): a list with one
-entry per file, ``dataset: {id, task_id, revision}``, ``value``, ``source: {url, name}``, ``notes``; one file
-per task, ``.eval_results/<dataset name>_<task id>.yaml``. The ``model-index`` follows hub-docs
-``modelcard.md``, written through huggingface_hub's card API (``ModelCard``, ``EvalResult``).
+The files follow the hub docs' "Evaluation Results" page and hub-docs ``eval_results.yaml``: a list with one entry
+per file, ``dataset: {id, task_id, revision}``, ``value``, ``date`` (the run's, a string), ``source: {url, name}``
+(the details commit that holds the per-query values behind the number; without details, the project's
+repository), ``notes`` (precision, similarity, model revision: short, never a local path). One file per task,
+named with the benchmark's owner so that two benchmarks (``me/eccv-caption``, ``other/eccv-caption``) never share
+a file: ``.eval_results/<owner>--<name>--<task id>.yaml`` (a repo id holds no ``--``, so the name cannot be read
+two ways). Every entry is checked by the spec's rules (:func:`entry_problems`) before anything is sent. The
+``model-index`` follows hub-docs ``modelcard.md``, written through huggingface_hub's card API.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from dataclasses import field
-from pathlib import Path
+import re
 
 import yaml
 
-from eccv_metric.benchmarks.names import metric_info
-from eccv_metric.core.about import DISTRIBUTION
-from eccv_metric.core.about import PYPI_URL
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.core.jsonio import read_json
-from eccv_metric.core.jsonio import require_object
 from eccv_metric.hub.eval_tasks import DIRECTIONS
 from eccv_metric.hub.eval_tasks import NAME
 from eccv_metric.hub.eval_tasks import SPLIT
-from eccv_metric.hub.eval_tasks import TASKS
 from eccv_metric.hub.eval_tasks import HubTask
 from eccv_metric.hub.eval_tasks import shown
-from eccv_metric.hub.eval_tasks import task_of
-from eccv_metric.hub.repos import check_repo_id
 from eccv_metric.hub.repos import is_repo_id
+from eccv_metric.hub.submission import Submission
 
-RESULTS = "the results JSON of `eccv-caption evaluate --model SPEC --data DATASET -o res.json`"
-EVALUATE = "write it with `eccv-caption evaluate --model SPEC --data DATASET_REPO -o res.json`"
 FOLDER = ".eval_results"
-HUB_SPECS = ("hf:", "st:", "open_clip:hf-hub:")  # model specs whose rest is a Hub model repo
+PROJECT_URL = "https://github.com/naver-ai/eccv-caption"  # the evidence of --no-details: the official code
 # the model-index's task.type (a Hub task id) of each direction
 TASK_TYPES = {
     "i2t": "image-to-text",
@@ -48,180 +35,120 @@ TASK_TYPES = {
     "t2t": "sentence-similarity",
     "i2i": "image-feature-extraction",
 }
-RANGES = {"fraction": (0.0, 1.0), "correlation": (-1.0, 1.0), "rank": (1.0, math.inf)}
+ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?")
 
 
-@dataclass
-class Submission:
-    """What one results file publishes: where (model repo, benchmark dataset) and which values (as res.json
-    holds them: fractions), with the provenance recorded beside them."""
-
-    path: str
-    model_repo: str
-    model_spec: str
-    dataset_repo: str
-    dataset_revision: str | None
-    package: str
-    values: list[tuple[HubTask, float]]
-    left_out: list[str] = field(default_factory=list)  # metric/direction pairs that are no task of the benchmark
-    setup: str = ""  # precision, similarity, model revision: the notes of each entry
-    model_from_spec: bool = False
-
-    @property
-    def version(self) -> str:
-        return self.package.removeprefix(DISTRIBUTION).strip()
-
-    @property
-    def source(self) -> dict[str, str]:
-        return {"url": f"{PYPI_URL}{self.version}/" if self.version else PYPI_URL, "name": self.package}
+def file_name(dataset_repo: str, task: HubTask) -> str:
+    """``.eval_results/<owner>--<name>--<task id>.yaml``: the benchmark's owner in the name (see the docstring)."""
+    owner, name = dataset_repo.split("/")
+    return f"{FOLDER}/{owner}--{name}--{task.id}.yaml"
 
 
-def read_submission(path: str | Path, model_repo: str | None = None, dataset_repo: str | None = None) -> Submission:
-    """Check a results file and say what it publishes; every refusal is one line naming the file or keyword."""
-    path = str(path)
-    raw = require_object(read_json(path, RESULTS), path, RESULTS)
-    provenance = raw.get("provenance")
-    if provenance is None:
-        raise EvaluationError(
-            f"{path} holds no provenance (results scored from --scores, --rankings or embeddings, or written by "
-            f"hand, name no model): push-results publishes a model's results; {EVALUATE}"
-        )
-    spec = provenance.get("model") if isinstance(provenance, dict) else None
-    if not isinstance(spec, str) or not spec.strip():
-        raise EvaluationError(f"{path}: its provenance names no model (no 'model' spec); {EVALUATE}")
-    package = provenance.get("package")
-    if not isinstance(package, str) or not package.startswith(DISTRIBUTION):
-        raise EvaluationError(f"{path}: its provenance names no {DISTRIBUTION} version ('package'); {EVALUATE}")
-    dataset, revision = _dataset(path, provenance, dataset_repo)
-    repo, from_spec = _model_repo(spec, model_repo)
-    values, left_out = _values(path, raw)
-    return Submission(path, repo, spec, dataset, revision, package, values, left_out, _setup(provenance), from_spec)
+def source(sub: Submission, details_url: str | None) -> dict[str, str]:
+    """The entries' ``source``: the details commit, or (no details) the project's repository."""
+    by = f"MTEB, {sub.package}" if sub.producer == "MTEB" else sub.package
+    if details_url is not None:
+        return {"url": details_url, "name": f"Per-query details ({by})"}
+    return {"url": PROJECT_URL, "name": by}
 
 
-def _dataset(path: str, provenance: dict, given: str | None) -> tuple[str, str | None]:
-    """The benchmark dataset: the Hub repo the numbers were scored on (with its revision), or ``given`` for a
-    local build; a Hub repo other than the one scored is refused."""
-    data, revision = provenance.get("data"), provenance.get("data_revision")
-    on_hub = isinstance(revision, str) and is_repo_id(data)  # the model path records a revision for Hub data only
-    if given is not None:
-        check_repo_id(given, "dataset_repo", "you/eccv-caption")
-        if on_hub and given != data:
-            raise EvaluationError(
-                f"{path} was scored on the Hub dataset {data}, not dataset_repo= {given}: drop dataset_repo= "
-                f"(or evaluate on {given})"
-            )
-        return given, revision if on_hub else None
-    if not on_hub:
-        raise EvaluationError(
-            f"{path} was scored on the local folder {data!r}: give dataset_repo=, the Hub dataset repo that "
-            "build was pushed to (its eval.yaml registers the tasks)"
-        )
-    return data, revision  # type: ignore[return-value]
-
-
-def suggested_repo(spec: str) -> str | None:
-    """The Hub model repo a spec loads (``hf:ORG/MODEL``, ``st:ORG/MODEL``, ``open_clip:hf-hub:ORG/MODEL``)."""
-    for prefix in HUB_SPECS:
-        rest = spec.removeprefix(prefix)
-        if spec.startswith(prefix) and is_repo_id(rest):
-            return rest
-    return None
-
-
-def _model_repo(spec: str, given: str | None) -> tuple[str, bool]:
-    if given is not None:
-        check_repo_id(given, "model_repo", "you/your-model")
-        return given, False
-    suggested = suggested_repo(spec)
-    if suggested is None:
-        raise EvaluationError(
-            f"the results' model {spec!r} names no Hub model repo: give model_repo= ORG/MODEL, the repo the "
-            "results are published to"
-        )
-    return suggested, True
-
-
-def _values(path: str, raw: dict) -> tuple[list[tuple[HubTask, float]], list[str]]:
-    """(task, value) of every metric and direction that is a task; the others, named; bad values refused."""
-    values, left_out = [], []
-    for metric, by_dir in raw.items():
-        if metric == "provenance":
-            continue
-        try:
-            bench, kind = metric_info(metric)
-        except EvaluationError:
-            raise EvaluationError(
-                f"{path}: {metric!r} is not a metric the benchmark registers (`eccv-caption benchmarks` lists "
-                f"them); {EVALUATE}"
-            ) from None
-        by_dir = require_object(by_dir, path, f"{metric} to map directions to values")
-        for direction, value in by_dir.items():
-            if direction not in bench.directions:
-                raise EvaluationError(
-                    f"{path}: {metric} has no direction {direction!r} (it has {', '.join(bench.directions)})"
-                )
-            low, high = RANGES[kind.scale]
-            if type(value) not in (int, float) or not low <= value <= high:
-                raise EvaluationError(
-                    f"{path}: {metric}/{direction} = {value!r:.30} is not a {kind.scale} in [{low:g}, {high:g}] "
-                    "(results files hold fractions, as evaluate -o writes them)"
-                )
-            task = task_of(metric, direction)
-            if task is None:
-                left_out.append(f"{metric}/{direction}")
-            else:
-                values.append((task, float(value)))
-    values.sort(key=lambda item: TASKS.index(item[0]))  # the order of eval.yaml
-    if not values:
-        raise EvaluationError(
-            f"{path} holds none of the benchmark's tasks (headline metrics such as eccv_map_at_r, eccv_r1, "
-            "coco_5k_r1, cxc_r1 in a direction): evaluate with --benchmarks eccv_caption or --metrics eccv_map_at_r "
-            "eccv_rprecision eccv_r1"
-        )
-    return values, left_out
-
-
-def _setup(provenance: dict) -> str:
-    identity = provenance.get("identity") if isinstance(provenance.get("identity"), dict) else {}
-    parts = [f"model {provenance['model']}"]
-    if isinstance(identity.get("revision"), str):
-        parts.append(f"revision {identity['revision'][:12]}")
-    parts += [str(provenance[k]) for k in ("precision",) if isinstance(provenance.get(k), str)]
-    if isinstance(provenance.get("similarity"), str):
-        parts.append(f"{provenance['similarity']} similarity")
-    return ", ".join(parts)
-
-
-def file_name(sub: Submission, task: HubTask) -> str:
-    return f"{FOLDER}/{sub.dataset_repo.split('/')[1]}_{task.id}.yaml"
-
-
-def entry(sub: Submission, task: HubTask, value: float) -> dict:
+def entry(sub: Submission, task: HubTask, value: float, details_url: str | None) -> dict:
     """One entry of the Hub's eval-results format (the value in the task's unit)."""
     dataset = {"id": sub.dataset_repo, "task_id": task.id}
     if sub.dataset_revision:
         dataset["revision"] = sub.dataset_revision
-    return {
-        "dataset": dataset,
-        "value": shown(task, value),
-        "source": sub.source,
-        "notes": f"{task.title}, {task.unit}; {sub.setup}",
-    }
+    out: dict = {"dataset": dataset, "value": shown(task, value)}
+    if sub.date:
+        out["date"] = sub.date
+    out["source"] = source(sub, details_url)
+    if sub.setup:
+        out["notes"] = sub.setup
+    return out
 
 
-def eval_files(sub: Submission, tasks: set[str] | None = None) -> dict[str, str]:
-    """``{path in the model repo: YAML text}``, one file per task (``tasks``: only these task ids)."""
-    return {
-        file_name(sub, task): yaml.safe_dump([entry(sub, task, value)], sort_keys=False, allow_unicode=True)
-        for task, value in sub.values
-        if tasks is None or task.id in tasks
-    }
+def eval_files(sub: Submission, details_url: str | None, tasks: set[str] | None = None) -> dict[str, str]:
+    """``{path in the model repo: YAML text}``, one file per task (``tasks``: only these task ids); each entry
+    checked by :func:`entry_problems` (an EvaluationError naming the file, before anything is sent)."""
+    out = {}
+    for task, value in sub.values:
+        if tasks is not None and task.id not in tasks:
+            continue
+        item = entry(sub, task, value, details_url)
+        problems = entry_problems(item)
+        if problems:
+            raise EvaluationError(f"{file_name(sub.dataset_repo, task)} would not be valid: {'; '.join(problems)}")
+        out[file_name(sub.dataset_repo, task)] = yaml.safe_dump([item], sort_keys=False, allow_unicode=True)
+    return out
 
 
-def model_index(sub: Submission, tasks: set[str] | None = None) -> list:
+def entry_problems(item: object, where: str = "[0]") -> list[str]:
+    """What the hub docs' eval-results spec refuses in one entry (required ``dataset.id``, ``dataset.task_id``,
+    ``value``; ``source.url`` when there is a source; strings where strings go), in the Hub's words."""
+    if not isinstance(item, dict):
+        return [f"{where}: an entry is a mapping"]
+    problems = []
+    dataset = item.get("dataset")
+    if not isinstance(dataset, dict):
+        return [f"{where}.dataset: required, a mapping with id and task_id"]
+    if not is_repo_id(dataset.get("id")):
+        problems.append(f"{where}.dataset.id: a Hub dataset id <owner>/<name> is required")
+    for key, required in (("task_id", True), ("revision", False), ("config", False), ("split", False)):
+        if (required or key in dataset) and not isinstance(dataset.get(key), str):
+            problems.append(f"{where}.dataset.{key}: expected string, received {_kind(dataset.get(key))}")
+    value = item.get("value")
+    if type(value) not in (int, float) or not math.isfinite(value):
+        problems.append(f"{where}.value: expected a finite number, received {_kind(value)}")
+    if "date" in item and not (isinstance(item["date"], str) and ISO_DATE.fullmatch(item["date"])):
+        problems.append(f"{where}.date: expected an ISO-8601 date string, received {_kind(item['date'])}")
+    if "source" in item:
+        src = item["source"]
+        url = src.get("url") if isinstance(src, dict) else None
+        if not isinstance(url, str) or not url.startswith(("https://", "http://")):
+            problems.append(f"{where}.source.url: expected a URL string, received {_kind(url)}")
+        for key in ("name", "user", "org"):
+            if isinstance(src, dict) and key in src and not isinstance(src[key], str):
+                problems.append(f"{where}.source.{key}: expected string, received {_kind(src[key])}")
+    for key in ("notes", "verifyToken"):
+        if key in item and not isinstance(item[key], str):
+            problems.append(f"{where}.{key}: expected string, received {_kind(item[key])}")
+    return problems
+
+
+def _kind(value: object) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def superseded(existing: dict[str, bytes], sub: Submission, new: set[str]) -> list[str]:
+    """Files of ``.eval_results`` that this submission replaces under another name: every entry for this
+    benchmark dataset and a task published now (the names this package wrote before the owner was in them,
+    ``<name>_<task>.yaml``). A file holding anything else is kept."""
+    published = {task.id for task, _ in sub.values}
+    out = []
+    for path, data in existing.items():
+        if not path.startswith(f"{FOLDER}/") or path in new or not path.endswith((".yaml", ".yml")):
+            continue
+        try:
+            items = yaml.safe_load(data)
+        except yaml.YAMLError:
+            continue
+        if not isinstance(items, list) or not items:
+            continue
+        if all(
+            isinstance(i, dict)
+            and isinstance(i.get("dataset"), dict)
+            and i["dataset"].get("id") == sub.dataset_repo
+            and i["dataset"].get("task_id") in published
+            for i in items
+        ):
+            out.append(path)
+    return out
+
+
+def model_index(sub: Submission, details_url: str | None, tasks: set[str] | None = None) -> list:
     """The ``EvalResult`` of each task (huggingface_hub's model-index form), values as in the eval results."""
     from huggingface_hub import EvalResult
 
+    src = source(sub, details_url)
     return [
         EvalResult(
             task_type=TASK_TYPES[task.direction],
@@ -235,8 +162,8 @@ def model_index(sub: Submission, tasks: set[str] | None = None) -> list:
             metric_type=task.metric,
             metric_name=f"{task.title}, {task.unit}",
             metric_value=shown(task, value),
-            source_name=sub.source["name"],
-            source_url=sub.source["url"],
+            source_name=src["name"],
+            source_url=src["url"],
         )
         for task, value in sub.values
         if tasks is None or task.id in tasks
@@ -249,10 +176,11 @@ def _key(result: object) -> tuple:
     return tuple(getattr(result, name, None) for name in names)
 
 
-def updated_card(text: str | None, sub: Submission, tasks: set[str] | None = None) -> str:
+def updated_card(text: str | None, sub: Submission, details_url: str | None, tasks: set[str] | None = None) -> str:
     """The model card with its ``model-index`` holding these results (a result of the same task, dataset,
     config, split and metric is replaced, others are kept), through huggingface_hub's ``ModelCard``: the other
-    metadata keep their values and order, the text below the YAML is kept as it is (YAML comments are not)."""
+    metadata keep their values and order, the text below the YAML is kept as it is (YAML comments are not).
+    A card huggingface_hub cannot read (broken YAML, a model-index of another shape) is one line naming it."""
     from huggingface_hub import ModelCard
 
     text = text or ""
@@ -260,13 +188,15 @@ def updated_card(text: str | None, sub: Submission, tasks: set[str] | None = Non
         text = "---\n{}\n---\n" + text
     try:
         card = ModelCard(text)
-    except ValueError as exc:
+        results = list(card.data.eval_results or [])
+    except (ValueError, TypeError, KeyError, AttributeError, yaml.YAMLError) as exc:
+        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise EvaluationError(
-            f"the model card (README.md) of {sub.model_repo} cannot be read by huggingface_hub ({exc}): fix its "
-            "YAML, or drop model_index= to publish the eval results alone"
+            f"the model card README.md of {sub.model_repo} has YAML metadata huggingface_hub cannot read "
+            f"({type(exc).__name__}: {why}): fix the YAML between its '---' lines, or drop model_index= to "
+            "publish the eval results alone"
         ) from None
-    results = list(card.data.eval_results or [])
-    for new in model_index(sub, tasks):
+    for new in model_index(sub, details_url, tasks):
         same = next((i for i, old in enumerate(results) if _key(old) == _key(new)), None)
         if same is None:
             results.append(new)
@@ -275,3 +205,9 @@ def updated_card(text: str | None, sub: Submission, tasks: set[str] | None = Non
     card.data.eval_results = results
     card.data.model_name = card.data.model_name or sub.model_repo.split("/")[1]
     return str(card)
+
+
+def describe(sub: Submission) -> str:
+    """Who wrote the numbers, for a commit description: the producer, the package and the public model spec."""
+    by = "MTEB's predictions scored by " if sub.producer == "MTEB" else ""
+    return f"{by}{sub.package} (`{sub.public_spec}`)"

@@ -12,13 +12,20 @@ metric: the id carries it). Units follow the dataset card: fractions (R@K, mAP@R
 percent, the CxC correlations as Spearman's rho. A percent value is the results file's fraction shifted two
 decimal places (``0.3251`` -> ``32.51``, never ``32.510000000000005``).
 
-``evaluation_framework`` is left out: the Hub accepts only the identifiers on its list (huggingface.js,
-``packages/tasks/src/eval.ts``) and this package is not one of them; a value off the list shows "YAML
-Metadata Error" on the dataset page, while a file without it is accepted.
+``evaluation_framework: mteb``. The spec ("Eval.yaml specification") lists the field among those ``eval.yaml``
+holds (its minimal example, "required fields only", has it) and takes one identifier of the Hub's list
+(huggingface.js ``packages/tasks/src/eval.ts``, :data:`EVALUATION_FRAMEWORKS`), exactly one per benchmark. This
+package is not on the list; MTEB is ("Multimodal toolbox for evaluating embeddings and retrieval systems"), and
+the build is an MTEB 2.x dataset as it is: ``eccv_caption_dataset.mteb.tasks`` runs every retrieval direction
+with mteb's own loader, its ``hit_rate_at_k`` equals R@K here (tests/integration/test_mteb.py), and MTEB's
+predictions score every metric (``evaluate --run``) and publish (``push-results``). Off the list, the value
+would be refused or flagged by the Hub until a one-line pull request to huggingface.js lands (how 25 one-benchmark
+frameworks got there); :data:`FRAMEWORK` is the one place to change if the project registers its own.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -43,6 +50,15 @@ HEADLINES = {
     "cxc_sits_spearman": "CxC SITS Spearman's rho",
 }
 SPLIT = "test"  # every config of the build has one split
+# huggingface.js packages/tasks/src/eval.ts EVALUATION_FRAMEWORKS at fe42e68 (2026-08-21): eval.yaml's
+# evaluation_framework is one of these
+EVALUATION_FRAMEWORKS = (
+    "exgentic", "inspect-ai", "math-arena", "mteb", "olmocr-bench", "harbor", "ifstruct", "pier", "redline-bench",
+    "archipelago", "benchflow", "apex-evals", "screenspot-pro", "swe-bench", "swe-bench-pro", "nemo-evaluator",
+    "yc-bench", "open-asr-leaderboard", "mdpbench", "real5-omnidocbench", "parsebench", "video-mme-v2", "claw-eval",
+    "researchclawbench", "pbench", "wildclawbench", "wbench", "nanofold", "mmmu", "extractbench",
+)  # fmt: skip
+FRAMEWORK = "mteb"  # see the module docstring
 DIRECTIONS = {"i2t": "image-to-text", "t2i": "text-to-image", "t2t": "text-to-text", "i2i": "image-to-image"}
 UNITS = {"fraction": "percent (0-100)", "correlation": "Spearman's rho (-1 to 1)"}
 NAME = "ECCV Caption"
@@ -108,11 +124,18 @@ def registered(built: Iterable[str], skipped: Iterable[str] = ()) -> list[HubTas
     return [t for t in TASKS if all(n in have or (n == "pm" and n not in lacking) for n in t.needs)]
 
 
-def eval_yaml(tasks: Iterable[HubTask]) -> str:
-    """``eval.yaml``: name, description and the tasks (id, config, split), as the Hub's spec lists them."""
+def eval_yaml(tasks: Iterable[HubTask], framework: str = FRAMEWORK) -> str:
+    """``eval.yaml``: name, description, evaluation framework and the tasks (id, config, split), as the Hub's spec
+    lists them; a framework off the Hub's list is refused here, before anything is written or sent."""
+    if framework not in EVALUATION_FRAMEWORKS:
+        raise ValueError(
+            f"evaluation_framework {framework!r} is not on the Hub's list (huggingface.js eval.ts: "
+            f"{', '.join(EVALUATION_FRAMEWORKS[:4])}, ...): the Hub would refuse eval.yaml; use one of the list"
+        )
     body = {
         "name": NAME,
         "description": DESCRIPTION,
+        "evaluation_framework": framework,
         "tasks": [{"id": t.id, "config": t.config, "split": SPLIT} for t in tasks],
     }
     return yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=100)
@@ -130,6 +153,18 @@ def task_ids(text: str) -> list[str]:
 def shown(task: HubTask, value: float) -> float:
     """The value a task publishes: a fraction in percent (shifted in decimal: exact), a correlation as it is."""
     return float(Decimal(repr(float(value))).scaleb(2)) if task.scale == "fraction" else float(value)
+
+
+def value_problem(task: HubTask, value: object) -> str | None:
+    """Why a published value (the task's unit: percent or rho) cannot be one of the task's numbers; None: it can."""
+    low, high = (0.0, 100.0) if task.scale == "fraction" else (-1.0, 1.0)
+    if type(value) not in (int, float):
+        return f"{value!r:.30} is not a number"
+    if not math.isfinite(value):
+        return f"{value} is not a finite number"
+    if not low <= value <= high:
+        return f"{value:g} is outside [{low:g}, {high:g}] ({task.unit})"
+    return None
 
 
 def read_back(task: HubTask, value: float) -> float:

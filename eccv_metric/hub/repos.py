@@ -47,7 +47,10 @@ def status_of(exc: BaseException) -> int | None:
 
 
 def first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    """The first line of what the Hub said (its own message where huggingface_hub kept it), else of the error."""
+    server = getattr(exc, "server_message", None)
+    text = server if isinstance(server, str) and server.strip() else str(exc)
+    return (text.strip().splitlines() or [type(exc).__name__])[0]
 
 
 def hub_failure(

@@ -33,6 +33,8 @@ from eccv_metric.core.defaults import KS
 from eccv_metric.core.defaults import N_RESAMPLES
 from eccv_metric.core.defaults import SEED
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.provenance import build_digests
+from eccv_metric.core.provenance import utc_now
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.measures.results import Results
 from eccv_metric.models.cache.entries import cache_root
@@ -42,6 +44,7 @@ from eccv_metric.models.cache.recall import recall
 from eccv_metric.models.cache.recall import remember
 from eccv_metric.models.cache.store import EmbeddingStore
 from eccv_metric.models.data.digests import FileDigests
+from eccv_metric.models.data.digests import stamp
 from eccv_metric.models.data.source import DataSource
 from eccv_metric.models.encoding.decode import DECODERS
 from eccv_metric.models.encoding.decode import Decoder
@@ -331,11 +334,13 @@ def finish_run(run: LoadedRun) -> ModelResults:
     results, groups = score(plan, encoded, encoder.similarity, run.save_embeddings, ranking)
     scored = time.perf_counter()
     provenance = {
+        "date": utc_now(),  # when the run scored (ISO-8601, UTC): the Hub's eval results publish it
         "model": encoder.spec,
         "identity": encoder.identity,
         "model_loaded": run.loaded,
         "data": run.source.data,
         "data_revision": run.source.revision,
+        "data_files": build_digests(run.source.root, run.source.digests.known, stamp),  # a local build's Parquet
         "items": report,
         "package": f"{DISTRIBUTION} {__version__}",
         "device": encoder.device,

@@ -10,11 +10,16 @@ evaluate/utils/file_utils.py get_from_cache) is only:
 with <revision> first "v0.4.6" (evaluate's own version: a 404 there makes it retry "main").
 This server answers those for staged Space folders (and dataset / model repos: ``/datasets/<id>/resolve/...``,
 ``/<id>/resolve/...``), the JSON API routes a huggingface_hub client uses for the same repos
-(``/api/<kind>/<id>`` and ``/api/<kind>/<id>/revision/<rev>``, ``<rev>`` also ``refs/pr/<n>``), the write
-routes of ``HfApi.create_commit`` (``POST /api/validate-yaml``, ``/api/<kind>/<id>/preupload/<rev>``,
-``/api/<kind>/<id>/commit/<rev>`` with ``create_pr=1`` for a pull request) and the leaderboard of a
-benchmark dataset (``GET /api/datasets/<id>/leaderboard``), and logs every request it sees. The rules of
-the write side (tokens, owners, pull requests, leaderboards) are in :mod:`tests.integration.fake_hub_store`.
+(``/api/<kind>/<id>`` and ``/api/<kind>/<id>/revision/<rev>``, ``<rev>`` also ``refs/pr/<n>`` or a past commit;
+``blobs=true``: sizes, blob ids and the LFS sha256 of Parquet files), folder listings (``/api/<kind>/<id>/tree/<rev>
+[/<path>]``: what ``HfFileSystem``, so ``load_dataset``, reads), ``/api/whoami-v2``, ``POST
+/api/repos/create``, the write routes of ``HfApi.create_commit`` (``POST /api/validate-yaml``,
+``/api/<kind>/<id>/preupload/<rev>`` (with each file's current ``oid``, so an unchanged file is no change),
+``/api/<kind>/<id>/commit/<rev>`` with ``create_pr=1`` for a pull request), the pull requests of a repo
+(``GET /api/<kind>/<id>/discussions``) and the leaderboards of a benchmark dataset (``GET
+/api/datasets/<id>/leaderboard``), and logs every request it sees. The rules of the write side (tokens, owners,
+pull requests, what a commit may hold) are in :mod:`tests.integration.fake_hub_store` and
+:mod:`tests.integration.fake_hub_rules`, the leaderboards' in :mod:`tests.integration.fake_hub_board`.
 
 It is also a *proxy trap*: point HTTPS_PROXY/HTTP_PROXY at it (with NO_PROXY=127.0.0.1,localhost)
 and any request that would have left the machine arrives here as ``CONNECT host:443`` (or an
@@ -27,7 +32,8 @@ Usage as a library::
         ...run evaluate.load("user/toy_metric") in a subprocess with env...
         print(hub.log)                    # [(method, path, status), ...]
 
-    with FakeHub({}, models={"me/clip": folder}, datasets={"me/eccv": build}, tokens={"hf_me": ("me", True)}):
+    with FakeHub({}, models={"me/clip": folder}, datasets={"me/eccv": build}, tokens={"hf_me": ("me", True)},
+                 allow_listed={"me/eccv"}):
         ...                               # hub.store.commits: what each commit sent
 
 (Copied from the packaging research, /work/notes/packaging.md section 3; used by test_packaging.py.)
@@ -48,15 +54,20 @@ from urllib.parse import parse_qs
 from urllib.parse import unquote
 from urllib.parse import urlsplit
 
+from tests.integration.fake_hub_board import leaderboard
+from tests.integration.fake_hub_rules import validate_card
 from tests.integration.fake_hub_store import FAKE_COMMIT
 from tests.integration.fake_hub_store import HubError
 from tests.integration.fake_hub_store import Store
-from tests.integration.fake_hub_store import validate_card
 
 KINDS = ("models", "datasets", "spaces")
 # /api/<kind>/<owner>/<name>[/<action>[/<rev>]]: the API routes (the revision is one %-quoted segment)
 API = re.compile(
     r"^/api/(?P<kind>models|datasets|spaces)/(?P<repo>[^/]+/[^/]+?)(?:/(?P<action>[a-z]+)(?:/(?P<rev>[^/]+))?)?/?$"
+)
+# /api/<kind>/<owner>/<name>/tree/<rev>[/<path>]: a folder's listing (what HfFileSystem, so load_dataset, reads)
+TREE = re.compile(
+    r"^/api/(?P<kind>models|datasets|spaces)/(?P<repo>[^/]+/[^/]+)/tree/(?P<rev>[^/]+)(?:/(?P<path>.*))?$"
 )
 # [/<kind>]/<owner>/<name>/resolve/<rev>/<file>: a file (models have no kind in the path)
 RESOLVE = re.compile(r"^(?:/(?P<kind>spaces|datasets))?/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<file>.+)$")
@@ -78,14 +89,17 @@ class FakeHub:
         models: dict[str, str | os.PathLike] | None = None,
         datasets: dict[str, str | os.PathLike] | None = None,
         tokens: dict[str, tuple[str, bool]] | None = None,
+        allow_listed: set[str] | frozenset[str] = frozenset(),
+        refuse: dict[str, str] | None = None,
     ):
         """``spaces`` (also served as datasets, as before), ``models``, ``datasets``: repo id -> folder;
-        ``tokens``: token -> (user, may write); None: no token is checked (read-only use)."""
+        ``tokens``: token -> (user, may write); None: no token is checked (read-only use); ``allow_listed``: the
+        benchmark datasets on the Hub's allow-list; ``refuse``: path -> the Hub's message for a commit holding it."""
         self.spaces = {repo: Path(folder) for repo, folder in spaces.items()}
         repos = {(kind, repo): folder for repo, folder in self.spaces.items() for kind in ("spaces", "datasets")}
         repos |= {("models", repo): Path(folder) for repo, folder in (models or {}).items()}
         repos |= {("datasets", repo): Path(folder) for repo, folder in (datasets or {}).items()}
-        self.store = Store(repos, set(revisions), tokens)
+        self.store = Store(repos, set(revisions), tokens, set(allow_listed), dict(refuse or {}))
         self.revisions = self.store.revisions
         self.log: list[tuple[str, str, int]] = []
         self.escaped: list[tuple[str, str]] = []  # requests meant for other hosts (proxy trap)
@@ -163,6 +177,19 @@ class FakeHub:
                 if self.command == "POST" and raw == "/api/validate-yaml":
                     errors = validate_card(json.loads(body)["content"])
                     return self._json({"errors": [{"message": e} for e in errors]}, 400 if errors else 200)
+                if self.command == "GET" and raw == "/api/whoami-v2":
+                    return self._json(hub.store.whoami(token))
+                if self.command == "POST" and raw == "/api/repos/create":
+                    req = json.loads(body)
+                    kind = {"dataset": "datasets", "space": "spaces"}.get(req.get("type"), "models")
+                    repo = f"{req.get('organization')}/{req['name']}"
+                    hub.store.create(kind, repo, token)
+                    return self._json({"url": f"{hub.url}/{'' if kind == 'models' else kind + '/'}{repo}"})
+                m = TREE.match(raw)
+                if m and self.command == "GET":
+                    path = unquote(m["path"] or "").strip("/")
+                    deep = query.get("recursive", ["false"])[0].lower() == "true"
+                    return self._tree(m["kind"], unquote(m["repo"]), unquote(m["rev"]), path, deep)
                 m = API.match(raw)
                 if m:
                     return self._api(m["kind"], unquote(m["repo"]), m["action"], unquote(m["rev"] or ""), query, body)
@@ -175,15 +202,18 @@ class FakeHub:
             def _api(self, kind: str, repo: str, action: str | None, rev: str, query: dict, body: bytes):
                 token = self._token()
                 if self.command == "GET" and action in (None, "revision"):
-                    return self._info(kind, repo, rev or "main")
+                    return self._info(kind, repo, rev or "main", query.get("blobs", [""])[0].lower() == "true")
                 if self.command == "GET" and kind == "datasets" and action == "leaderboard":
-                    return self._json(hub.store.leaderboard(repo, token))
+                    return self._json(leaderboard(hub.store, repo, query, token))
+                if self.command == "GET" and action == "discussions":
+                    return self._json(hub.store.discussions(kind, repo, query, token))
                 if self.command == "POST" and action == "preupload":
-                    hub.store.folder(kind, repo, token)
+                    current = hub.store.files(kind, repo, rev or "main", token)[1]
                     files = json.loads(body)["files"]
-                    return self._json(
-                        {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files]}
-                    )
+                    modes = [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files]
+                    for mode in modes:  # the file's blob id where it is already there: unchanged files are skipped
+                        mode["oid"] = git_blob_sha1(current[mode["path"]]) if mode["path"] in current else None
+                    return self._json({"files": modes})
                 if self.command == "POST" and action == "commit":
                     items = [json.loads(line) for line in body.splitlines() if line.strip()]
                     create_pr = query.get("create_pr") == ["1"]
@@ -212,9 +242,43 @@ class FakeHub:
                     },
                 )
 
-            def _info(self, kind: str, repo: str, rev: str):
+            def _tree(self, kind: str, repo: str, rev: str, path: str, recursive: bool):
+                """The files and folders under ``path`` at ``rev`` (all below it with ``recursive``)."""
+                files = hub.store.files(kind, repo, rev, self._token())[1]
+                prefix = f"{path}/" if path else ""
+                below = {name: data for name, data in files.items() if name.startswith(prefix)}
+                if path and not below:
+                    return self._error(404, "EntryNotFound", f"{path} does not exist on {rev}")
+                entries: dict[str, dict] = {}
+                for name, data in sorted(below.items()):
+                    parts = name[len(prefix) :].split("/")
+                    for depth in range(1, len(parts)):  # the folders on the way
+                        folder = prefix + "/".join(parts[:depth])
+                        if recursive or depth == 1:
+                            entries.setdefault(
+                                folder, {"type": "directory", "oid": "0" * 40, "size": 0, "path": folder}
+                            )
+                    if recursive or len(parts) == 1:
+                        entry = {"type": "file", "oid": git_blob_sha1(data), "size": len(data), "path": name}
+                        if name.endswith(".parquet"):
+                            digest = hashlib.sha256(data).hexdigest()
+                            entry["lfs"] = {"oid": digest, "size": len(data), "pointerSize": 134}
+                        entries[name] = entry
+                return self._json(list(entries.values()))
+
+            def _info(self, kind: str, repo: str, rev: str, blobs: bool = False):
                 sha, files = hub.store.files(kind, repo, rev, self._token())
-                info = {"id": repo, "sha": sha, "private": False, "siblings": [{"rfilename": f} for f in sorted(files)]}
+                siblings = [{"rfilename": f} for f in sorted(files)]
+                if blobs:  # sizes, git blob ids; Parquet files are stored with LFS (their sha256)
+                    for s in siblings:
+                        data = files[s["rfilename"]]
+                        s.update(size=len(data), blobId=git_blob_sha1(data))
+                        if s["rfilename"].endswith(".parquet"):
+                            digest = hashlib.sha256(data).hexdigest()
+                            s["lfs"] = {"sha256": digest, "size": len(data), "pointerSize": 134}
+                info = {"id": repo, "sha": sha, "private": False, "siblings": siblings}
+                if kind == "datasets":
+                    info["tags"] = ["benchmark:official"] if repo in hub.store.allow_listed else []
                 return self._json(info | ({"sdk": "gradio"} if kind == "spaces" else {}))
 
         self._server = ThreadingHTTPServer((host, port), Handler)

@@ -131,7 +131,8 @@ def test_eval_yaml_registers_every_headline_task(built):
     """A full build is a Hub benchmark of every headline number: eval.yaml's tasks name configs it has."""
     folder, _ = built
     meta = yaml.safe_load((folder / "eval.yaml").read_text())
-    assert set(meta) == {"name", "description", "tasks"} and meta["name"] == "ECCV Caption"
+    assert set(meta) == {"name", "description", "evaluation_framework", "tasks"} and meta["name"] == "ECCV Caption"
+    assert meta["evaluation_framework"] == "mteb"  # one of huggingface.js eval.ts's list (eccv_metric.hub.eval_tasks)
     both = [f"{m}_{d}" for m in ("eccv_map_at_r", "eccv_rprecision", "eccv_r1", "coco_5k_r1", "coco_1k_r1", "cxc_r1",
                                  "pmrp", "mscoco_fg_r1", "flickr30k_fg_r1") for d in ("i2t", "t2i")]  # fmt: skip
     correlations = ["cxc_sts_spearman_t2t", "cxc_sis_spearman_i2i", "cxc_sits_spearman_t2i"]

@@ -1,11 +1,10 @@
-"""``push-results`` and ``leaderboard --from-hub`` with the real huggingface_hub client against the local fake Hub.
+"""``push-results`` with the real huggingface_hub client against the local fake Hub: numbers with their evidence.
 
-The benchmark is a real build (the wheel's positives: its eval.yaml and card as ``eccv-caption build`` writes
-them); the numbers are real ones (``eccv-caption evaluate --demo``), with the provenance ``evaluate --model``
-records. What is checked is what the Hub would receive: the files and commits (a pull request, or a commit to
-main), the model card kept but for its model-index, the leaderboard read back; and every failure (no token,
-a missing repo, a 403, no network, a dataset that is no benchmark) as one line naming the repo and the next
-step, with nothing sent.
+The benchmark is a real build (its eval.yaml and card as ``eccv-caption build`` writes them); the numbers and
+per-query values are real ones (``evaluate --demo``), with the provenance ``evaluate --model`` records. What is
+checked is what the Hub would receive: the details commit (Parquet holding exactly the per-query values) and the
+model repo's files pointing at it, one pull request per model kept current, a commit to main, the model card kept
+but for its model-index; and every failure as one line naming the repo and the next step, with nothing sent.
 """
 
 from __future__ import annotations
@@ -14,157 +13,151 @@ import json
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
-from eccv_caption_dataset.hub_folder import build
+from tests.integration import hub_world
 from tests.integration.fake_hub import FAKE_COMMIT
-from tests.integration.fake_hub import FakeHub
+from tests.integration.hub_world import CARD
+from tests.integration.hub_world import add_model
+from tests.integration.hub_world import cli
+from tests.integration.hub_world import entries
+from tests.integration.hub_world import one_line
+from tests.integration.hub_world import parquet_rows
+from tests.integration.hub_world import printed_files
+from tests.integration.hub_world import resolve
+from tests.integration.hub_world import write_run
 from tests.unit.brute import percent
 
-ROOT = Path(__file__).resolve().parents[2]
-TOKENS = {"hf_me": ("me", True), "hf_other": ("other", True), "hf_read": ("me", False)}
-CARD = "---\nlicense: mit\ntags:\n- clip\nlibrary_name: transformers\n---\n\n# My CLIP\n\nKept as it is.\n"
-
-
-def cli(env: dict, *args: str, token: str | None = "hf_me") -> subprocess.CompletedProcess:
-    env = dict(env) | ({"HF_TOKEN": token} if token else {})
-    return subprocess.run(
-        [sys.executable, "-m", "eccv_metric.cli", *args], capture_output=True, text=True, env=env, timeout=300, cwd=ROOT
-    )
-
-
-@pytest.fixture(scope="module")
-def bench(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("bench") / "eccv-caption"
-    build(out, log=lambda _: None, repo_id="me/eccv-caption")
-    return out
-
-
-@pytest.fixture(scope="module")
-def numbers(tmp_path_factory) -> dict:
-    """Real numbers: the demo's, for the official five and ECCV's three (results JSON, fractions)."""
-    home = tmp_path_factory.mktemp("demo")
-    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(home), "HF_HUB_OFFLINE": "1"}
-    done = cli(env, "evaluate", "--demo", "--benchmarks", "eccv_caption", "eccv", "--json", token=None)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout)
+bench, run, hub = hub_world.bench, hub_world.run, hub_world.hub  # the fixtures
 
 
 @pytest.fixture()
-def results(tmp_path, numbers) -> Path:
-    provenance = {  # what evaluate --model records (eccv_metric.models.run), for a Hub model and Hub data
-        "model": "hf:me/clip",
-        "identity": {"spec": "hf:me/clip", "library": "transformers 5.0", "revision": "f" * 40, "weights": "ab" * 32},
-        "data": "me/eccv-caption",
-        "data_revision": FAKE_COMMIT,
-        "package": "eccv-caption-hf 0.2.0",
-        "device": "cpu",
-        "precision": "fp32",
-        "similarity": "cosine",
-    }
-    path = tmp_path / "res.json"
-    path.write_text(json.dumps({**numbers, "provenance": provenance}))
-    return path
-
-
-@pytest.fixture()
-def hub(tmp_path, bench):
-    model = tmp_path / "repos" / "clip"
-    model.mkdir(parents=True)
-    (model / "README.md").write_text(CARD)
-    (model / "config.json").write_text("{}")
-    plain = tmp_path / "repos" / "plain"  # a dataset without eval.yaml: no benchmark
-    plain.mkdir()
-    (plain / "README.md").write_text("# data\n")
-    datasets = {"me/eccv-caption": bench, "me/plain": plain}
-    with FakeHub({}, models={"me/clip": model}, datasets=datasets, tokens=TOKENS) as fake:
-        fake.env = fake.client_env(tmp_path / "home")
-        fake.model = model
-        yield fake
-
-
-def printed_files(stdout: str) -> dict[str, str]:
-    """The files a dry run prints, ``--- <path>`` then the file."""
-    out, name = {}, None
-    for line in stdout.splitlines():
-        if line.startswith("--- "):
-            name = line[4:]
-            out[name] = ""
-        elif name is not None:
-            out[name] += line + "\n"
-    return out
+def results(tmp_path, run):
+    return write_run(tmp_path / "run", run)
 
 
 def test_the_build_registers_the_benchmark(bench):
-    tasks = yaml.safe_load((bench / "eval.yaml").read_text())["tasks"]
+    data = yaml.safe_load((bench / "eval.yaml").read_text())
+    assert data["evaluation_framework"] == "mteb"  # one of the Hub's list (huggingface.js eval.ts)
+    tasks = data["tasks"]
     card = yaml.safe_load((bench / "README.md").read_text().split("\n---\n")[0][4:])
     splits = {c["config_name"]: {f["split"] for f in c["data_files"]} for c in card["configs"]}
     assert all(t["split"] in splits[t["config"]] for t in tasks)  # every task's config and split exist
     assert [t["id"] for t in tasks][:2] == ["eccv_map_at_r_i2t", "eccv_map_at_r_t2i"]
     assert not any(t["id"].startswith(("pmrp", "mscoco_fg", "cxc_sts")) for t in tasks)  # not in this build
-    assert (
-        "| `eccv_map_at_r_i2t` | ECCV Caption mAP@R, image-to-text | `positives` | `test` | percent (0-100) |"
-        in (bench / "README.md").read_text()
-    )
+    assert "`eval.yaml` names `evaluation_framework: mteb`" in (bench / "README.md").read_text()
 
 
-def test_dry_run_prints_the_files_and_sends_nothing(hub, results, numbers, bench):
-    from huggingface_hub import parse_eval_result_entries
-
-    done = cli(hub.env, "push-results", str(results), "--dry-run", "--model-index", token=None)
+def test_dry_run_prints_both_repos_and_sends_nothing(hub, results, run):
+    numbers, per_query = run
+    done = cli(hub.env, "push-results", str(results[0]), "--per-query", str(results[1]), "--dry-run", token=None)
     assert done.returncode == 0, done.stderr
     assert hub.log == [] and hub.store.commits == []
-    assert "would open a pull request on model me/clip (from the results' model hf:me/clip)" in done.stdout
-    files = printed_files(done.stdout)
-    card = yaml.safe_load(
-        files.pop("README.md: its YAML's model-index holds these results, the rest of the card as it is")
+    assert (
+        "would open a pull request on model me/clip (or add a commit to your open one, if there is one)" in done.stdout
     )
-    tasks = {t["id"]: t for t in yaml.safe_load((bench / "eval.yaml").read_text())["tasks"]}
-    assert len(files) == sum(len(by) for by in numbers.values()) == 12
-    for path, text in files.items():
-        (entry,) = parse_eval_result_entries(yaml.safe_load(text))  # the Hub's own parser
-        metric, direction = entry.task_id.rsplit("_", 1)
-        assert path == f".eval_results/eccv-caption_{entry.task_id}.yaml" and entry.task_id in tasks
-        assert entry.value == percent(numbers[metric][direction])  # percent: the decimal shifted
-        assert (entry.dataset_id, entry.dataset_revision) == ("me/eccv-caption", FAKE_COMMIT)
-        assert (entry.source_name, entry.source_url) == (
-            "eccv-caption-hf 0.2.0",
-            "https://pypi.org/project/eccv-caption-hf/0.2.0/",
+    assert "would commit the details to dataset YOUR_ACCOUNT/details_me__clip (YOUR_ACCOUNT: " in done.stdout
+    files = printed_files(done.stdout)
+    evals = {p: yaml.safe_load(t)[0] for p, t in files.items() if p.startswith(".eval_results/")}
+    assert len(evals) == 12
+    for path, item in evals.items():
+        task = item["dataset"]["task_id"]
+        metric, direction = task.rsplit("_", 1)
+        assert path == f".eval_results/me--eccv-caption--{task}.yaml"
+        assert item["value"] == percent(numbers[metric][direction])
+        assert item["source"]["url"] == f"{hub.url}/datasets/YOUR_ACCOUNT/details_me__clip/tree/<the details commit>"
+        assert item["date"] == "2026-08-25T10:30:00Z"
+    parquet = [p for p in files if p.endswith(".parquet (")]  # "--- path (N bytes: ...)" lines
+    shown = [line for line in done.stdout.splitlines() if line.endswith("bytes: query_id, value)")]
+    assert len(shown) == sum(len(by) for by in per_query.values()) == 12 and not parquet
+    summary = json.loads(files["results.json"])
+    assert summary["dataset"] == {"id": "me/eccv-caption", "revision": FAKE_COMMIT} and "/home/me" not in done.stdout
+
+
+def test_details_then_numbers_pointing_at_them(hub, results, run):
+    """The default: the details to the user's own dataset repo (made), the numbers in a pull request; each
+    source.url resolves to the details commit, whose Parquet files hold exactly the per-query values."""
+    numbers, per_query = run
+    done = cli(hub.env, "push-results", str(results[0]), "--per-query", str(results[1]))
+    assert done.returncode == 0, done.stderr
+    details, model = hub.store.commits
+    assert ("datasets", "me/details_me__clip") in hub.store.created
+    assert (details["repo"], details["revision"], details["create_pr"]) == ("me/details_me__clip", "main", False)
+    assert (model["repo"], model["create_pr"], model["pr"], model["parent"]) == ("me/clip", True, 1, FAKE_COMMIT)
+    assert done.stdout.rstrip().endswith(f"opened pull request {hub.url}/me/clip/discussions/1 (model me/clip)")
+    published = entries(model["files"])
+    assert len(published) == 12
+    for key, item in published.items():
+        metric, direction = key.split(":")[1].rsplit("_", 1)
+        assert item["value"] == percent(numbers[metric][direction])
+        assert item["source"]["url"] == f"{hub.url}/datasets/me/details_me__clip/tree/{details['sha']}"
+        ids, values = parquet_rows(
+            resolve(hub, item["source"]["url"], f"data/{metric}_{direction}/test-00000-of-00001.parquet")
         )
-    (model,) = card["model-index"]
-    for result in model["results"]:
-        direction = {"image-to-text": "i2t", "text-to-image": "t2i"}[result["task"]["type"]]
-        task = tasks[f"{result['metrics'][0]['type']}_{direction}"]
-        assert (result["dataset"]["config"], result["dataset"]["split"]) == (task["config"], task["split"])
-        for metric in result["metrics"]:
-            assert metric["value"] == percent(numbers[metric["type"]][direction])
+        assert ids == per_query[metric][direction]["query_ids"] and values == per_query[metric][direction]["values"]
+    card = resolve(hub, item["source"]["url"], "README.md").decode()
+    assert 'load_dataset("me/details_me__clip", "' in card and "configs:" in card
+    summary = json.loads(resolve(hub, item["source"]["url"], "results.json"))
+    assert summary["results"] == numbers and summary["model_repo"] == "me/clip"
+    assert "/home/me" not in json.dumps(summary)  # the provenance's local paths are not published
+    assert "Per-query values behind every number" in model["description"]
+    # the card's snippet as a reader runs it: datasets' own load_dataset, at the commit the numbers point at
+    code = (
+        "import json, sys, numpy as np; from datasets import load_dataset; "
+        f"d = load_dataset('me/details_me__clip', 'eccv_map_at_r_t2i', split='test', revision='{details['sha']}'); "
+        "print(json.dumps([list(d['query_id']), float(np.mean(d['value']))]))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=hub.env, timeout=300)
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    ids, mean = json.loads(loaded.stdout.strip().splitlines()[-1])
+    assert ids == per_query["eccv_map_at_r"]["t2i"]["query_ids"] and mean == numbers["eccv_map_at_r"]["t2i"]
 
 
-def test_a_pull_request_by_default_in_one_commit(hub, results):
-    dry = printed_files(cli(hub.env, "push-results", str(results), "--dry-run", token=None).stdout)
-    before = {p.name: p.read_bytes() for p in hub.model.iterdir()}
-    done = cli(hub.env, "push-results", str(results))
+def test_a_rerun_adds_a_commit_to_the_same_pull_request(hub, results, run, tmp_path):
+    """One submission per model, kept current: the user's open pull request is found and committed to."""
+    assert (
+        cli(hub.env, "push-results", str(results[0]), "--per-query", str(results[1]), token="hf_other").returncode == 0
+    )
+    again = cli(hub.env, "push-results", str(results[0]), "--per-query", str(results[1]), token="hf_other")
+    assert again.returncode == 0, again.stderr
+    assert "nothing changed on model me/clip" in again.stdout and len(hub.store.commits) == 2  # no empty commit
+    later = write_run(tmp_path / "later", run, date="2026-09-01T08:00:00Z")  # a newer run of the same model
+    done = cli(hub.env, "push-results", str(later[0]), "--per-query", str(later[1]), token="hf_other")
     assert done.returncode == 0, done.stderr
-    (commit,) = hub.store.commits
-    assert (commit["repo"], commit["create_pr"], commit["pr"], commit["parent"]) == ("me/clip", True, 1, FAKE_COMMIT)
-    assert {path: data.decode() for path, data in commit["files"].items()} == dry  # what the dry run printed
-    assert commit["summary"] == "Add ECCV Caption eval results (12 tasks)"
-    assert "| `eccv_map_at_r_i2t` |" in commit["description"] and "hf:me/clip" in commit["description"]
-    assert {p.name: p.read_bytes() for p in hub.model.iterdir()} == before  # main untouched
-    assert done.stdout.rstrip().endswith(f"opened pull request {hub.url}/me/clip/discussions/1")
-    sent = [(method, path.split("?")[0]) for method, path, _ in hub.log if method == "POST"]
-    assert sent == [("POST", "/api/models/me/clip/preupload/main"), ("POST", "/api/models/me/clip/commit/main")]
-    another = cli(hub.env, "push-results", str(results), token="hf_other")  # anyone may open a pull request
-    assert another.returncode == 0 and hub.store.commits[-1]["pr"] == 2, another.stderr
+    assert [(c["repo"], c["pr"], c["create_pr"]) for c in hub.store.commits] == [
+        ("other/details_me__clip", None, False),
+        ("me/clip", 1, True),
+        ("other/details_me__clip", None, False),
+        ("me/clip", 1, False),  # a commit to refs/pr/1, not a second pull request
+    ]
+    assert hub.store.commits[-1]["revision"] == "refs/pr/1"
+    assert "added commit" in done.stdout and "to your pull request #1 on model me/clip" in done.stdout
+    (pr,) = hub.store.prs[("models", "me/clip")]
+    dates = {item["date"] for item in entries(pr.files).values()}
+    assert dates == {"2026-09-01T08:00:00Z"}
+    mine = cli(hub.env, "push-results", str(results[0]), "--per-query", str(results[1]), token="hf_me")
+    assert mine.returncode == 0 and len(hub.store.prs[("models", "me/clip")]) == 2  # another user: their own
+    # details to a repo of another account: a pull request there too, kept current the same way
+    theirs = [str(later[0]), "--per-query", str(later[1]), "--details-repo", "me/details_me__clip"]
+    done = cli(hub.env, "push-results", *theirs, token="hf_other")
+    assert done.returncode == 0 and "open a pull request on dataset me/details_me__clip" in done.stdout, done.stderr
+    commits = len(hub.store.commits)
+    again = cli(hub.env, "push-results", *theirs, token="hf_other")
+    assert "add a commit to your pull request #1 on dataset me/details_me__clip" in again.stdout, again.stderr
+    assert len(hub.store.commits) == commits  # the same files: no commit on either repo
+    (details_pr,) = hub.store.prs[("datasets", "me/details_me__clip")]
+    assert details_pr.author == "other"
+    sources = {item["source"]["url"] for item in entries(hub.store.prs[("models", "me/clip")][0].files).values()}
+    assert sources == {f"{hub.url}/datasets/me/details_me__clip/tree/{details_pr.sha}"}
 
 
-def test_direct_with_model_index_keeps_the_card(hub, results, numbers):
-    done = cli(hub.env, "push-results", str(results), "--direct", "--model-index")
+def test_direct_with_model_index_keeps_the_card(hub, results, run):
+    numbers = run[0]
+    done = cli(hub.env, "push-results", str(results[0]), "--per-query", str(results[1]), "--direct", "--model-index")
     assert done.returncode == 0, done.stderr
-    (commit,) = hub.store.commits
+    commit = hub.store.commits[-1]
     assert not commit["create_pr"] and commit["pr"] is None and len(commit["files"]) == 13
     card = (hub.model / "README.md").read_text()
     assert card == commit["files"]["README.md"].decode()
@@ -181,131 +174,203 @@ def test_direct_with_model_index_keeps_the_card(hub, results, numbers):
     }
     assert values[("image-to-text", "eccv_map_at_r")] == percent(numbers["eccv_map_at_r"]["i2t"])
     assert sorted(p.name for p in (hub.model / ".eval_results").iterdir()) == sorted(
-        Path(p).name for p in commit["files"] if p != "README.md"
+        p.split("/")[1] for p in commit["files"] if p != "README.md"
     )
 
 
-def test_leaderboard_from_hub_lists_the_pushed_models(hub, results, numbers, tmp_path):
-    assert cli(hub.env, "push-results", str(results), "--direct").returncode == 0
-    other = json.loads(results.read_text())
-    other["provenance"]["model"] = "hf:other/clip-ft"
-    (tmp_path / "other.json").write_text(json.dumps(other))
-    hub.store.repos[("models", "other/clip-ft")] = hub.model.parent / "ft"
-    (hub.model.parent / "ft").mkdir()
-    assert cli(hub.env, "push-results", str(tmp_path / "other.json"), token="hf_me").returncode == 0  # a PR
-    done = cli(hub.env, "leaderboard", "--from-hub", "me/eccv-caption", token=None)
+def test_two_benchmarks_on_one_model_repo_keep_their_own_files(hub, results, tmp_path, run):
+    """Issue 53: results for me/eccv-caption then other/eccv-caption overwrote all 12 files of the first."""
+    fork = write_run(tmp_path / "fork", run, data="other/eccv-caption")
+    for res, pq in (results, fork):
+        done = cli(hub.env, "push-results", str(res), "--per-query", str(pq), "--direct", "--details-repo",
+                   f"me/details-{res.parent.name}")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    files = {p.relative_to(hub.model).as_posix(): p.read_bytes() for p in (hub.model / ".eval_results").iterdir()}
+    published = entries(files)
+    assert len(files) == 24 and {k.split(":")[0] for k in published} == {"me/eccv-caption", "other/eccv-caption"}
+    board = cli(hub.env, "leaderboard", "--from-hub", "me/eccv-caption", token=None)
+    assert board.returncode == 0 and "\nme/clip " in board.stdout, board.stderr
+
+
+def test_files_of_the_old_names_are_replaced_not_doubled(hub, results):
+    """A file this package wrote before the owner was in the name (``eccv-caption_<task>.yaml``) is deleted in
+    the commit that writes its successor; another benchmark's file is kept."""
+    old = hub.model / ".eval_results"
+    old.mkdir()
+    item = {"dataset": {"id": "me/eccv-caption", "task_id": "eccv_map_at_r_i2t"}, "value": 1.0}
+    (old / "eccv-caption_eccv_map_at_r_i2t.yaml").write_text(yaml.safe_dump([item]))
+    other = {"dataset": {"id": "cais/hle", "task_id": "hle"}, "value": 20.9}
+    (old / "hle.yaml").write_text(yaml.safe_dump([other]))
+    done = cli(hub.env, "push-results", str(results[0]), "--no-details", "--direct")
     assert done.returncode == 0, done.stderr
-    rows = {
-        line[:44].strip(): line[44:].split()
-        for line in done.stdout.splitlines()
-        if line.startswith(("me/clip", "other/"))
-    }
-    assert set(rows) == {"me/clip", "other/clip-ft (PR #1)"}
-    header = next(line for line in done.stdout.splitlines() if line.startswith("model"))
-    columns = header.split()[1:]
-    assert columns[:3] == ["mAP@R", "R-P", "ECCV"]  # the same columns as --with
-    for name, cells in rows.items():
-        want = [f"{50 * (numbers[m]['i2t'] + numbers[m]['t2i']):.2f}" for m in ("eccv_map_at_r", "eccv_rprecision")]
-        assert cells[:2] == want, name
-    assert "me/eccv-caption on the Hub: 2 leaderboard entries, 2 models shown" in done.stdout
+    assert "commit to main of model me/clip: 12 files, 1 replaced" in done.stdout
+    assert hub.store.commits[-1]["deleted"] == [".eval_results/eccv-caption_eccv_map_at_r_i2t.yaml"]
+    assert (old / "hle.yaml").is_file() and not (old / "eccv-caption_eccv_map_at_r_i2t.yaml").exists()
 
 
-def test_leaderboard_from_hub_without_huggingface_hubs_call(hub, results):
-    """Where the installed huggingface_hub has no get_dataset_leaderboard: the documented HTTP call, same rows."""
-    assert cli(hub.env, "push-results", str(results), "--direct").returncode == 0
-    code = (
-        "import sys; from huggingface_hub import HfApi; del HfApi.get_dataset_leaderboard; "
-        "from eccv_metric.cli.main import main; sys.exit(main(sys.argv[1:]))"
+def test_a_local_build_publishes_the_revision_of_the_same_files(hub, bench, tmp_path, run):
+    """dataset.revision where the build is the pushed one: the build the run read (its digests recorded, still
+    its files) holds the Hub repo's files, byte for byte; one line when it changed since or differs."""
+    import hashlib
+    import shutil
+
+    digests = {p.relative_to(bench).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+               for p in sorted(bench.glob("data/*/*.parquet"))}  # fmt: skip
+    first = sorted(digests)[0]
+    read = {first: digests[first]}  # what the run read
+    local = write_run(tmp_path / "local", run, data=str(bench), data_revision=None, data_files=read)
+    done = cli(hub.env, "push-results", str(local[0]), "--no-details", "--direct", "--dataset-repo", "me/eccv-caption")
+    assert done.returncode == 0, done.stderr
+    assert {item["dataset"]["revision"] for item in entries(hub.store.commits[-1]["files"]).values()} == {FAKE_COMMIT}
+    commits = len(hub.store.commits)
+    changed = write_run(tmp_path / "changed", run, data=str(bench), data_revision=None, data_files={first: "0" * 64})
+    one_line(
+        cli(hub.env, "push-results", str(changed[0]), "--no-details", "--dataset-repo", "me/eccv-caption"),
+        f"{changed[0]}: the build {bench} changed since the run ({first} is no longer the file it read)",
+        "evaluate again on it, then run push-results again",
     )
-    env = dict(hub.env) | {"HF_TOKEN": "hf_me"}
-    args = ["leaderboard", "--from-hub", "me/eccv-caption"]
-    old = cli(hub.env, *args)
-    new = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, cwd=ROOT)
-    assert new.returncode == 0 and new.stdout == old.stdout and "\nme/clip " in new.stdout, new.stderr
-    assert [p.split("?")[0] for m, p, _ in hub.log if "leaderboard" in p] == [
-        "/api/datasets/me/eccv-caption/leaderboard"
-    ] * 2
+    older = tmp_path / "older"  # the repo holds another version of the build
+    shutil.copytree(bench, older)
+    (older / first).write_bytes((older / first).read_bytes() + b"\0")
+    hub.store.repos[("datasets", "me/eccv-older")] = older
+    one_line(
+        cli(hub.env, "push-results", str(local[0]), "--no-details", "--dataset-repo", "me/eccv-older"),
+        f"{local[0]} was scored on a local build whose files are not those of me/eccv-older ({first} differs; 1 of "
+        f"{len(digests)} differ)",
+        "or evaluate on --data me/eccv-older, then run push-results again",
+    )
+    assert len(hub.store.commits) == commits
+    gone = write_run(tmp_path / "gone", run, data=str(tmp_path / "moved"), data_revision=None, data_files=read)
+    done = cli(hub.env, "push-results", str(gone[0]), "--no-details", "--direct", "--dataset-repo", "me/eccv-caption")
+    assert done.returncode == 0 and "note: no dataset.revision: the local build the run read" in done.stdout
 
 
-def one_line(done: subprocess.CompletedProcess, start: str, end: str) -> None:
-    assert done.returncode == 2 and "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
-    assert done.stderr.startswith(f"error: {start}") and done.stderr.rstrip().endswith(end), done.stderr
+def test_a_dataset_not_on_the_allow_list_is_said(hub, results):
+    hub.store.allow_listed.discard("me/eccv-caption")
+    done = cli(hub.env, "push-results", str(results[0]), "--no-details")
+    assert done.returncode == 0, done.stderr
+    assert "note: me/eccv-caption is not on the Hub's benchmark allow-list (no benchmark:official tag): the " \
+        "results show on the model page and on no leaderboard until the Hub lists it" in done.stdout  # fmt: skip
 
 
 def test_failures_are_one_line_naming_the_repo_and_the_next_step(hub, results, tmp_path):
+    res, pq = (str(p) for p in results)
     one_line(
-        cli(hub.env, "push-results", str(results), token=None),
+        cli(hub.env, "push-results", res, "--per-query", pq, token=None),
         "push-results to model me/clip: no Hugging Face token; log in with `hf auth login` or set HF_TOKEN",
         "then run push-results again",
     )
     assert hub.log == []
     one_line(
-        cli(hub.env, "push-results", str(results), "--model-repo", "me/nothing"),
+        cli(hub.env, "push-results", res, "--per-query", pq, "--model-repo", "me/nothing"),
         "push-results to model me/nothing failed: the model repo me/nothing was not found on the Hub",
         "check --model-repo (`hf repo create me/nothing` makes it, if it is yours), then run push-results again",
     )
-    one_line(
-        cli(hub.env, "push-results", str(results), "--direct", token="hf_other"),
-        "push-results to model me/clip failed: the Hub refused the token (403: ",
-        "drop --direct to open a pull request instead, or use a token with write access to me/clip, "
+    one_line(  # a model repo the user cannot write: said before anything is sent
+        cli(hub.env, "push-results", res, "--per-query", pq, "--direct", token="hf_other"),
+        "push-results to model me/clip: other may not commit to main of model me/clip (another account's repo): "
+        "drop --direct to open a pull request instead",
         "then run push-results again",
     )
     one_line(
-        cli(hub.env, "push-results", str(results), token="hf_read"),
-        "push-results to model me/clip failed: the Hub refused the token (403: ",
-        "a token that may open pull requests (write access), then run push-results again",
+        cli(hub.env, "push-results", res, "--per-query", pq, token="hf_read"),
+        "push-results to model me/clip: the token of me is read-only",
+        "then run push-results again",
     )
     one_line(
-        cli(hub.env, "push-results", str(results), "--dataset-repo", "me/plain"),
-        f"{results} was scored on the Hub dataset me/eccv-caption, not --dataset-repo me/plain",
-        "drop --dataset-repo (or evaluate on me/plain)",
+        cli(hub.env, "push-results", res, "--per-query", pq, "--details-repo", "other/details"),
+        "push-results details to dataset other/details: the dataset other/details does not exist and me may not "
+        "create it",
+        "give a repo of yours, then run push-results again",
     )
-    local = json.loads(results.read_text())
+    local = json.loads(results[0].read_text())
     local["provenance"].update(data="/data/build", data_revision=None)
+    local["provenance"].pop("digests")
     (tmp_path / "local.json").write_text(json.dumps(local))
     one_line(
-        cli(hub.env, "push-results", str(tmp_path / "local.json"), "--dataset-repo", "me/plain"),
+        cli(hub.env, "push-results", str(tmp_path / "local.json"), "--no-details", "--dataset-repo", "me/plain"),
         "push-results to model me/clip failed: the dataset me/plain has no eval.yaml, so it registers no tasks",
         "(`eccv-caption push --dataset-dir FOLDER --dataset-repo me/plain`), then run push-results again",
     )
-    assert hub.store.commits == [] and (hub.model / "README.md").read_text() == CARD
+    assert hub.store.commits == [] and hub.store.created == [] and (hub.model / "README.md").read_text() == CARD
     with socket.socket() as sock:  # a port nothing listens on: connections are refused at once
         sock.bind(("127.0.0.1", 0))
         closed = f"http://127.0.0.1:{sock.getsockname()[1]}"
     one_line(
-        cli(hub.env | {"HF_ENDPOINT": closed}, "push-results", str(results)),
+        cli(hub.env | {"HF_ENDPOINT": closed}, "push-results", res, "--per-query", pq),
         f"push-results to model me/clip failed: could not reach the Hub at {closed} (",
         "check the network connection (and HF_ENDPOINT, HF_HUB_OFFLINE), then run push-results again",
     )
-    one_line(
-        cli(hub.env | {"HF_ENDPOINT": closed}, "leaderboard", "--from-hub", "me/eccv-caption"),
-        f"leaderboard --from-hub me/eccv-caption failed: could not reach the Hub at {closed} (",
-        "check the network connection (and HF_ENDPOINT, HF_HUB_OFFLINE), then run the leaderboard again",
-    )
-    one_line(
-        cli(hub.env, "leaderboard", "--from-hub", "me/plain"),
-        "leaderboard --from-hub me/plain: the Hub keeps no leaderboard for me/plain",
-        "or rank your files with --with",
-    )
-    one_line(
-        cli(hub.env, "leaderboard", "--from-hub", "me/missing"),
-        "leaderboard --from-hub me/missing failed: the dataset me/missing was not found on the Hub",
-        "check the repo id, then run the leaderboard again",
-    )
-    one_line(cli(hub.env, "leaderboard", "--from-hub", "eccv"), "--from-hub 'eccv' is not a Hub repo id", "")
 
 
-def test_bad_inputs_send_nothing(hub, results, numbers, tmp_path):
+def test_a_card_with_broken_yaml_is_one_line_and_nothing_is_sent(hub, results):
+    """Issue 53: --direct --model-index on a card with broken YAML front matter ended in yaml.parser.ParserError."""
+    (hub.model / "README.md").write_text("---\nlicense: mit\ntags: [clip\n---\n# x\n")
+    one_line(
+        cli(hub.env, "push-results", str(results[0]), "--per-query", str(results[1]), "--direct", "--model-index"),
+        "the model card README.md of me/clip has YAML metadata huggingface_hub cannot read (ParserError: ",
+        "fix the YAML between its '---' lines, or drop --model-index to publish the eval results alone",
+    )
+    assert hub.store.commits == [] and hub.store.created == []
+
+
+def test_a_refusal_by_the_hub_is_one_line_and_leaves_nothing_half_written(hub, results):
+    res, pq = (str(p) for p in results)
+    hub.store.refuse["README.md"] = "Invalid metadata in README.md: a rule this client cannot know"
+    one_line(  # the details commit refused: nothing anywhere
+        cli(hub.env, "push-results", res, "--per-query", pq),
+        "push-results to model me/clip failed: the Hub answered 400: Invalid metadata in README.md",
+        "then run push-results again",
+    )
+    assert hub.store.commits == []
+    hub.store.refuse = {".eval_results/me--eccv-caption--eccv_r1_t2i.yaml": "Invalid input: a rule unknown here"}
+    done = cli(hub.env, "push-results", res, "--per-query", pq)
+    start = "push-results to model me/clip failed: the Hub answered 400: Invalid input: a rule unknown here"
+    assert (
+        f"then run push-results again (the details commit {hub.url}/datasets/me/details_me__clip/tree/" in done.stderr
+    )
+    one_line(done, start, "stays and is reused)")
+    assert [c["repo"] for c in hub.store.commits] == ["me/details_me__clip"]  # evidence without numbers: no number
+    hub.store.refuse = {}
+    again = cli(hub.env, "push-results", res, "--per-query", pq)
+    assert again.returncode == 0 and "nothing changed on dataset me/details_me__clip" in again.stdout, again.stderr
+
+
+def test_bad_inputs_send_nothing(hub, results, run, tmp_path):
+    numbers, per_query = run
     scores = tmp_path / "scores.json"  # what `evaluate --demo -o` (from scores, no model) writes
-    scores.write_text(json.dumps(numbers))
-    bad = json.loads(results.read_text())
-    bad["eccv_f1"] = {"i2t": 0.5}
-    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    scores.write_text(json.dumps({**numbers, "provenance": {"date": "2026-08-25T10:30:00Z", "input": "scores"}}))
+    other = write_run(tmp_path / "other", ({**numbers}, {**per_query, "eccv_r1": {
+        d: {**e, "values": e["values"][::-1]} for d, e in per_query["eccv_r1"].items()}}))  # fmt: skip
+    edited = json.loads(results[0].read_text())
+    edited["eccv_r1"]["i2t"] = 0.99
+    (tmp_path / "edited.json").write_text(json.dumps(edited))
+    add_model(hub, "me/clip2")
     for args, words in (
-        ([str(scores)], "holds no provenance"),
-        ([str(results), "--model-repo", "clip"], "--model-repo 'clip' is not a Hub repo id"),
-        ([str(tmp_path / "bad.json")], "'eccv_f1' is not a metric the benchmark registers"),
+        ([str(scores), "--no-details"], "its provenance names no model (results scored from --scores"),
+        ([str(results[0])], "give --per-query (the file of `evaluate --per-query` in the same run), or --no-details"),
+        ([str(results[0]), "--no-details", "--details-repo", "me/d"], "--details-repo names where the per-query"),
+        ([str(results[0]), "--per-query", str(other[1])], "holds the per-query values of another run than"),
+        ([str(tmp_path / "edited.json"), "--no-details"], "was changed after the run: its numbers no longer match"),
+        ([str(results[0]), "--model-repo", "clip", "--no-details"], "--model-repo 'clip' is not a Hub repo id"),
     ):
         done = cli(hub.env, "push-results", *args)
         assert done.returncode == 2 and done.stderr.count("\n") == 1 and words in done.stderr, done.stderr
     assert hub.log == [] and hub.store.commits == []
+    # details of another model: the details repo holds me/clip's, the results are me/clip2's
+    assert cli(hub.env, "push-results", str(results[0]), "--per-query", str(results[1]), "--direct").returncode == 0
+    clip2 = write_run(tmp_path / "clip2", run, model="hf:me/clip2")
+    one_line(
+        cli(
+            hub.env,
+            "push-results",
+            str(clip2[0]),
+            "--per-query",
+            str(clip2[1]),
+            "--details-repo",
+            "me/details_me__clip",
+        ),  # fmt: skip
+        "push-results to model me/clip2: the details repo me/details_me__clip holds the details of me/clip on "
+        "me/eccv-caption, not of me/clip2 on me/eccv-caption",
+        "give --details-repo another repo, then run push-results again",
+    )

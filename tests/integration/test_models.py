@@ -58,6 +58,16 @@ def test_evaluate_model_cli_on_a_built_folder(image_build, tmp_path, capsys, mon
     provenance = written.pop("provenance")
     assert provenance["model"] == f"hf:{clip}" and provenance["identity"]["weights"]
     assert {"data", "data_revision", "package", "device", "precision", "batch_size", "seconds"} <= set(provenance)
+    assert provenance["date"].endswith("Z") and set(provenance["digests"]) == {"results", "per_query"}
+    import hashlib  # the local build's files the run read, by their sha256: what push-results matches on the Hub
+
+    assert provenance["data_files"] and all(
+        hashlib.sha256((image_build / path).read_bytes()).hexdigest() == digest
+        for path, digest in provenance["data_files"].items()
+    )
+    assert set(provenance["data_files"]) <= {
+        p.relative_to(image_build).as_posix() for p in image_build.glob("data/*/*")
+    }
     assert set(written) == {"coco_1k_r1", "coco_5k_r1", "cxc_r1", "eccv_r1", "eccv_map_at_r", "pmrp",
                             "cxc_sits_spearman", "cxc_sits_spearman_std"}  # fmt: skip
     # the saved embeddings through the existing path give the same numbers
@@ -68,12 +78,16 @@ def test_evaluate_model_cli_on_a_built_folder(image_build, tmp_path, capsys, mon
     # leaderboard reads the results file, provenance and all
     capsys.readouterr()
     assert main(["leaderboard", "--with", str(res)]) == 0
-    assert "res ranks (of 26)" in capsys.readouterr().out
+    assert f"hf:{clip} ranks (of 26)" in capsys.readouterr().out  # the row is named by its model
     # push-results publishes it (a local build: the repo it was pushed to is given); its dry run sends nothing
-    push = ["push-results", str(res), "--model-repo", "me/tiny-clip", "--dataset-repo", "me/eccv-caption"]
-    assert main([*push, "--dry-run"]) == 0
-    printed = capsys.readouterr().out.split("\n--- ")[1:]
-    files = {block.split("\n", 1)[0]: yaml.safe_load(block.split("\n", 1)[1]) for block in printed}
+    push = ["push-results", str(res), "--per-query", str(pq), "--model-repo", "me/tiny-clip"]
+    assert main([*push, "--dataset-repo", "me/eccv-caption", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "the local build's files are checked against me/eccv-caption's when sending" in out
+    blocks = [b for b in out.split("\n--- ")[1:] if b.startswith(".eval_results/")]
+    files = {
+        block.split("\n", 1)[0]: yaml.safe_load(block.split("\nwould ", 1)[0].split("\n", 1)[1]) for block in blocks
+    }
     tasks = {t["id"] for t in yaml.safe_load((image_build / "eval.yaml").read_text())["tasks"]}
     published = {f"{m}_{d}" for m in written for d in written[m] if f"{m}_{d}" in tasks}
     assert len(files) == len(published) == 13  # the official five and PMRP both ways, CxC SITS rho (std: no task)
@@ -81,7 +95,7 @@ def test_evaluate_model_cli_on_a_built_folder(image_build, tmp_path, capsys, mon
         task = entry["dataset"]["task_id"]
         metric, direction = task.rsplit("_", 1)
         value = written[metric][direction]
-        assert path == f".eval_results/eccv-caption_{task}.yaml" and task in published
+        assert path == f".eval_results/me--eccv-caption--{task}.yaml" and task in published
         assert entry["value"] == (value if metric.endswith("spearman") else percent(value))  # percent
         assert entry["dataset"] == {"id": "me/eccv-caption", "task_id": task}  # a local build: no revision
     # compare reads the per-query file (PMRP's queries from the build's categories, as the model run read them)

@@ -7,9 +7,11 @@ plain loop over one ranking. Nothing here imports the engine.
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections.abc import Callable
 from fractions import Fraction
+from pathlib import Path
 
 from tests.unit.world import World
 
@@ -130,3 +132,8 @@ def percent(fraction: float) -> float:
     """A fraction in percent: the decimal its repr writes times 100, exactly (``Fraction``), rounded once to a
     float; what a published value must equal (``0.07`` -> ``7.0``; ``100 * 0.07`` is ``7.000000000000001``)."""
     return float(Fraction(repr(fraction)) * 100)
+
+
+def numbers(path: str | Path) -> dict:
+    """The numbers of a results file of ``evaluate -o``: every key but ``provenance`` (when the run was)."""
+    return {k: v for k, v in json.loads(Path(path).read_text()).items() if k != "provenance"}

@@ -345,7 +345,7 @@ def test_skewed_lists_equal_the_brute_force(world, res):
 def test_output_json_is_refused_for_a_non_json_results_file(tmp_path):
     path = tmp_path / "results.json"
     path.write_text("not json")
-    from eccv_metric.cli.analysis import read_results
+    from eccv_metric.analysis.results_files import read_results
 
     with pytest.raises(EvaluationError, match=rf"{path}: not valid JSON"):
         read_results(str(path))

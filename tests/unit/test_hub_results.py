@@ -1,13 +1,14 @@
 """The Hub benchmark's tasks (eval.yaml) and a results file as eval results, checked without any network.
 
-The Hub side (commits, pull requests, the leaderboard, failures) runs against the local fake Hub in
-tests/integration/test_hub_results.py; here: which tasks exist, the values written (percent, by an
-independent decimal reading), the model card kept as it was but for its model-index, and every refusal
-of ``push-results`` before anything is sent (one line, in flag words).
+The Hub side (commits, pull requests, details, the leaderboard, failures) runs against the local fake Hub in
+tests/integration/test_hub_results.py and test_hub_board.py; here: which tasks exist, the values written
+(percent, by an independent decimal reading), the file names, the entries' checks, the model card kept as it was
+but for its model-index, and every refusal of ``push-results`` before anything is sent (one line, in flag words).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -16,15 +17,23 @@ import yaml
 from eccv_caption_dataset.builder import CONFIGS
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.cli.main import main
-from eccv_metric.hub.eval_results import read_submission
+from eccv_metric.core.errors import EvaluationError
+from eccv_metric.hub.eval_results import entry_problems
+from eccv_metric.hub.eval_results import eval_files
+from eccv_metric.hub.eval_results import file_name
 from eccv_metric.hub.eval_results import updated_card
+from eccv_metric.hub.eval_tasks import BY_ID
+from eccv_metric.hub.eval_tasks import EVALUATION_FRAMEWORKS
 from eccv_metric.hub.eval_tasks import TASKS
 from eccv_metric.hub.eval_tasks import eval_yaml
 from eccv_metric.hub.eval_tasks import registered
 from eccv_metric.hub.eval_tasks import task_ids
+from eccv_metric.hub.eval_tasks import value_problem
+from eccv_metric.hub.submission import read_submission
 from tests.unit.brute import percent
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
+URL = "https://huggingface.co/datasets/me/details_me__clip/tree/" + "a" * 40
 VALUES = {
     "eccv_map_at_r": {"i2t": 0.07, "t2i": 0.37270419338215225},  # 100 * 0.07 = 7.000000000000001 in floats
     "eccv_r1": {"i2t": 8e-05, "t2i": 0.26426426426426425},  # repr "8e-05": an exponent, shifted as well
@@ -39,7 +48,13 @@ PROVENANCE = {
     "package": "eccv-caption-hf 0.2.0",
     "precision": "fp32",
     "similarity": "cosine",
+    "date": "2026-08-25T10:30:00Z",
 }
+
+
+def canonical_sha256(payload: object) -> str:
+    """The digest a results file records, recomputed here from its definition (sorted keys, no spaces)."""
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def write(tmp_path, payload, name="res.json"):
@@ -73,7 +88,7 @@ def test_one_task_per_headline_number_and_direction():
     assert REGISTRY.get("eccv").configs[0] == "positives"
 
 
-def test_a_build_registers_only_what_it_holds():
+def test_a_build_registers_only_what_it_holds_with_a_framework_of_the_hubs_list():
     wheel_only = {t.id for t in registered(["positives", "eccv-i2t-qrels"], ["pm", "cxc_ratings"])}
     assert wheel_only == {f"{m}_{d}" for m in ("eccv_map_at_r", "eccv_rprecision", "eccv_r1", "coco_5k_r1",
                                                "coco_1k_r1", "cxc_r1") for d in ("i2t", "t2i")}  # fmt: skip
@@ -83,10 +98,14 @@ def test_a_build_registers_only_what_it_holds():
     assert not any("fg" in i for i in half_fg) and "pmrp_t2i" in half_fg  # a config without its gallery: no FG
     text = eval_yaml(registered(["positives", "cxc_ratings"], ["pm"]))
     data = yaml.safe_load(text)
-    assert set(data) == {"name", "description", "tasks"}  # evaluation_framework: only the Hub's list may go there
+    # the spec's fields: name, description, evaluation_framework (one of huggingface.js eval.ts's list), tasks
+    assert list(data) == ["name", "description", "evaluation_framework", "tasks"]
+    assert data["evaluation_framework"] == "mteb" and len(EVALUATION_FRAMEWORKS) == 30
     assert all(set(t) == {"id", "config", "split"} and t["split"] == "test" for t in data["tasks"])
     assert task_ids(text)[0] == "eccv_map_at_r_i2t" and task_ids(text)[-1] == "cxc_sits_spearman_t2i"
     assert "percent (0-100)" in data["description"]
+    with pytest.raises(ValueError, match="'eccv-caption' is not on the Hub's list"):
+        eval_yaml(full, framework="eccv-caption")  # refused before anything is written, never sent
 
 
 def test_values_are_the_results_in_percent_shifted_in_decimal(tmp_path):
@@ -98,29 +117,79 @@ def test_values_are_the_results_in_percent_shifted_in_decimal(tmp_path):
         SHA,
     )
     assert sub.left_out == ["coco_5k_r5/i2t", "coco_5k_r5/t2i"]
-    from eccv_metric.hub.eval_results import eval_files
-
-    files = eval_files(sub)
+    files = eval_files(sub, URL)
     assert list(files) == [
-        ".eval_results/eccv-caption_eccv_map_at_r_i2t.yaml",
-        ".eval_results/eccv-caption_eccv_map_at_r_t2i.yaml",
-        ".eval_results/eccv-caption_eccv_r1_i2t.yaml",
-        ".eval_results/eccv-caption_eccv_r1_t2i.yaml",
-        ".eval_results/eccv-caption_cxc_sts_spearman_t2t.yaml",
+        ".eval_results/me--eccv-caption--eccv_map_at_r_i2t.yaml",
+        ".eval_results/me--eccv-caption--eccv_map_at_r_t2i.yaml",
+        ".eval_results/me--eccv-caption--eccv_r1_i2t.yaml",
+        ".eval_results/me--eccv-caption--eccv_r1_t2i.yaml",
+        ".eval_results/me--eccv-caption--cxc_sts_spearman_t2t.yaml",
     ]
     for path, text in files.items():
         (item,) = yaml.safe_load(text)
-        metric, direction = path.removeprefix(".eval_results/eccv-caption_").removesuffix(".yaml").rsplit("_", 1)
+        metric, direction = path.removeprefix(".eval_results/me--eccv-caption--").removesuffix(".yaml").rsplit("_", 1)
         given = VALUES[metric][direction]
         want = given if metric.endswith("spearman") else percent(given)
         assert item["value"] == want and type(item["value"]) is float
         assert item["dataset"] == {"id": "me/eccv-caption", "task_id": f"{metric}_{direction}", "revision": SHA}
-        assert item["source"] == {
-            "url": "https://pypi.org/project/eccv-caption-hf/0.2.0/",
-            "name": "eccv-caption-hf 0.2.0",
-        }
-        assert "model hf:me/clip" in item["notes"] and "fp32" in item["notes"]
-    assert yaml.safe_load(files[".eval_results/eccv-caption_eccv_map_at_r_i2t.yaml"])[0]["value"] == 7.0
+        assert item["date"] == "2026-08-25T10:30:00Z" and "date: '2026-08-25T10:30:00Z'" in text  # a string
+        assert item["source"] == {"url": URL, "name": "Per-query details (eccv-caption-hf 0.2.0)"}
+        assert item["notes"] == "fp32, cosine similarity, model revision ffffffffffff"
+    assert yaml.safe_load(files[".eval_results/me--eccv-caption--eccv_map_at_r_i2t.yaml"])[0]["value"] == 7.0
+    without = yaml.safe_load(eval_files(sub, None)[".eval_results/me--eccv-caption--eccv_r1_i2t.yaml"])[0]
+    assert without["source"]["url"] == "https://github.com/naver-ai/eccv-caption"  # --no-details: a page that exists
+
+
+def test_two_benchmarks_never_share_a_file():
+    """Issue 53: the files were named from the dataset's name alone, so me/ and other/eccv-caption collided."""
+    task = BY_ID["eccv_map_at_r_i2t"]
+    names = {file_name(repo, task) for repo in ("me/eccv-caption", "other/eccv-caption", "me/eccv-caption-v2")}
+    assert len(names) == 3
+    assert file_name("me/eccv-caption", task) == ".eval_results/me--eccv-caption--eccv_map_at_r_i2t.yaml"
+    # a repo id holds no "--": owner, name and task read back one way only
+    assert file_name("a-b/c", task) != file_name("a/b-c", task)
+
+
+def test_notes_are_short_and_never_carry_a_local_path(tmp_path):
+    local = {**PROVENANCE, "model": "hf:/tmp/models/clip", "data": "/home/me/build", "data_revision": None}
+    local |= {"identity": {"spec": "hf:/tmp/models/clip", "revision": "/tmp/x"}, "similarity": "cos /etc/passwd"}
+    sub = read_submission(write(tmp_path, {**VALUES, "provenance": local}), "me/clip", "me/eccv-caption")
+    for text in eval_files(sub, URL).values():
+        (item,) = yaml.safe_load(text)
+        assert "/tmp" not in text and "/home" not in text and "/etc" not in text
+        assert item["notes"] == "fp32" and len(item["notes"]) <= 80
+    assert sub.public_spec == "hf:(a local model folder)"
+    assert "no dataset.revision" in " ".join(sub.notes)  # a local build whose files its provenance does not record
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        (lambda e: e["source"].update(url=None), "[0].source.url: expected a URL string, received null"),
+        (lambda e: e["dataset"].pop("task_id"), "[0].dataset.task_id: expected string, received null"),
+        (lambda e: e.update(value=float("nan")), "[0].value: expected a finite number"),
+        (lambda e: e.update(value="32.5"), "[0].value: expected a finite number, received str"),
+        (lambda e: e.update(date=20260825), "[0].date: expected an ISO-8601 date string"),
+        (lambda e: e["dataset"].update(id="eccv-caption"), "[0].dataset.id: a Hub dataset id"),
+        (lambda e: e.update(notes=["a"]), "[0].notes: expected string, received list"),
+    ],
+)
+def test_an_entry_the_spec_refuses_is_named(tmp_path, change, where):
+    sub = read_submission(write(tmp_path, {**VALUES, "provenance": PROVENANCE}))
+    (item,) = yaml.safe_load(next(iter(eval_files(sub, URL).values())))
+    assert entry_problems(item) == []
+    change(item)
+    assert any(p.startswith(where) for p in entry_problems(item)), entry_problems(item)
+
+
+def test_a_value_read_back_out_of_its_range_is_named():
+    pct, rho = BY_ID["eccv_map_at_r_i2t"], BY_ID["cxc_sts_spearman_t2t"]
+    assert value_problem(pct, 32.5) is None and value_problem(rho, -0.5) is None
+    assert value_problem(pct, 250.0) == "250 is outside [0, 100] (percent (0-100))"
+    assert value_problem(pct, float("nan")) == "nan is not a finite number"
+    assert value_problem(rho, 1.5) == "1.5 is outside [-1, 1] (Spearman's rho (-1 to 1))"
+    assert value_problem(pct, "32") == "'32' is not a number"
+    assert value_problem(pct, True) == "True is not a number"
 
 
 CARD = """---
@@ -160,7 +229,7 @@ A model card with text that must stay as it is.
 
 def test_model_index_replaces_its_results_and_keeps_the_rest_of_the_card(tmp_path):
     sub = read_submission(write(tmp_path, {**VALUES, "provenance": PROVENANCE}))
-    new = updated_card(CARD, sub)
+    new = updated_card(CARD, sub, URL)
     head, body = new.split("\n---\n", 1)
     assert body == CARD.split("\n---\n", 1)[1]  # the text, byte for byte
     before, after = yaml.safe_load(CARD.split("\n---\n")[0][4:]), yaml.safe_load(head[4:])
@@ -179,16 +248,63 @@ def test_model_index_replaces_its_results_and_keeps_the_rest_of_the_card(tmp_pat
     assert found[("text-to-image", "me/eccv-caption", "eccv_r1")] == percent(0.26426426426426425)
     assert found[("sentence-similarity", "me/eccv-caption", "cxc_sts_spearman")] == -0.125
     assert len(found) == 6
-    bare = updated_card("# Just text\n", sub)
+    bare = updated_card("# Just text\n", sub, URL)
     assert bare.endswith("---\n# Just text\n") and "model-index" in bare
-    assert updated_card(None, sub).startswith("---\nmodel-index:\n- name: clip\n")
+    assert updated_card(None, sub, URL).startswith("---\nmodel-index:\n- name: clip\n")
+
+
+@pytest.mark.parametrize(
+    "card",
+    [
+        "---\nlicense: mit\ntags: [clip\n---\n# x\n",  # a flow sequence never closed: yaml.parser.ParserError
+        "---\nlicense: mit\n  bad: indent\n---\n# x\n",  # yaml.scanner.ScannerError
+        "---\nmodel-index: 3\n---\n# x\n",  # a model-index of another shape
+    ],
+)
+def test_a_card_whose_yaml_cannot_be_read_is_one_line(tmp_path, card):
+    """Issue 53: broken YAML front matter ended in a yaml.parser.ParserError traceback (only ValueError was caught)."""
+    sub = read_submission(write(tmp_path, {**VALUES, "provenance": PROVENANCE}))
+    with pytest.raises(EvaluationError) as err:
+        updated_card(card, sub, URL)
+    line = str(err.value)
+    assert "\n" not in line and line.startswith("the model card README.md of me/clip has YAML metadata")
+    assert line.endswith("fix the YAML between its '---' lines, or drop model_index= to publish the eval results alone")
+
+
+def test_digests_tell_an_edited_file_and_another_runs_per_query_values(tmp_path):
+    per_query = {"eccv_map_at_r": {"i2t": {"query_ids": [1, 2], "values": [0.04, 0.1], "aggregate": "mean"}}}
+    means = {"eccv_map_at_r": {"i2t": 0.07}}
+    digests = {"results": canonical_sha256(means), "per_query": canonical_sha256(per_query)}
+    res = write(tmp_path, {**means, "provenance": {**PROVENANCE, "digests": digests}})
+    pq = write(tmp_path, per_query, "pq.json")
+    sub = read_submission(res, per_query=pq)
+    assert sub.per_query == per_query
+    edited = write(
+        tmp_path, {"eccv_map_at_r": {"i2t": 0.08}, "provenance": {**PROVENANCE, "digests": digests}}, "e.json"
+    )
+    with pytest.raises(EvaluationError, match="was changed after the run: its numbers no longer match"):
+        read_submission(edited)
+    other = write(tmp_path, {"eccv_map_at_r": {"i2t": {"query_ids": [1, 2], "values": [0.04, 0.1]}}}, "o.json")
+    with pytest.raises(
+        EvaluationError, match=r"holds the per-query values of another run than .* \(its digest differs"
+    ):
+        read_submission(res, per_query=other)
+    # a results file without digests (written before them): the per-query values must give its numbers
+    plain = write(tmp_path, {**means, "provenance": PROVENANCE}, "plain.json")
+    assert read_submission(plain, per_query=other).per_query is not None
+    shifted = write(tmp_path, {"eccv_map_at_r": {"i2t": {"query_ids": [1, 2], "values": [0.05, 0.1]}}}, "s.json")
+    with pytest.raises(EvaluationError, match="eccv_map_at_r/i2t values give 0.07500000000000001, the results 0.07"):
+        read_submission(plain, per_query=shifted)
+    missing = write(tmp_path, {"eccv_r1": {"i2t": {"query_ids": [1], "values": [1.0]}}}, "m.json")
+    with pytest.raises(EvaluationError, match="has no per-query values of eccv_map_at_r/i2t, a published number"):
+        read_submission(plain, per_query=missing)
 
 
 @pytest.mark.parametrize(
     ("change", "args", "words"),
     [
         (lambda r: r.pop("provenance"), [], "holds no provenance (results scored from --scores"),
-        (lambda r: r["provenance"].pop("model"), [], "its provenance names no model"),
+        (lambda r: r["provenance"].pop("model"), [], "its provenance names no model (results scored from --scores"),
         (lambda r: r["provenance"].pop("package"), [], "names no eccv-caption-hf version"),
         (lambda r: None, ["--model-repo", "clip"], "--model-repo 'clip' is not a Hub repo id"),
         (lambda r: None, ["--dataset-repo", "a/b/c"], "--dataset-repo 'a/b/c' is not a Hub repo id"),
@@ -200,12 +316,16 @@ def test_model_index_replaces_its_results_and_keeps_the_rest_of_the_card(tmp_pat
         (lambda r: r["provenance"].update(model="open_clip:ViT-B-32/openai"), [], "give --model-repo ORG/MODEL"),
         (lambda r: r["provenance"].update(data="/data/eccv", data_revision=None), [], "give --dataset-repo,"),
         (lambda r: [r.pop(m) for m in ("eccv_map_at_r", "eccv_r1", "cxc_sts_spearman")], [], "none of the"),
+        (lambda r: None, [], "give --per-query (the file of `evaluate --per-query` in the same run), or --no-details"),
+        (lambda r: None, ["--no-details", "--details-repo", "me/d"], "--details-repo names where the per-query"),
     ],
 )
 def test_bad_inputs_are_one_line_in_flag_words(tmp_path, capsys, change, args, words):
     results = json.loads(json.dumps({**VALUES, "provenance": PROVENANCE}))
     change(results)
     path = write(tmp_path, results)
+    if "--no-details" not in args and "give --per-query" not in words:
+        args = [*args, "--no-details"]
     assert main(["push-results", str(path), *args, "--dry-run"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and err.startswith("error: ") and words in err, err
@@ -215,8 +335,10 @@ def test_a_local_build_needs_the_repo_it_was_pushed_to(tmp_path, capsys):
     local = {**PROVENANCE, "data": "/home/me/eccv_caption_hf", "data_revision": None, "model": "hf:/models/clip"}
     path = write(tmp_path, {**VALUES, "provenance": local})
     args = ["push-results", str(path), "--model-repo", "me/clip", "--dataset-repo", "me/eccv-caption", "--dry-run"]
-    assert main(args) == 0
+    assert main([*args, "--no-details"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("not published (no task of the benchmark): coco_5k_r5/i2t, coco_5k_r5/t2i\n")
-    assert "would open a pull request on model me/clip, one commit of 5 files:" in out
-    assert "revision:" not in out  # a local build has no Hub revision
+    assert "would open a pull request on model me/clip (or add a commit to your open one, if there is one), one " \
+        "commit of 5 files:" in out  # fmt: skip
+    assert "    revision:" not in out and "/home/me" not in out and "/models/clip" not in out
+    assert "note: no dataset.revision: " in out  # a local build whose digests the results do not record

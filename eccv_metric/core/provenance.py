@@ -1,0 +1,67 @@
+"""What every results file of ``evaluate -o`` records beside its numbers: when it ran, which package, and digests.
+
+``date``: the run's time (ISO-8601, UTC, seconds), as the Hub's eval results take it (``date: "2026-01-15T10:30:00Z"``).
+``digests``: sha256 of the numbers as written (``results``) and of the per-query values (``per_query``, when
+``--per-query`` wrote them), each over the canonical JSON text of what the file holds (keys sorted, no spaces): a
+file edited after the run, or the per-query file of another run, no longer matches (``push-results`` checks both).
+``data_files`` (a model run on a local build): the sha256 of each of its Parquet files, so the build can be told
+apart from, or matched with, the Hub repo it was pushed to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from collections.abc import Mapping
+from datetime import UTC
+from datetime import datetime
+from pathlib import Path
+
+from eccv_metric.core.about import DISTRIBUTION
+from eccv_metric.core.about import __version__
+
+PACKAGE = f"{DISTRIBUTION} {__version__}"
+
+
+def utc_now() -> str:
+    """The time now as ISO-8601 in UTC to the second: ``2026-01-15T10:30:00Z``."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def json_digest(payload: object) -> str:
+    """sha256 of ``payload``'s canonical JSON text (what a file holding it reads back to, digested alike)."""
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def with_digests(provenance: dict, means: dict, per_query: dict | None) -> dict:
+    """``provenance`` with the ``digests`` of the numbers and, when written, the per-query values."""
+    digests = {"results": json_digest(means)}
+    if per_query is not None:
+        digests["per_query"] = json_digest(per_query)
+    return {**provenance, "digests": digests}
+
+
+def run_stamp() -> dict:
+    """The run's ``date`` and ``package`` (the start of every provenance)."""
+    return {"date": utc_now(), "package": PACKAGE}
+
+
+def build_digests(
+    root: Path | None, known: Mapping[str, object], current: Callable[[str], object]
+) -> dict[str, str] | None:
+    """``{data/<config>/<file>.parquet: sha256}`` of the local build's Parquet files the run digested (``known``:
+    real path -> [stamp, sha256], kept only where ``current(path)`` is still that stamp); None for a Hub repo
+    (its commit names it) or when none was read. What ``push-results`` compares with the Hub repo's files to
+    publish that repo's revision. Nothing is hashed here: the run digested what it read."""
+    if root is None:
+        return None
+    base = os.path.realpath(root)
+    out = {}
+    for name, seen in known.items():
+        inside = name.startswith(os.path.join(base, "data") + os.sep) and name.endswith(".parquet")
+        if inside and isinstance(seen, list) and len(seen) == 2 and os.path.exists(name) and current(name) == seen[0]:
+            out[os.path.relpath(name, base).replace(os.sep, "/")] = str(seen[1])
+    return dict(sorted(out.items())) or None

@@ -1,0 +1,312 @@
+"""What ``push-results`` publishes, read and checked from the files of one run, before anything talks to the Hub.
+
+A results file of ``eccv-caption evaluate --model SPEC --data DATASET -o res.json`` (or of MTEB's predictions,
+``evaluate --run <task>_predictions.json -o res.json``) holds the numbers and their ``provenance``: the model,
+the data and its revision, the package, the run's ``date`` and the ``digests`` of the numbers and per-query values
+as written (:mod:`eccv_metric.core.provenance`). A results file naming no model is refused, as is a metric or
+direction the benchmark does not register, a value out of its range, a file edited after the run (its digest no
+longer matches) and a per-query file of another run (its digest, or failing one its aggregates, differ). The
+per-query values are what the details repo publishes (:mod:`eccv_metric.hub.details`); ``details=False``
+(``--no-details``) publishes the numbers alone. A folder (``evaluate --model A --model B -o DIR``) is one
+submission per results file in it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+
+import numpy as np
+
+from eccv_metric.benchmarks.names import metric_info
+from eccv_metric.core.about import DISTRIBUTION
+from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.jsonio import read_json
+from eccv_metric.core.jsonio import require_object
+from eccv_metric.core.provenance import json_digest
+from eccv_metric.hub.eval_tasks import TASKS
+from eccv_metric.hub.eval_tasks import HubTask
+from eccv_metric.hub.eval_tasks import task_of
+from eccv_metric.hub.repos import check_repo_id
+from eccv_metric.hub.repos import is_repo_id
+
+RESULTS = "the results JSON of `eccv-caption evaluate --model SPEC --data DATASET -o res.json`"
+EVALUATE = "write it with `eccv-caption evaluate --model SPEC --data DATASET_REPO -o res.json --per-query pq.json`"
+PER_QUERY = 'the per-query JSON of `evaluate --per-query` {metric: {direction: {"query_ids", "values"}}}'
+HUB_SPECS = ("hf:", "st:", "open_clip:hf-hub:", "mteb:")  # model specs whose rest is a Hub model repo
+RANGES = {"fraction": (0.0, 1.0), "correlation": (-1.0, 1.0), "rank": (1.0, math.inf)}
+# an absolute local path inside a text: at its start or after a space, quote, '=', '(' or ':' (hf:/tmp/x)
+LOCAL_PATH = re.compile(r"(?:(?<=^)|(?<=[\s'\"=(:]))(?:[A-Za-z]:[\\/]|~?/)[^\s'\",;)]*")
+SAFE_WORD = re.compile(r"[A-Za-z0-9 ._+-]{1,40}")
+
+
+@dataclass
+class Submission:
+    """One run's numbers for one model repo and benchmark dataset (values as res.json holds them: fractions),
+    with the provenance recorded beside them and, for the details repo, the per-query values."""
+
+    path: str
+    model_repo: str
+    model_spec: str
+    dataset_repo: str
+    dataset_revision: str | None
+    package: str
+    values: list[tuple[HubTask, float]]
+    provenance: dict
+    means: dict = field(default_factory=dict)  # every number of the results file (fractions), as it holds them
+    left_out: list[str] = field(default_factory=list)  # metric/direction pairs that are no task of the benchmark
+    model_from_spec: bool = False
+    per_query: dict | None = None  # {metric: {direction: {"query_ids", "values", "aggregate"}}}; None: no details
+    notes: list[str] = field(default_factory=list)  # what the user is told before anything is sent
+
+    @property
+    def version(self) -> str:
+        return self.package.removeprefix(DISTRIBUTION).strip()
+
+    @property
+    def date(self) -> str | None:
+        date = self.provenance.get("date")
+        return date if isinstance(date, str) else None
+
+    @property
+    def local_build(self) -> dict[str, str] | None:
+        """The sha256 of the local build's Parquet files the run read (None: scored on a Hub repo, or unknown)."""
+        files = self.provenance.get("data_files")
+        return files if isinstance(files, dict) and files and self.dataset_revision is None else None
+
+    @property
+    def producer(self) -> str:
+        return "MTEB" if self.provenance.get("producer") == "mteb" else DISTRIBUTION
+
+    @property
+    def public_spec(self) -> str:
+        return public_spec(self.model_spec)
+
+    @property
+    def setup(self) -> str:
+        """The entries' ``notes``: precision, similarity, model revision, producer; short, never a local path."""
+        prov, parts = self.provenance, []
+        for key, suffix in (("precision", ""), ("similarity", " similarity")):
+            if isinstance(prov.get(key), str) and SAFE_WORD.fullmatch(prov[key]):
+                parts.append(prov[key] + suffix)
+        identity = prov.get("identity") if isinstance(prov.get("identity"), dict) else {}
+        revision = identity.get("revision")
+        if isinstance(revision, str) and re.fullmatch(r"[0-9a-f]{7,64}", revision):
+            parts.append(f"model revision {revision[:12]}")
+        if self.producer == "MTEB":
+            parts.append("ranked by MTEB (trec_eval ties)")
+        return ", ".join(parts)
+
+    def tasks(self) -> list[str]:
+        return [task.id for task, _ in self.values]
+
+
+def public_spec(spec: str) -> str:
+    """A model spec as it may be published: a Hub model's as it is, a local folder's without its path."""
+    if suggested_repo(spec) is not None:
+        return spec
+    prefix = spec.split(":", 1)[0] + ":" if ":" in spec else ""
+    return f"{prefix}(a local model folder)"
+
+
+def scrub(value: object) -> object:
+    """``value`` (a provenance) with every absolute local path replaced by ``(local path)``."""
+    if isinstance(value, dict):
+        return {k: scrub(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub(v) for v in value]
+    if isinstance(value, str):
+        return LOCAL_PATH.sub("(local path)", value)
+    return value
+
+
+def suggested_repo(spec: str) -> str | None:
+    """The Hub model repo a spec loads (``hf:ORG/MODEL``, ``st:ORG/MODEL``, ``open_clip:hf-hub:ORG/MODEL``,
+    MTEB's ``mteb:ORG/MODEL``)."""
+    for prefix in HUB_SPECS:
+        rest = spec.removeprefix(prefix)
+        if spec.startswith(prefix) and is_repo_id(rest):
+            return rest
+    return None
+
+
+def results_files(path: str | Path, what: str = "results") -> list[Path]:
+    """The results files at ``path``: the file, or each ``*.json`` of a folder ``evaluate --model A --model B -o
+    DIR`` wrote (one per model, named ``<k>-<spec>.json``)."""
+    path = Path(path)
+    if not path.is_dir():
+        return [path]
+    files = sorted(p for p in path.glob("*.json") if p.is_file())
+    if not files:
+        raise EvaluationError(f"{path} is a folder without {what} files (*.json); {EVALUATE}")
+    return files
+
+
+def read_submission(
+    path: str | Path,
+    model_repo: str | None = None,
+    dataset_repo: str | None = None,
+    per_query: str | Path | None = None,
+) -> Submission:
+    """Check a results file (and its per-query file) and say what it publishes; every refusal is one line naming
+    the file or keyword."""
+    path = str(path)
+    raw = require_object(read_json(path, RESULTS), path, RESULTS)
+    provenance = raw.get("provenance")
+    if not isinstance(provenance, dict):
+        raise EvaluationError(
+            f"{path} holds no provenance (results scored from --scores, --rankings or embeddings, or written by "
+            f"hand, name no model): push-results publishes a model's results; {EVALUATE}"
+        )
+    spec = provenance.get("model")
+    if not isinstance(spec, str) or not spec.strip():
+        raise EvaluationError(
+            f"{path}: its provenance names no model (results scored from --scores, --rankings or embeddings name "
+            f"none): push-results publishes a model's results; {EVALUATE}"
+        )
+    package = provenance.get("package")
+    if not isinstance(package, str) or not package.startswith(DISTRIBUTION):
+        raise EvaluationError(f"{path}: its provenance names no {DISTRIBUTION} version ('package'); {EVALUATE}")
+    means = {k: v for k, v in raw.items() if k != "provenance"}
+    digests = provenance.get("digests") if isinstance(provenance.get("digests"), dict) else {}
+    if "results" in digests and digests["results"] != json_digest(means):
+        raise EvaluationError(
+            f"{path} was changed after the run: its numbers no longer match the digest its provenance recorded; "
+            "publish the file evaluate wrote (or run evaluate again)"
+        )
+    dataset, revision = _dataset(path, provenance, dataset_repo)
+    repo, from_spec = _model_repo(spec, model_repo)
+    values, left_out = _values(path, means)
+    sub = Submission(path, repo, spec, dataset, revision, package, values, provenance, means, left_out, from_spec)
+    if per_query is not None:
+        sub.per_query = read_per_query(str(per_query), sub, means, digests.get("per_query"))
+    if revision is None and sub.local_build is None:
+        sub.notes.append(
+            f"no dataset.revision: {path} was scored on a local build whose files its provenance does not record "
+            "(results written before eccv-caption-hf 0.2.0)"
+        )
+    if sub.date is None:
+        sub.notes.append(f"no date: {path} records no run time (the Hub shows the commit's)")
+    return sub
+
+
+def _dataset(path: str, provenance: dict, given: str | None) -> tuple[str, str | None]:
+    """The benchmark dataset: the Hub repo the numbers were scored on (with its revision), or ``given`` for a
+    local build or MTEB's predictions; a Hub repo other than the one scored is refused."""
+    data, revision = provenance.get("data"), provenance.get("data_revision")
+    on_hub = isinstance(revision, str) and is_repo_id(data)  # the model path records a revision for Hub data only
+    if given is not None:
+        check_repo_id(given, "dataset_repo", "you/eccv-caption")
+        if on_hub and given != data:
+            raise EvaluationError(
+                f"{path} was scored on the Hub dataset {data}, not dataset_repo= {given}: drop dataset_repo= "
+                f"(or evaluate on {given})"
+            )
+        return given, revision if on_hub else None
+    if not on_hub:
+        where = "MTEB's predictions" if provenance.get("producer") == "mteb" else f"the local folder {data!r}"
+        raise EvaluationError(
+            f"{path} was scored on {where}: give dataset_repo=, the Hub dataset repo that build was pushed to "
+            "(its eval.yaml registers the tasks)"
+        )
+    return data, revision  # type: ignore[return-value]
+
+
+def _model_repo(spec: str, given: str | None) -> tuple[str, bool]:
+    if given is not None:
+        check_repo_id(given, "model_repo", "you/your-model")
+        return given, False
+    suggested = suggested_repo(spec)
+    if suggested is None:
+        raise EvaluationError(
+            f"the results' model {public_spec(spec)!r} names no Hub model repo: give model_repo= ORG/MODEL, the "
+            "repo the results are published to"
+        )
+    return suggested, True
+
+
+def _values(path: str, means: dict) -> tuple[list[tuple[HubTask, float]], list[str]]:
+    """(task, value) of every metric and direction that is a task; the others, named; bad values refused."""
+    values, left_out = [], []
+    for metric, by_dir in means.items():
+        try:
+            bench, kind = metric_info(metric)
+        except EvaluationError:
+            raise EvaluationError(
+                f"{path}: {metric!r} is not a metric the benchmark registers (`eccv-caption benchmarks` lists "
+                f"them); {EVALUATE}"
+            ) from None
+        by_dir = require_object(by_dir, path, f"{metric} to map directions to values")
+        for direction, value in by_dir.items():
+            if direction not in bench.directions:
+                raise EvaluationError(
+                    f"{path}: {metric} has no direction {direction!r} (it has {', '.join(bench.directions)})"
+                )
+            low, high = RANGES[kind.scale]
+            if type(value) not in (int, float) or not low <= value <= high:
+                raise EvaluationError(
+                    f"{path}: {metric}/{direction} = {value!r:.30} is not a {kind.scale} in [{low:g}, {high:g}] "
+                    "(results files hold fractions, as evaluate -o writes them)"
+                )
+            task = task_of(metric, direction)
+            if task is None:
+                left_out.append(f"{metric}/{direction}")
+            else:
+                values.append((task, float(value)))
+    values.sort(key=lambda item: TASKS.index(item[0]))  # the order of eval.yaml
+    if not values:
+        raise EvaluationError(
+            f"{path} holds none of the benchmark's tasks (headline metrics such as eccv_map_at_r, eccv_r1, "
+            "coco_5k_r1, cxc_r1 in a direction): evaluate with --benchmarks eccv_caption or --metrics eccv_map_at_r "
+            "eccv_rprecision eccv_r1"
+        )
+    return values, left_out
+
+
+def read_per_query(path: str, sub: Submission, means: dict, digest: object) -> dict:
+    """The per-query values of the same run as ``sub``'s numbers: the digest its provenance recorded, or (a
+    file written before digests) each published number's aggregate over them; one line when they differ."""
+    raw = require_object(read_json(path, PER_QUERY), path, PER_QUERY)
+    if "provenance" in raw or any(not isinstance(v, dict) or not all(isinstance(e, dict) for e in v.values())
+                                  for v in raw.values()):  # fmt: skip
+        raise EvaluationError(f"{path} is not per-query values ({PER_QUERY}): give the file of evaluate --per-query")
+    another = f"{path} holds the per-query values of another run than {sub.path}"
+    if isinstance(digest, str):
+        if digest != json_digest(raw):
+            raise EvaluationError(f"{another} (its digest differs from the one the results recorded); {_SAME}")
+    for task, value in sub.values:
+        entry = raw.get(task.metric, {}).get(task.direction)
+        if entry is None:
+            raise EvaluationError(f"{path} has no per-query values of {task.metric}/{task.direction}, a published "
+                                  f"number of {sub.path}; {_SAME}")  # fmt: skip
+        values = _arrays(path, task.metric, task.direction, entry)[1]
+        aggregate = {"mean": np.mean, "median": np.median, "std": np.std}.get(entry.get("aggregate", "mean"))
+        got = float(aggregate(values)) if aggregate is not None else math.nan
+        if not math.isclose(got, value, rel_tol=1e-12, abs_tol=1e-15):
+            raise EvaluationError(
+                f"{another}: its {task.metric}/{task.direction} values give {got}, the results {value}; {_SAME}"
+            )
+    for metric, by_dir in raw.items():
+        for direction, entry in by_dir.items():
+            _arrays(path, metric, direction, entry)
+    return raw
+
+
+_SAME = "give the --per-query file evaluate wrote in the same run as the results"
+
+
+def _arrays(path: str, metric: str, direction: str, entry: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(query ids, values) of one metric/direction of a per-query file, checked: ids whole numbers, values
+    finite, one value per id."""
+    ids, values = entry.get("query_ids"), entry.get("values")
+    where = f"{path}: {metric}/{direction}"
+    if not isinstance(ids, list) or not isinstance(values, list) or len(ids) != len(values) or not ids:
+        raise EvaluationError(f"{where}: expected as many query_ids as values (a non-empty list each)")
+    if any(type(i) is not int or abs(i) >= 2**63 for i in ids):
+        raise EvaluationError(f"{where}: query_ids must be whole numbers (64-bit)")
+    if any(type(v) not in (int, float) or not math.isfinite(v) for v in values):
+        raise EvaluationError(f"{where}: values must be finite numbers")
+    return np.asarray(ids, dtype=np.int64), np.asarray(values, dtype=np.float64)
