@@ -70,6 +70,7 @@ def evaluate(
     so and a :class:`~eccv_metric.core.errors.ChanceLevelWarning` is issued (at the caller's line), with common causes.
     """
     check_input(source, "the input")
+    check_values(source)
     request = request_for(
         source,
         metrics,
@@ -116,6 +117,13 @@ def check_input(source: object, what: str) -> None:
         raise EvaluationError(
             f"{what} must be Rankings, ScoreMatrix or Embeddings (eccv_metric.inputs), not {type(source).__name__}"
         )
+
+
+def check_values(source: Rankings | ScoredInput) -> None:
+    """Refuse scores or embeddings whose values cannot be scored (NaN / inf, zero rows for a cosine): found when
+    the input was made, raised here, before anything is planned (a caller of many inputs names which)."""
+    if isinstance(source, ScoredInput):
+        source.check_values()
 
 
 def request_for(source: Rankings | ScoredInput, metrics: object, ks: object, **options: object) -> Request:

@@ -288,6 +288,7 @@ def run_from_scores(
         raise EvaluationError(f"depth must be a positive integer, not {depth!r}")
     check_tag(tag)
     check_ties(ties)
+    source.check_values()  # NaN / inf scores: refused, as evaluate refuses them
     if direction not in ("i2t", "t2i") or source.scores is None:
         raise EvaluationError(
             f"a run from scores needs the image x caption scores and direction i2t or t2i, not {direction}"

@@ -24,6 +24,9 @@ rule's order.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import numpy as np
 
 from eccv_metric.core.errors import EvaluationError
@@ -45,6 +48,7 @@ from eccv_metric.kernels.topk import top_ranked
 from eccv_metric.kernels.workers import next_ticket
 
 OTHER = {"image": "caption", "caption": "image"}
+T = TypeVar("T")
 
 
 class ScoredInput:
@@ -65,6 +69,22 @@ class ScoredInput:
         self.ticket = next_ticket()
         self._maps: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._last: dict[tuple, RankedLists] = {}
+        self.refused: str | None = None  # what is wrong with the given values (see hold)
+
+    def hold(self, check: Callable[..., T], *args: object) -> T | None:
+        """``check(*args)`` on the given values (NaN / inf, zero rows for a cosine), found on input; its error is
+        kept and raised when the input is scored (:meth:`check_values`), where a caller of many inputs names this
+        one (``evaluate_many``: ``sources[i]``). Returns the check's result, None when it failed."""
+        try:
+            return check(*args)
+        except EvaluationError as exc:
+            self.refused = self.refused or str(exc)
+            return None
+
+    def check_values(self) -> None:
+        """Refuse values found unscorable on input (the first check that failed, in its words)."""
+        if self.refused is not None:
+            raise EvaluationError(self.refused)
 
     # -- what a subclass provides ----------------------------------------------------------------------------------
 

@@ -214,7 +214,7 @@ def test_a_non_finite_score_no_metric_reads_is_refused(world, res, value):
         quiet_evaluate(ScoreMatrix(scores), ["eccv_map_at_r"], resources=res)
     scores[0, 0] = np.nan  # several cells: the first named, all counted
     with pytest.raises(EvaluationError, match=r"holds NaN at row 0, column 0 \(2 non-finite cells in all\)"):
-        ScoreMatrix(scores)
+        quiet_evaluate(ScoreMatrix(scores), ["eccv_map_at_r"], resources=res)
 
 
 def test_non_finite_square_scores_and_embeddings(world, res, world_evaluate, tmp_path, capsys):
@@ -225,7 +225,7 @@ def test_non_finite_square_scores_and_embeddings(world, res, world_evaluate, tmp
     assert quiet_evaluate(ScoreMatrix(caption_scores=square), ["coco_t2t_r1"], resources=res).means() == want
     square[3, 5] = np.nan
     with pytest.raises(EvaluationError, match=r"^caption_scores= holds NaN at row 3, column 5: "):
-        ScoreMatrix(caption_scores=square)
+        quiet_evaluate(ScoreMatrix(caption_scores=square), ["coco_t2t_r1"], resources=res)
     img, _ = vectors(world)
     img[2, 1] = np.nan  # image embeddings, though only the caption-caption metrics are asked
     with pytest.raises(EvaluationError, match=r"image embeddings: rows 2 hold NaN or inf \(NaN at row 2, column 1\): "):
