@@ -152,7 +152,8 @@ def plan_request(source: Rankings | ScoredInput, request: Request, resources: Re
 
 
 def score_jobs(source: Rankings | ScoredInput, request: Request, jobs: list[Job]) -> Results:
-    """Run planned jobs on one input: per-query values, the chance and tie notes, whether queries were left out."""
+    """Run planned jobs on one input: per-query values, the input's notes (what reading it found), the chance and
+    tie notes, whether queries were left out."""
     left_out = False
     if request.partial and source.kind == "lists":
         try:  # lists that give every query are scored (and labelled) as full, whatever partial says
@@ -161,6 +162,6 @@ def score_jobs(source: Rankings | ScoredInput, request: Request, jobs: list[Job]
             per_query, left_out = run(jobs, source, True, request.n_resamples, request.seed), True
     else:
         per_query = run(jobs, source, False, request.n_resamples, request.seed)
-    notes = chance_notes(jobs, per_query, source) + tie_notes(source)
+    notes = list(source.notes) + chance_notes(jobs, per_query, source) + tie_notes(source)
     warn_chance(notes)
     return Results(per_query, notes, partial=left_out)

@@ -10,6 +10,7 @@ writes ``run.i2t.trec`` and ``run.t2i.trec``; with one direction, ``run.trec``;
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -145,7 +146,9 @@ def run_export(args: argparse.Namespace) -> int:
 
 def run_import(args: argparse.Namespace) -> int:
     check_output_path(args.output)
-    rankings = trec.read_run_arrays(args.run, args.ties)
+    rankings, notes = trec.read_run_parts(args.run, args.ties)
     write_rankings(args.output, rankings)
     say(args, f"wrote {args.output}: " + ", ".join(f"{d} ({len(v[0])} queries)" for d, v in rankings.items()))
+    for note in notes:  # the lists are written as trec_eval orders them: the note says why they may be reversed
+        print(f"warning: {note}", file=sys.stderr)
     return 0

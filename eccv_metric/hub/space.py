@@ -215,7 +215,7 @@ def read_input(
             parts[kind] = in_box(kind, (IDS if kind.endswith("_ids") else NPY).read, path, kind, None)
     source = input_from_parts(parts, SPACE_WORDS)
     if "rankings" in parts:
-        lists: dict = parts["rankings"]  # type: ignore[assignment]
+        lists: dict = source.raw  # type: ignore[union-attr]  # the lists as given: dicts or arrays per direction
         what = " and ".join(f"{len(v[0] if isinstance(v, tuple) else v):,} {d}" for d, v in lists.items())
         what += " ranked lists"
     elif not what:

@@ -55,6 +55,7 @@ class ScoredInput:
     """What score matrices and embeddings share: id mappings, top-k per view, exact ranks, pair scores."""
 
     made_for: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # what reading the input found, carried into every result
 
     exact_ranks = True
     kind = "scores"
