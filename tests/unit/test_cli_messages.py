@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import warnings
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -271,6 +273,28 @@ def test_help_texts():
     assert "--model" in top and "evaluate" in top
     evaluate_help = next(a for a in build_parser()._actions if a.dest == "command").choices["evaluate"]
     assert "--model" in evaluate_help.format_help()
+
+
+@pytest.mark.parametrize("form", [[], ["--format", "json"]])
+def test_benchmarks_name_the_flags_the_cli_takes(monkeypatch, capsys, res, form):
+    """What a benchmark needs, in flags (the registry writes keywords, cli.common.CLI_WORDS words them), each a
+    flag of evaluate; no Python keyword is printed."""
+    import eccv_metric.cli.evaluate
+    from eccv_metric.benchmarks.definitions import REGISTRY
+    from eccv_metric.benchmarks.resource_options import ResourceOptions
+
+    monkeypatch.setattr(eccv_metric.cli.evaluate, "default_resources", lambda: res)
+    assert main(["benchmarks", *form]) == 0
+    out = capsys.readouterr().out
+    keywords = [f.name for f in fields(ResourceOptions)] + ["source_dir"]
+    assert not re.search(r"\b(" + "|".join(keywords) + r")\b", out), out
+    printed = set(re.findall(r"--[a-z][a-z-]+", out)) - set(form)
+    assert printed == {"--instances-json", "--extra-file-dir", "--cxc-source", "--fg-source", "--source-dir"}
+    assert printed <= set(_help_of(build_parser(), "evaluate"))
+    needs = [row["needs"] for row in json.loads(out)] if form else re.findall(r"^  needs: (.*)$", out, re.M)
+    assert len(needs) == len(list(REGISTRY))
+    assert needs.count("CxC ratings (--cxc-source or --source-dir)") == 5
+    assert needs.count("MSCOCO-FG files (--fg-source or --source-dir)") == 3
 
 
 # 6. a model run's chance note advises on the model ----------------------------------------------------------------
