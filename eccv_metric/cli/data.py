@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from eccv_caption_dataset.sources import EXPECTED
 from eccv_metric.cli.common import say
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.formats.ids import load_ids
@@ -12,7 +13,7 @@ from eccv_metric.formats.ids import load_ids
 def add_build(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("build", help="build the Hub-ready ECCV Caption dataset folder (Parquet + card)")
     p.add_argument("--output", "-o", required=True, help="folder to create (written atomically)")
-    p.add_argument("--source-dir", help="local copies: COCO captions/instances JSON, CxC CSVs, val2014 images")
+    p.add_argument("--source-dir", help=f"a folder searched, in any subfolder, for local copies of: {EXPECTED}")
     p.add_argument("--configs", nargs="+", help="which configs (default: all buildable; see the dataset card)")
     p.add_argument("--download", action="store_true", help="download missing sources from their canonical homes")
     p.add_argument("--image-ids", help="embed only these images (a file of ids); default: every available one")
