@@ -31,6 +31,8 @@ CLI_WORDS = {
     "n_resamples": "--n-resamples",
     "seed": "--seed",
     "source_dir": "--source-dir",
+    "removed_captions": "--removed-captions",
+    "paper_results": "--paper-results",
     "overwrite": "--overwrite",
     "dataset_dir": "--dataset-dir",
     "dataset_repo": "--dataset-repo",

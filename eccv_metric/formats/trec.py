@@ -56,6 +56,7 @@ import numpy as np
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import atomic_open
 from eccv_metric.core.files import read_text
+from eccv_metric.core.files import unreadable
 from eccv_metric.core.options import TIES as TIES
 from eccv_metric.core.options import check_ties
 from eccv_metric.core.positives import Positives
@@ -270,7 +271,7 @@ def read_run_parts(
                 columns["score"].append(score)
                 numbers.append(n)
     except (OSError, UnicodeDecodeError) as exc:
-        raise EvaluationError(f"cannot read {path} as UTF-8 text: {exc}") from None
+        raise unreadable(path, exc, "a TREC run") from None
     if not numbers:
         raise EvaluationError(f"{path}: no run lines")
     col = {name: np.frombuffer(values, dtype=values.typecode) for name, values in columns.items()}
