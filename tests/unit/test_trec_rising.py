@@ -111,3 +111,12 @@ def test_a_distance_run_is_noted_in_the_results_and_by_the_cli(world, res, dista
     assert main(["import-trec", str(distances["distances"]), "-o", str(tmp_path / "r.json")]) == 0
     err = capsys.readouterr().err.splitlines()
     assert sum(line.startswith("warning: i2t: the scores of ") and "rise with rank" in line for line in err) == 1
+
+
+def test_the_space_shows_the_note(res, distances, monkeypatch):
+    from eccv_metric.hub import space
+
+    monkeypatch.setattr(space, "resources_for", lambda instances, sources: res)
+    got = space.score(upload=str(distances["distances"]), metrics=["coco_5k_r1"])
+    assert got.ok and "i2t: the scores of distances.trec rise with rank in 20 of 20 queries" in got.message
+    assert "rise with rank" not in space.score(upload=str(distances["similarities"]), metrics=["coco_5k_r1"]).message
