@@ -24,9 +24,6 @@ rule's order.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
-
 import numpy as np
 
 from eccv_metric.core.errors import EvaluationError
@@ -37,6 +34,7 @@ from eccv_metric.core.ids import require_unique
 from eccv_metric.core.options import check_ties
 from eccv_metric.core.view import Collection
 from eccv_metric.core.view import View
+from eccv_metric.inputs.base import HeldChecks
 from eccv_metric.inputs.base import Relevance
 from eccv_metric.inputs.lists import RankedLists
 from eccv_metric.inputs.lists import restrict_lists
@@ -48,11 +46,11 @@ from eccv_metric.kernels.topk import top_ranked
 from eccv_metric.kernels.workers import next_ticket
 
 OTHER = {"image": "caption", "caption": "image"}
-T = TypeVar("T")
 
 
-class ScoredInput:
-    """What score matrices and embeddings share: id mappings, top-k per view, exact ranks, pair scores."""
+class ScoredInput(HeldChecks):
+    """What score matrices and embeddings share: id mappings, top-k per view, exact ranks, pair scores; their
+    values are checked when made and refused when scored (:class:`~eccv_metric.inputs.base.HeldChecks`)."""
 
     made_for: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # what reading the input found, carried into every result
@@ -70,22 +68,6 @@ class ScoredInput:
         self.ticket = next_ticket()
         self._maps: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._last: dict[tuple, RankedLists] = {}
-        self.refused: str | None = None  # what is wrong with the given values (see hold)
-
-    def hold(self, check: Callable[..., T], *args: object) -> T | None:
-        """``check(*args)`` on the given values (NaN / inf, zero rows for a cosine), found on input; its error is
-        kept and raised when the input is scored (:meth:`check_values`), where a caller of many inputs names this
-        one (``evaluate_many``: ``sources[i]``). Returns the check's result, None when it failed."""
-        try:
-            return check(*args)
-        except EvaluationError as exc:
-            self.refused = self.refused or str(exc)
-            return None
-
-    def check_values(self) -> None:
-        """Refuse values found unscorable on input (the first check that failed, in its words)."""
-        if self.refused is not None:
-            raise EvaluationError(self.refused)
 
     # -- what a subclass provides ----------------------------------------------------------------------------------
 
