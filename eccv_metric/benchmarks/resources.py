@@ -75,11 +75,11 @@ class Resources:
         if extra_file_dir is not None:
             folder = Path(extra_file_dir)
             with named_file("extra_file_dir="):
-                pm = {
+                released = {
                     "i2t": load_id_lists(folder / "pm_image_to_caption.json"),
                     "t2i": load_id_lists(folder / "pm_caption_to_image.json"),
                 }
-            gt = gt.with_positives("pm", pm)
+            gt = gt.with_positives("pm", released)
         self.gt = gt
         self.pm = pm if pm is not None else PMOptions()
         if cxc_source is None and is_built_folder(gt.source or None, "cxc_ratings"):

@@ -3,6 +3,8 @@ problem for a missing file, and the CLI names the flag (Python: the keyword) tha
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -16,6 +18,7 @@ from eccv_metric.formats import trec
 from eccv_metric.formats.ids import load_ids
 from eccv_metric.formats.rankings import load_rankings
 from eccv_metric.groundtruth.cxc import read_csv
+from eccv_metric.groundtruth.plausible import PMOptions
 
 READERS = {
     "text": read_text,
@@ -95,6 +98,10 @@ def test_a_resource_file_is_named_by_its_keyword_and_flag(world, tmp_path, capsy
         Resources(world.gt, instances_json=missing)
     with pytest.raises(EvaluationError, match=rf"^extra_file_dir= {tmp_path}/pm_image_to_caption.json: no such"):
         Resources(world.gt, extra_file_dir=tmp_path)
+    for name, direction in (("pm_image_to_caption.json", "i2t"), ("pm_caption_to_image.json", "t2i")):
+        (tmp_path / name).write_text(json.dumps({str(q): v for q, v in world.lists["coco"][direction].items()}))
+    given = Resources(world.gt, extra_file_dir=tmp_path, pm=PMOptions(1, False, 50))
+    assert given.pm == PMOptions(1, False, 50) and "pm" in given.gt.positives  # the options kept beside the files
     import eccv_metric.cli.evaluate
 
     monkeypatch.setattr(
