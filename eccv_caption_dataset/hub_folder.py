@@ -83,7 +83,11 @@ def build(
     for name in wanted:
         if can[name] is not None:
             report["skipped"][name] = can[name]
-            log(f"skipped {name}: {can[name]}")
+    by_reason: dict[str, list[str]] = {}
+    for name, why in report["skipped"].items():  # configs skipped for one reason (an FG pair): one line
+        by_reason.setdefault(why, []).append(name)
+    for why, names in by_reason.items():
+        log(f"skipped {', '.join(names)}: {why}")
     for key, why in sources.skipped.items():
         if key not in report["skipped"] and key in ("pm", "images"):
             report["skipped"][key] = why

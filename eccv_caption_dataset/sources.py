@@ -35,10 +35,51 @@ COCO_ANNOTATIONS_ZIP = "http://images.cocodataset.org/annotations/annotations_tr
 COCO_IMAGES = "http://images.cocodataset.org/val2014/"
 CAPTION_FILES = ("captions_val2014.json", "captions_karpathy_test.json")
 INSTANCE_FILES = ("instances_val2014.json", "instances_karpathy_test.json")
-EXPECTED = (
-    "COCO captions_val2014.json / instances_val2014.json or annotations_trainval2014.zip, the CxC CSVs "
-    "(sits_test.csv...), MSCOCO_FG_ann.json / Flickr30K_FG_ann.json, a val2014 image folder or val2014.zip"
-)
+WHEEL_MARKER = "eccv_caption_to_image.json"  # the wheel's data folder is the one holding it
+ANNOTATIONS_ZIP = "annotations_trainval2014.zip"
+IMAGE_FOLDER = "val2014"
+IMAGE_GLOB = "COCO_val2014_*.jpg"
+IMAGE_ZIP = "val2014.zip"
+
+
+@dataclass(frozen=True)
+class SourceFiles:
+    """One input of the build as ``--source-dir`` finds it: files (or a folder) of these names, anywhere below it;
+    ``every``: all of them (in one folder), else the first name found."""
+
+    what: str
+    names: tuple[str, ...]
+    every: bool = False
+
+    def text(self) -> str:
+        return f"{self.what} ({(', ' if self.every else ' or ').join(self.names)})"
+
+
+# every file --source-dir is searched for, in the order resolve() looks: the build's help and errors list these
+SOURCE_FILES = {
+    "wheel": SourceFiles(
+        "the eccv_caption data files", (WHEEL_MARKER, *(n for n in WHEEL_FILES if n != WHEEL_MARKER)), every=True
+    ),  # fmt: skip
+    "captions": SourceFiles("COCO captions", CAPTION_FILES),
+    "instances": SourceFiles("COCO instances", INSTANCE_FILES),
+    "annotations_zip": SourceFiles("or both in the COCO annotations zip", (ANNOTATIONS_ZIP,)),
+    "cxc": SourceFiles("CxC ratings", CXC_FILES, every=True),
+    **{
+        entry.name: SourceFiles(entry.title, tuple(f.name for f in entry.files), every=True)
+        for entry in REGISTRY.collections()
+        if entry.home == FG_HOME
+    },
+    "images": SourceFiles("COCO val2014 images", (f"a {IMAGE_FOLDER} folder", f"{IMAGE_GLOB} files", IMAGE_ZIP)),
+}
+FG_MARKERS = tuple(files.names[0] for files in SOURCE_FILES.values() if files.names[0].endswith("_FG_ann.json"))
+
+
+def source_files_text() -> str:
+    """Every input ``--source-dir`` is searched for (:data:`SOURCE_FILES`), as a user reads them."""
+    return "; ".join(files.text() for files in SOURCE_FILES.values())
+
+
+EXPECTED = source_files_text()
 
 
 @dataclass(frozen=True)
@@ -125,9 +166,9 @@ def resolve(
     sources.captions_json = _find(root, CAPTION_FILES)
     sources.instances_json = _find(root, INSTANCE_FILES)
     if sources.captions_json is None or sources.instances_json is None:
-        zip_path = _find(root, ("annotations_trainval2014.zip",))
+        zip_path = _find(root, (ANNOTATIONS_ZIP,))
         if zip_path is None and download_missing:
-            zip_path = download(urls.coco_annotations_zip, cache / "annotations_trainval2014.zip")
+            zip_path = download(urls.coco_annotations_zip, cache / ANNOTATIONS_ZIP)
         if zip_path is not None:
             members = ("annotations/captions_val2014.json", "annotations/instances_val2014.json")
             extracted = _extract(zip_path, members, cache)
@@ -138,7 +179,7 @@ def resolve(
     if sources.instances_json is None:
         sources.skipped["pm"] = "no COCO instances JSON (instances_val2014.json): PM lists and categories need it"
 
-    sits = _find(root, ("sits_test.csv",))
+    sits = _find(root, CXC_FILES[:1])
     if sits is not None:
         sources.cxc_dir = sits.parent
     elif download_missing:
@@ -148,7 +189,7 @@ def resolve(
     else:
         sources.skipped["cxc_ratings"] = "no CxC CSVs (sits_test.csv, sts_test.csv, sis_test.csv); use --download"
 
-    fg_found = _find(root, ("MSCOCO_FG_ann.json",)) or _find(root, ("Flickr30K_FG_ann.json",))
+    fg_found = next((hit for hit in (_find(root, (marker,)) for marker in FG_MARKERS) if hit), None)
     if fg_found:
         sources.fg_dir = root
     elif download_missing:
@@ -156,16 +197,16 @@ def resolve(
             download(urls.fg_raw + file.path, cache / "fg" / file.name, sha256=file.sha256)
         sources.fg_dir = cache / "fg"
 
-    val_dir = _find(root, ("val2014",))
-    sample = next(iter(find_below(root, "COCO_val2014_*.jpg")), None) if root else None
+    val_dir = _find(root, (IMAGE_FOLDER,))
+    sample = next(iter(find_below(root, IMAGE_GLOB)), None) if root else None
     sources.image_dir = val_dir if val_dir is not None and val_dir.is_dir() else (sample.parent if sample else None)
-    sources.image_zip = _find(root, ("val2014.zip",))
+    sources.image_zip = _find(root, (IMAGE_ZIP,))
     sources.download_images = download_missing
     if sources.image_dir is None and sources.image_zip is None and not download_missing:
         sources.skipped["images"] = "no COCO val2014 images (folder or val2014.zip); use --download for COCO URLs"
 
     found = [sources.captions_json, sources.instances_json, sits, fg_found, sources.image_dir, sources.image_zip]
-    if root is not None and not any(found) and _find(root, ("eccv_caption_to_image.json",)) is None:
+    if root is not None and not any(found) and _find(root, (WHEEL_MARKER,)) is None:
         raise SourceError(
             f"source_dir= {root} holds none of the sources (looked for {EXPECTED}, in any subfolder); "
             "point it at the folder that has them, or leave it out to build the positives alone"
@@ -182,7 +223,7 @@ def resolve(
 
 def _wheel_dir(root: Path | None, download_missing: bool, cache: Path, urls: Urls) -> Path:
     """The eccv_caption data files: a local copy, the installed wheel, or GitHub raw files."""
-    local = _find(root, ("eccv_caption_to_image.json",))
+    local = _find(root, (WHEEL_MARKER,))
     if local is not None:
         return local.parent
     try:

@@ -70,6 +70,7 @@ def evaluate(
     so and a :class:`~eccv_metric.core.errors.ChanceLevelWarning` is issued (at the caller's line), with common causes.
     """
     check_input(source, "the input")
+    check_values(source)
     request = request_for(
         source,
         metrics,
@@ -118,6 +119,13 @@ def check_input(source: object, what: str) -> None:
         )
 
 
+def check_values(source: Rankings | ScoredInput) -> None:
+    """Refuse scores or embeddings whose values cannot be scored (NaN / inf, zero rows for a cosine): found when
+    the input was made, raised here, before anything is planned (a caller of many inputs names which)."""
+    if isinstance(source, ScoredInput):
+        source.check_values()
+
+
 def request_for(source: Rankings | ScoredInput, metrics: object, ks: object, **options: object) -> Request:
     """The :class:`~eccv_metric.benchmarks.request.Request` an input makes with :func:`evaluate`'s keywords
     (its defaults follow the directions it gives and the benchmarks it says it was made for)."""
@@ -144,7 +152,8 @@ def plan_request(source: Rankings | ScoredInput, request: Request, resources: Re
 
 
 def score_jobs(source: Rankings | ScoredInput, request: Request, jobs: list[Job]) -> Results:
-    """Run planned jobs on one input: per-query values, the chance and tie notes, whether queries were left out."""
+    """Run planned jobs on one input: per-query values, the input's notes (what reading it found), the chance and
+    tie notes, whether queries were left out."""
     left_out = False
     if request.partial and source.kind == "lists":
         try:  # lists that give every query are scored (and labelled) as full, whatever partial says
@@ -153,6 +162,6 @@ def score_jobs(source: Rankings | ScoredInput, request: Request, jobs: list[Job]
             per_query, left_out = run(jobs, source, True, request.n_resamples, request.seed), True
     else:
         per_query = run(jobs, source, False, request.n_resamples, request.seed)
-    notes = chance_notes(jobs, per_query, source) + tie_notes(source)
+    notes = list(source.notes) + chance_notes(jobs, per_query, source) + tie_notes(source)
     warn_chance(notes)
     return Results(per_query, notes, partial=left_out)

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from contextlib import contextmanager
 
 from eccv_metric.api.evaluate import check_input
+from eccv_metric.api.evaluate import check_values
 from eccv_metric.api.evaluate import default_resources
 from eccv_metric.api.evaluate import plan_request
 from eccv_metric.api.evaluate import request_for
@@ -68,8 +69,9 @@ def evaluate_many(
     """``[evaluate(s, metrics, ks, ...) for s in sources]``, planned once (see the module docstring).
 
     Every keyword means what it means in :func:`eccv_metric.evaluate` and applies to every input. The inputs'
-    types, plans and what each cannot give (a missing modality, a direction its lists lack) are checked
-    before any is scored; an input that cannot be scored is an error naming its place (``sources[i]``).
+    types, values (NaN / inf scores or embeddings), plans and what each cannot give (a missing modality, a
+    direction its lists lack) are checked before any is scored; an input that cannot be scored is an error
+    naming its place (``sources[i]: ...``).
     Inputs that make the same request (metrics and directions: the defaults follow each input) share one plan.
     """
     if isinstance(sources, (Rankings, ScoredInput)) or not isinstance(sources, Sequence):
@@ -78,6 +80,8 @@ def evaluate_many(
         )
     for i, source in enumerate(sources):
         check_input(source, f"sources[{i}]")
+        with named(i):
+            check_values(source)
     resources = resources if resources is not None else default_resources()
     options = {"directions": directions, "partial": partial, "n_resamples": n_resamples, "seed": seed}
     plans: dict[tuple, list[Job]] = {}  # by the request each input makes (its defaults and directions may differ)
@@ -125,6 +129,7 @@ def evaluate_benchmarks(
     benchmark is scored alone to tell which (the same numbers: every product is computed in the same blocks).
     """
     check_input(source, "the input")
+    check_values(source)
     wanted = {benchmarks: None} if isinstance(benchmarks, str) else benchmarks
     if not isinstance(wanted, Mapping):
         wanted = dict.fromkeys(wanted)
@@ -161,8 +166,14 @@ def evaluate_benchmarks(
 
 @contextmanager
 def named(i: int) -> Iterator[None]:
-    """An error about one input names its place: ``sources[i]: ...`` (same exception type)."""
+    """An error about one input names its place: ``sources[i]: ...`` (same exception type); any other exception
+    raised while planning or scoring it (a caller's pair scorer failing) keeps its type and message and gets a
+    note naming the input (Python >= 3.11 shows it under the traceback)."""
     try:
         yield
     except EvaluationError as exc:
         raise type(exc)(f"sources[{i}]: {exc}") from exc
+    except Exception as exc:
+        if hasattr(exc, "add_note"):  # Python >= 3.11
+            exc.add_note(f"raised by sources[{i}] of evaluate_many")
+        raise

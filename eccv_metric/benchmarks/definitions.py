@@ -51,7 +51,8 @@ def _pm(name: str, relation: str, metric: str, title: str, paper: str, official:
         {"capped_rprecision": metric},
         POSITIVES,
         COCO_LICENSE,
-        "COCO categories (instances_json, a built dataset, or the released PM files)",
+        "COCO categories (a COCO instances JSON or a built dataset: instances_json=; or the released PM files: "
+        "extra_file_dir=)",
         paper=paper,
         official=official,
     )
@@ -141,7 +142,7 @@ BENCHMARKS = [
         {"capped_rprecision": "pmrp_pcme"},
         POSITIVES,
         COCO_LICENSE,
-        "COCO categories (instances_json or a built dataset)",
+        "COCO categories (a COCO instances JSON or a built dataset: instances_json=)",
         paper="PCME section 5: the average of R-Precision over zeta in {0, 1, 2}",
     ),
     Benchmark(
@@ -169,7 +170,7 @@ BENCHMARKS = [
         f"{CXC}, section 3 (STS >= 3 is positive), section 4 (the task)",
         configs=("positives",),
         license="free use, acknowledging Google (CxC); CC BY 4.0 (COCO)",
-        needs="CxC ratings (cxc_source)",
+        needs="CxC ratings (cxc_source=)",
         paper='section 4: "We extend the existing associations with positive CxC pairs, and also add new '
         'caption-to-caption and image-to-image retrieval tasks using positive STS and SIS pairs"',
     ),
@@ -195,7 +196,7 @@ BENCHMARKS = [
         f"{CXC}, section 3 (SIS >= 2.5 is positive), section 4 (the task)",
         configs=("positives",),
         license="free use, acknowledging Google (CxC)",
-        needs="CxC ratings (cxc_source)",
+        needs="CxC ratings (cxc_source=)",
     ),
 ]
 for _kind, _direction, _title in (("sts", "t2t", "STS"), ("sis", "i2i", "SIS"), ("sits", "t2i", "SITS")):
@@ -214,7 +215,7 @@ for _kind, _direction, _title in (("sts", "t2t", "STS"), ("sis", "i2i", "SIS"), 
             {"spearman": f"cxc_{_kind}_spearman", "spearman_std": f"cxc_{_kind}_spearman_std"},
             ("cxc_ratings",),
             "free use, acknowledging Google (CxC)",
-            "CxC ratings (cxc_source)",
+            "CxC ratings (cxc_source=)",
         )
     )
 for _bench, _title, _pool in (("mscoco_fg", "MSCOCO-FG", "5,000"), ("flickr30k_fg", "Flickr30K-FG", "1,000")):
@@ -230,7 +231,7 @@ for _bench, _title, _pool in (("mscoco_fg", "MSCOCO-FG", "5,000"), ("flickr30k_f
             FG,
             configs=(f"{_bench}_captions", f"{_bench}_gallery"),
             license="no license file in the authors' repository",
-            needs=f"{_title} files (fg_source)",
+            needs=f"{_title} files (fg_source=)",
         ),
         Benchmark(
             f"{_bench}_original_pool",
@@ -242,7 +243,7 @@ for _bench, _title, _pool in (("mscoco_fg", "MSCOCO-FG", "5,000"), ("flickr30k_f
             f"{FG}, Fig. 7",
             configs=(f"{_bench}_captions", f"{_bench}_gallery"),
             license="no license file in the authors' repository",
-            needs=f"{_title} files (fg_source)",
+            needs=f"{_title} files (fg_source=)",
         ),
     ]
 BENCHMARKS.append(
@@ -256,7 +257,7 @@ BENCHMARKS.append(
         f"{FG}, Table 4",
         configs=("mscoco_fg_captions", "mscoco_fg_gallery"),
         license="no license file in the authors' repository; COCO captions CC BY 4.0",
-        needs="MSCOCO-FG files (fg_source)",
+        needs="MSCOCO-FG files (fg_source=)",
         texts="original_caption",
     )
 )

@@ -149,3 +149,20 @@ def metric_info(name: str) -> tuple[Benchmark, MetricKind]:
     if match and match.group(1) in REGISTRY and "recall" in REGISTRY.get(match.group(1)).kinds:
         return REGISTRY.get(match.group(1)), METRIC_KINDS["recall"]
     raise EvaluationError(f"unknown metric {name!r}")
+
+
+def metric_label(name: str) -> str:
+    """A metric name as a reader reads it, made from the registry: the benchmark's title and the kind's label
+    (``coco_1k_r1``: ``COCO 1K R@1``, ``eccv_map_at_r``: ``ECCV Caption mAP@R``, ``coco_5k_recalls``:
+    ``COCO 5K R@K``, ``pm_zeta0_r1``: ``PMRP, zeta = 0: R@1``); a name it does not know is returned as given."""
+    if name.endswith("_recalls") and name[: -len("_recalls")] in REGISTRY:
+        bench, what = REGISTRY.get(name[: -len("_recalls")]), "R@K"
+    else:
+        try:
+            bench, kind = metric_info(name)
+        except EvaluationError:
+            return name
+        what = f"R@{name.rsplit('_r', 1)[1]}" if kind.key == "recall" else kind.label
+    if what in bench.title:  # pmrp: "PMRP"; pmrp_zeta0: "PMRP, zeta = 0"
+        return bench.title
+    return f"{bench.title}: {what}" if "," in bench.title else f"{bench.title} {what}"

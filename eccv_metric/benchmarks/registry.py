@@ -156,7 +156,9 @@ class Benchmark:
     names: Mapping[str, str] = field(default_factory=dict)
     configs: tuple[str, ...] = ()
     license: str = ""
-    needs: str = ""  # what must be available beyond the ids: "categories", "CxC ratings", "FG files"
+    # what must be available beyond the ids ("CxC ratings (cxc_source=)"): keywords written ``name=``, so that
+    # each front end shows its own words (core.errors.in_words: the CLI's flags)
+    needs: str = ""
     texts: str = ""  # which caption texts a model encodes for it, when not the collection's own
     paper: str = ""  # the paper's words this definition follows (section quoted), for the protocol table
     official: str = ""  # what the official code does, where it differs

@@ -15,6 +15,7 @@ once, sha256-checked).
 from __future__ import annotations
 
 from collections import OrderedDict
+from contextlib import nullcontext
 from pathlib import Path
 from stat import S_ISREG
 from typing import Any
@@ -24,6 +25,7 @@ from eccv_metric.benchmarks.registry import Benchmark
 from eccv_metric.benchmarks.registry import Task
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import find_below
+from eccv_metric.core.files import named_file
 from eccv_metric.core.folder import is_built_folder
 from eccv_metric.core.options import require_bool
 from eccv_metric.core.positives import Positives
@@ -68,16 +70,16 @@ class Resources:
     ):
         gt = ground_truth if ground_truth is not None else GroundTruth.from_wheel()
         if instances_json is not None:
-            gt = gt.with_categories(*load_instance_categories(instances_json, gt.image_ids))
+            with named_file("instances_json="):  # a file that cannot be read is named by its keyword
+                gt = gt.with_categories(*load_instance_categories(instances_json, gt.image_ids))
         if extra_file_dir is not None:
             folder = Path(extra_file_dir)
-            gt = gt.with_positives(
-                "pm",
-                {
+            with named_file("extra_file_dir="):
+                released = {
                     "i2t": load_id_lists(folder / "pm_image_to_caption.json"),
                     "t2i": load_id_lists(folder / "pm_caption_to_image.json"),
-                },
-            )
+                }
+            gt = gt.with_positives("pm", released)
         self.gt = gt
         self.pm = pm if pm is not None else PMOptions()
         if cxc_source is None and is_built_folder(gt.source or None, "cxc_ratings"):
@@ -101,13 +103,15 @@ class Resources:
         """The items of a registered collection (loaded once)."""
         if name not in self._collections:
             entry = REGISTRY.collection(name)
-            self._collections[name] = entry.load(entry, self)
+            with named_file(f"{entry.source_option}=") if entry.source_option else nullcontext():
+                self._collections[name] = entry.load(entry, self)
         return self._collections[name]
 
     def ratings(self, kind: str) -> Ratings:
         """The CxC ``sts``, ``sis`` or ``sits`` test ratings (loaded once)."""
         if kind not in self._ratings:
-            self._ratings[kind] = load_ratings(kind, self.cxc_source)
+            with named_file("cxc_source="):
+                self._ratings[kind] = load_ratings(kind, self.cxc_source)
         return self._ratings[kind]
 
     def plausible(self, zeta: int) -> PlausibleMatch:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from eccv_metric.cli.resource_flags import resource_words
+
 # the flag naming each library keyword (inputs, as eccv_metric.inputs.choose names them, and options): errors
 # from the library name keywords (``instances_json=``), the CLI shows them as flags (core.errors.in_words)
 CLI_WORDS = {
@@ -17,16 +19,8 @@ CLI_WORDS = {
     "image_ids": "--image-ids",
     "caption_ids": "--caption-ids",
     "normalize": "--normalize",
-    "instances_json": "--instances-json",
-    "extra_file_dir": "--extra-file-dir",
-    "cxc_source": "--cxc-source or --source-dir",
-    "cxc_directed": "--cxc-directed",
-    "fg_source": "--fg-source or --source-dir",
-    "ground_truth": "--ground-truth",
+    **resource_words(),  # instances_json: --instances-json, cxc_source: --cxc-source or --source-dir, ...
     "ground_truth_dir": "--ground-truth",
-    "pm_zeta": "--pm-zeta",
-    "pm_r_cap": "--pm-r-cap",
-    "pm_include_own": "--pm-include-own",
     "target_metrics": "--metrics",
     "metrics": "--metrics",
     "benchmark": "--benchmarks",
@@ -37,6 +31,8 @@ CLI_WORDS = {
     "n_resamples": "--n-resamples",
     "seed": "--seed",
     "source_dir": "--source-dir",
+    "removed_captions": "--removed-captions",
+    "paper_results": "--paper-results",
     "overwrite": "--overwrite",
     "dataset_dir": "--dataset-dir",
     "dataset_repo": "--dataset-repo",

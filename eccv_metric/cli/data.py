@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import argparse
 
+from eccv_caption_dataset.sources import EXPECTED
+from eccv_metric.cli.common import CLI_WORDS
 from eccv_metric.cli.common import say
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.files import check_input_path
+from eccv_metric.core.files import named_file
 from eccv_metric.formats.ids import load_ids
 
 
 def add_build(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("build", help="build the Hub-ready ECCV Caption dataset folder (Parquet + card)")
     p.add_argument("--output", "-o", required=True, help="folder to create (written atomically)")
-    p.add_argument("--source-dir", help="local copies: COCO captions/instances JSON, CxC CSVs, val2014 images")
+    p.add_argument("--source-dir", help=f"a folder searched, in any subfolder, for local copies of: {EXPECTED}")
     p.add_argument("--configs", nargs="+", help="which configs (default: all buildable; see the dataset card)")
     p.add_argument("--download", action="store_true", help="download missing sources from their canonical homes")
     p.add_argument("--image-ids", help="embed only these images (a file of ids); default: every available one")
@@ -28,13 +32,19 @@ def add_build(sub: argparse._SubParsersAction) -> None:
 def run_build(args: argparse.Namespace) -> int:
     from eccv_caption_dataset.hub_folder import build
 
+    ids = {}
+    for flag in ("image_ids", "removed_captions"):
+        with named_file(CLI_WORDS[flag]):
+            ids[flag] = load_ids(getattr(args, flag)).tolist() if getattr(args, flag) else None
+    with named_file(CLI_WORDS["paper_results"]):  # read when the card is written: checked before the build
+        check_input_path(args.paper_results, "a results CSV")
     report = build(
         args.output,
         source_dir=args.source_dir,
         configs=args.configs,
         download=args.download,
-        embed_image_ids=load_ids(args.image_ids).tolist() if args.image_ids else None,
-        removed_captions=load_ids(args.removed_captions).tolist() if args.removed_captions else None,
+        embed_image_ids=ids["image_ids"],
+        removed_captions=ids["removed_captions"],
         paper_results=args.paper_results,
         overwrite=args.overwrite,
         repo_id=args.repo_id,

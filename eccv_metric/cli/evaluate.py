@@ -35,6 +35,7 @@ from eccv_metric.core.errors import ChanceLevelWarning
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import in_words
 from eccv_metric.core.files import check_output_path
+from eccv_metric.core.files import named_file
 from eccv_metric.core.files import write_json_atomic
 from eccv_metric.core.provenance import run_stamp
 from eccv_metric.core.provenance import with_digests
@@ -159,12 +160,14 @@ def input_of(args: argparse.Namespace, resources: Resources) -> Rankings | Score
     parts: dict[str, object] = {"rankings": None}
     for given in ("run", "rankings"):  # ranked lists: the file's reader (formats.readers), checked against the flag
         if getattr(args, given):
-            parts["rankings"] = read_ranked(getattr(args, given), given, args.ties)
+            with named_file(f"--{given}"):
+                parts["rankings"] = read_ranked(getattr(args, given), given, args.ties)
     for name in PARTS:
         path = getattr(args, name) if name != "rankings" else None
         if name == "normalize" or not path:
             continue
-        parts[name] = (IDS if name.endswith("_ids") else NPY).read(path, name, None)
+        with named_file(CLI_WORDS[name]):
+            parts[name] = (IDS if name.endswith("_ids") else NPY).read(path, name, None)
     return input_from_parts({**parts, "normalize": args.normalize}, CLI_WORDS)
 
 
@@ -272,9 +275,9 @@ def run_benchmarks(args: argparse.Namespace) -> int:
             "queries_gallery": sizes(b, resources),
             "metrics": b.metric_names(),
             "default": b.default_metric_names(),
-            "needs": b.needs or "the eccv_caption wheel",
+            "needs": in_words(b.needs, CLI_WORDS) if b.needs else "the eccv_caption wheel",  # keywords as flags
             "citation": b.citation,
-            "description": b.description,
+            "description": in_words(b.description, CLI_WORDS),
         }
         for b in REGISTRY
     ]

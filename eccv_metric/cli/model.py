@@ -16,6 +16,7 @@ import warnings
 from pathlib import Path
 
 from eccv_metric.analysis.report import format_table
+from eccv_metric.benchmarks.media import PIXEL_ORIGINS
 from eccv_metric.benchmarks.request import Request
 from eccv_metric.cli.common import CLI_WORDS
 from eccv_metric.cli.common import positive_int
@@ -154,7 +155,7 @@ def run_model(args: argparse.Namespace) -> int:
         shown.append(written)
         if not args.json and not args.quiet:
             print((f"model: {models[k]}\n" if several else "") + format_table(means))
-        lines = [f"skipped {name}: {why.removeprefix(name + ': ')}" for name, why in skipped.items()]
+        lines = skipped_lines(skipped)
         if not out.provenance.get("model_loaded", True) and not args.quiet:
             lines.append(f"note: {models[k]}: every embedding was read from the cache, so the model was not loaded "
                          "(--no-cache loads it and encodes afresh)")  # fmt: skip
@@ -170,6 +171,42 @@ def run_model(args: argparse.Namespace) -> int:
         if path:
             say(args, f"wrote {path}")
     return 0
+
+
+NO_PIXELS = "images have no pixels"  # how the model path words a benchmark skipped for its images' pixels
+DETAIL = "each benchmark and why: --json, or provenance.skipped in the -o file"
+
+
+def skipped_lines(skipped: dict[str, str]) -> list[str]:
+    """What a run skipped, in a few lines (``skipped``: {benchmark: why}, in the CLI's words): one for every
+    benchmark whose images have no pixels (how many, which, and the --images that adds each source of images),
+    one per other reason (the benchmarks it holds back). Each benchmark's own reason stays in the results'
+    provenance (``--json``, ``-o``)."""
+    pixels: list[str] = []
+    others: dict[str, list[str]] = {}
+    for name, why in skipped.items():
+        why = why.removeprefix(name + ": ")
+        if NO_PIXELS in why:
+            pixels.append(name)
+        else:
+            others.setdefault(why, []).append(name)
+    lines = []
+    if pixels:
+        reasons = [skipped[name] for name in pixels]
+        fixes = [
+            fix for fix in (in_words(t, MODEL_WORDS) for t in PIXEL_ORIGINS.values()) if any(fix in r for r in reasons)
+        ]
+        how = "; ".join(fixes) if fixes else reasons[0].removeprefix(pixels[0] + ": ")
+        lines.append(f"skipped {len(pixels)} benchmark{'s' * (len(pixels) > 1)} whose {NO_PIXELS} "
+                     f"({names_shown(pixels)}): {how} ({DETAIL})")  # fmt: skip
+    for why, names in others.items():
+        lines.append(f"skipped {names_shown(names)}: {why}")
+    return lines
+
+
+def names_shown(names: list[str], limit: int = 3) -> str:
+    """``coco_1k, coco_5k, cxc and 15 more``."""
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def _warning_line(message: Warning | str, *_: object, **__: object) -> None:

@@ -14,6 +14,7 @@ from eccv_metric.benchmarks.resource_options import ResourceOptions
 
 NAMES = tuple(f.name for f in fields(ResourceOptions))
 SOURCE_DIR_HELP = "a folder searched for both the CxC CSVs and the FG files"
+SOURCE_DIR_FILLS = ("cxc_source", "fg_source")  # the fields --source-dir gives when their own flags are not given
 
 
 def pm_r_cap(text: str) -> int | None:
@@ -31,6 +32,12 @@ TYPES: dict[str, Callable[[str], object]] = {"pm_zeta": int, "pm_r_cap": pm_r_ca
 def flag(name: str) -> str:
     """The flag of a field: ``cxc_source`` -> ``--cxc-source``."""
     return "--" + name.replace("_", "-")
+
+
+def resource_words() -> dict[str, str]:
+    """Each field's keyword in the CLI's words (core.errors.in_words; cli.common.CLI_WORDS holds them): its
+    flag, and ``or --source-dir`` for the sources that flag also gives."""
+    return {name: flag(name) + (" or --source-dir" if name in SOURCE_DIR_FILLS else "") for name in NAMES}
 
 
 def add_resource_flags(
@@ -53,4 +60,4 @@ def options_of(args: argparse.Namespace) -> ResourceOptions:
     ``--source-dir`` fills the CxC and FG sources not given by their own flags."""
     given = {name: getattr(args, name) for name in NAMES if hasattr(args, name)}
     source_dir = getattr(args, "source_dir", None)
-    return ResourceOptions(**given).filled(cxc_source=source_dir, fg_source=source_dir)
+    return ResourceOptions(**given).filled(**dict.fromkeys(SOURCE_DIR_FILLS, source_dir))

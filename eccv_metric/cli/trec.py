@@ -10,6 +10,7 @@ writes ``run.i2t.trec`` and ``run.t2i.trec``; with one direction, ``run.trec``;
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from eccv_metric.core import progress
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import check_output_path
 from eccv_metric.core.files import load_npy
+from eccv_metric.core.files import named_file
 from eccv_metric.formats import trec
 from eccv_metric.formats.ids import load_ids
 from eccv_metric.formats.mteb import is_mteb_predictions
@@ -114,16 +116,21 @@ def run_export(args: argparse.Namespace) -> int:
     elif args.rankings:
         if is_mteb_predictions(args.rankings):
             raise not_rankings(args.rankings, "`eccv-caption evaluate --run` scores them; export-trec takes rankings")
-        rankings = load_rankings(args.rankings)
+        with named_file("--rankings"):
+            rankings = load_rankings(args.rankings)
         for direction in directions:  # checked as evaluate checks them: no TREC line of an id it would refuse
             if direction in rankings:
                 trec.check_lists(rankings[direction], gt, direction, args.rankings)
         parts = {d: trec.run_lines(rankings[d], d, args.tag) for d in directions if d in rankings}
     else:
         expected = "a .npy float matrix, scores[i, j] = similarity(image i, caption j)"
-        image_ids = load_ids(args.image_ids, "image ids") if args.image_ids else None
-        caption_ids = load_ids(args.caption_ids, "caption ids") if args.caption_ids else None
-        source = ScoreMatrix(load_npy(args.scores, expected), image_ids, caption_ids)
+        with named_file("--image-ids"):
+            image_ids = load_ids(args.image_ids, "image ids") if args.image_ids else None
+        with named_file("--caption-ids"):
+            caption_ids = load_ids(args.caption_ids, "caption ids") if args.caption_ids else None
+        with named_file("--scores"):
+            scores = load_npy(args.scores, expected)
+        source = ScoreMatrix(scores, image_ids, caption_ids)
         parts = {d: trec.run_from_scores(source, gt, d, args.depth, args.tag, args.ties) for d in directions}
     if not parts:
         raise EvaluationError(f"nothing to write: no list for the directions {', '.join(directions)}")
@@ -145,7 +152,9 @@ def run_export(args: argparse.Namespace) -> int:
 
 def run_import(args: argparse.Namespace) -> int:
     check_output_path(args.output)
-    rankings = trec.read_run_arrays(args.run, args.ties)
+    rankings, notes = trec.read_run_parts(args.run, args.ties)
     write_rankings(args.output, rankings)
     say(args, f"wrote {args.output}: " + ", ".join(f"{d} ({len(v[0])} queries)" for d, v in rankings.items()))
+    for note in notes:  # the lists are written as trec_eval orders them: the note says why they may be reversed
+        print(f"warning: {note}", file=sys.stderr)
     return 0

@@ -95,12 +95,65 @@ def replace_folder(new: Path, dest: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+class UnreadableFileError(EvaluationError):
+    """A file that cannot be read at all: missing, a folder, not readable, not UTF-8 text (:func:`unreadable`).
+
+    Its message starts with the path, so the layer that was given the path puts its own word for it first
+    (:func:`named_file`: a flag, a keyword, a box); ``named``: whether one did."""
+
+    def __init__(self, message: str, named: bool = False):
+        super().__init__(message)
+        self.named = named
+
+
+def unreadable(path: str | Path, exc: OSError | UnicodeDecodeError, expected: str | None = None) -> UnreadableFileError:
+    """The one wording of a file that cannot be read, by what went wrong (a missing file says it is missing,
+    not that it is not UTF-8); ``expected``: what the file should hold."""
+    want = f"; expected {expected}" if expected else ""
+    if isinstance(exc, UnicodeDecodeError):
+        return UnreadableFileError(f"{path} is not UTF-8 text ({exc.reason}: save it as UTF-8){want}")
+    if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+        return UnreadableFileError(f"{path}: no such file{want}")
+    if isinstance(exc, IsADirectoryError):
+        return UnreadableFileError(f"{path} is a folder{want or '; expected a file'}")
+    if isinstance(exc, PermissionError):
+        return UnreadableFileError(f"{path}: permission denied (the file cannot be read: check its permissions)")
+    return UnreadableFileError(f"cannot read {path}: {exc.strerror or exc}")
+
+
+@contextlib.contextmanager
+def named_file(word: str) -> Iterator[None]:
+    """A file that cannot be read (:class:`UnreadableFileError`) named by ``word`` first, the flag or keyword that gave
+    it: ``--run nope.trec: no such file``, ``instances_json= nope.json: no such file`` (keywords written ``name=``
+    are put in each front end's words). A file already named keeps its name."""
+    try:
+        yield
+    except UnreadableFileError as exc:
+        if exc.named:
+            raise
+        raise UnreadableFileError(f"{word} {exc}", named=True) from None
+
+
+def check_input_path(path: str | Path | None, expected: str | None = None) -> None:
+    """Fail before any work when an input file cannot be opened (missing, a folder, not readable)."""
+    if path is None:
+        return
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise unreadable(path, exc, expected) from None
+
+
 def read_text(path: str | Path) -> str:
-    """A UTF-8 text file (a byte-order mark is dropped); errors name the file."""
+    """A UTF-8 text file (a byte-order mark is dropped); errors name the file (:func:`unreadable`)."""
     try:
         return Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
-        raise EvaluationError(f"cannot read {path} as UTF-8 text: {exc}") from None
+        raise unreadable(path, exc) from None
+
+
+CANNOT_OPEN = (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)  # before any byte is read
 
 
 def load_npy(path: str | Path, expected: str) -> np.ndarray:
@@ -112,10 +165,8 @@ def load_npy(path: str | Path, expected: str) -> np.ndarray:
             arr.close()
             raise ValueError("an archive of several arrays")
         return arr
-    except IsADirectoryError:
-        raise EvaluationError(f"{path} is a folder; expected {expected}") from None
-    except FileNotFoundError:
-        raise EvaluationError(f"{path}: no such file; expected {expected}") from None
+    except CANNOT_OPEN as exc:
+        raise unreadable(path, exc, expected) from None
     except (OSError, ValueError, EOFError) as exc:
         with open(path, "rb") as fin:
             head = fin.read(6)

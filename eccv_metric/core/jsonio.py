@@ -25,6 +25,7 @@ import numpy as np
 
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import preview
+from eccv_metric.core.files import unreadable
 from eccv_metric.core.ids import INT64_MAX
 from eccv_metric.core.ids import too_large
 
@@ -97,10 +98,8 @@ def read_bytes(path: str | Path, expected: str) -> bytes:
     path = Path(path)
     try:
         return path.read_bytes()
-    except IsADirectoryError:
-        raise EvaluationError(f"{path} is a folder; expected a file: {expected}") from None
     except OSError as exc:
-        raise EvaluationError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise unreadable(path, exc, expected) from None
 
 
 def parse_json(data: bytes | str, path: str | Path, expected: str) -> object:

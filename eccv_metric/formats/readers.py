@@ -38,7 +38,7 @@ from eccv_metric.formats.mteb import is_mteb_predictions
 from eccv_metric.formats.mteb import is_rankings_json
 from eccv_metric.formats.mteb import read_predictions
 from eccv_metric.formats.rankings import load_rankings
-from eccv_metric.formats.trec import read_run_arrays
+from eccv_metric.formats.trec import read_run_rankings
 
 NPY_MAGIC = b"\x93NUMPY"
 # what each array part is, for the errors of a .npy that is not one
@@ -114,7 +114,7 @@ TREC_RUN = Reader(
     (".trec", ".run", ".txt", ".tsv"),
     is_trec_run,
     ("rankings",),
-    lambda path, part, ties: read_run_arrays(path, ties or "stable"),
+    lambda path, part, ties: read_run_rankings(path, ties or "stable"),
 )
 NPY = Reader(
     "npy",

@@ -25,6 +25,10 @@ documents are i2t; ``caption-*`` ranking ``caption-*`` is t2t).
     ordered by score descending, then document id descending as strings
     (ranks ignored), which is what trec_eval, pytrec_eval and MTEB score.
 
+  Under either rule a run is ranked by score, highest first: a run whose scores rise with rank (a distance
+  written as a score) is scored in reverse, as those tools score it, with a note when most of a direction's
+  queries rise (:func:`rising_notes`; :func:`read_run_rankings` carries it into every result).
+
 - CxC grades: the ``cxc`` positives (SITS >= 3) are binary like every
   benchmark's; ``cxc_graded`` gives each pair its SITS rating rounded half up
   (3, 4 or 5) as the relevance (:func:`cxc_grades`), the same in the dataset's
@@ -52,6 +56,7 @@ import numpy as np
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import atomic_open
 from eccv_metric.core.files import read_text
+from eccv_metric.core.files import unreadable
 from eccv_metric.core.options import TIES as TIES
 from eccv_metric.core.options import check_ties
 from eccv_metric.core.positives import Positives
@@ -179,8 +184,55 @@ def read_run(path: str | Path, ties: str = "stable") -> dict[str, dict[int, list
     return out
 
 
+class RunRankings(Rankings):
+    """Rankings read from a TREC run (:func:`read_run_rankings`), with the notes of its reading
+    (:func:`rising_notes`): every result scored on them carries these notes."""
+
+    def __init__(self, path: str | Path, notes: Sequence[str], **directions: object):
+        super().__init__(**directions)
+        self.path = str(path)
+        self.notes = tuple(notes)
+
+
+def read_run_rankings(path: str | Path, ties: str = "stable") -> RunRankings:
+    """A TREC run as an input: :func:`read_run_arrays`' lists, and a note per direction whose scores rise with
+    rank in most queries (:func:`rising_notes`). What ``evaluate --run`` and the Space read."""
+    arrays, notes = read_run_parts(path, ties)
+    return RunRankings(path, notes, **arrays)
+
+
 def read_run_arrays(path: str | Path, ties: str = "stable") -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """A TREC run -> ``{direction: (query ids, ranked ids of all lists concatenated, list lengths)}``.
+    """A TREC run -> ``{direction: (query ids, ranked ids of all lists concatenated, list lengths)}``
+    (:func:`read_run_parts` without its notes)."""
+    return read_run_parts(path, ties)[0]
+
+
+RISING_SHARE = 0.5  # a direction is noted when more than this share of its queries (those that tell) rise
+
+
+def rising_notes(path: str | Path, rising: Mapping[str, tuple[int, int]]) -> list[str]:
+    """A note per direction whose scores rise with rank in most queries: ``rising[direction]`` = (queries whose
+    score at their first rank is below the one at their last, queries whose two differ: the others tell
+    nothing). trec_eval orders a run by score, highest first, whatever its ranks: such lists are scored in
+    reverse, as trec_eval, pytrec_eval and MTEB score them (the rule stays); the note says why the numbers are
+    low and what to do. "Most": more than :data:`RISING_SHARE` of the queries that tell."""
+    notes = []
+    for direction, (up, told) in rising.items():
+        if told and up > RISING_SHARE * told:
+            notes.append(
+                f"{direction}: the scores of {path} rise with rank in {up:,} of {told:,} queries (rank 1 holds the "
+                "lowest score): a run is ranked by score, highest first (trec_eval's rule, as pytrec_eval and MTEB), "
+                "so these lists were scored in reverse; if the scores are distances, write similarities "
+                "(negate them) and read the run again"
+            )
+    return notes
+
+
+def read_run_parts(
+    path: str | Path, ties: str = "stable"
+) -> tuple[dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]], list[str]]:
+    """A TREC run -> ``({direction: (query ids, ranked ids of all lists concatenated, list lengths)}, notes)``;
+    the notes: :func:`rising_notes`.
 
     Each list is ordered by score descending, then rank (``ties="stable"``: two documents of one query
     with equal score and rank are ambiguous and refused) or then document id descending as strings, as
@@ -219,7 +271,7 @@ def read_run_arrays(path: str | Path, ties: str = "stable") -> dict[str, tuple[n
                 columns["score"].append(score)
                 numbers.append(n)
     except (OSError, UnicodeDecodeError) as exc:
-        raise EvaluationError(f"cannot read {path} as UTF-8 text: {exc}") from None
+        raise unreadable(path, exc, "a TREC run") from None
     if not numbers:
         raise EvaluationError(f"{path}: no run lines")
     col = {name: np.frombuffer(values, dtype=values.typecode) for name, values in columns.items()}
@@ -239,19 +291,25 @@ def read_run_arrays(path: str | Path, ties: str = "stable") -> dict[str, tuple[n
         raise EvaluationError(f"{path}:{line[order[k]]}: query {token} has two documents with the same score and rank")
     groups, first, lengths = np.unique(group[order], return_index=True, return_counts=True)
     appear = np.argsort(np.minimum.reduceat(line[order], first), kind="stable")  # first appearance in the file
+    by_rank = np.lexsort((line, col["rank"], group))  # each list in its rank column's order: the same groups
+    low, high = col["score"][by_rank[first]], col["score"][by_rank[first + lengths - 1]]
     tokens = list(queries)
     out: dict[str, list[tuple[int, int, int]]] = {}
+    rising: dict[str, tuple[int, int]] = {}
     for g in appear.tolist():
         kind, qid = parse_trec_id(tokens[int(groups[g]) // 2], f"{path}: query")
         direction = DIRECTION_OF[(kind, ITEM_KIND_CODES[int(groups[g]) % 2])]
         out.setdefault(direction, []).append((qid, int(first[g]), int(lengths[g])))
+        up, told = rising.get(direction, (0, 0))
+        rising[direction] = (up + int(low[g] < high[g]), told + int(low[g] != high[g]))
     docs = col["doc"][order]
     arrays = {}
     for direction, parts in out.items():
         qids, starts, counts = (np.asarray(v, dtype=np.int64) for v in zip(*parts, strict=True))
         offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
         arrays[direction] = (qids, docs[np.repeat(starts, counts) + offsets], counts)
-    return {d: arrays[d] for d in DIRECTION_KINDS if d in arrays}
+    found = {d: arrays[d] for d in DIRECTION_KINDS if d in arrays}
+    return found, rising_notes(path, {d: rising[d] for d in found})
 
 
 def read_qrels(path: str | Path) -> dict[str, dict[int, dict[int, int]]]:
@@ -288,6 +346,7 @@ def run_from_scores(
         raise EvaluationError(f"depth must be a positive integer, not {depth!r}")
     check_tag(tag)
     check_ties(ties)
+    source.check_values()  # NaN / inf scores: refused, as evaluate refuses them
     if direction not in ("i2t", "t2i") or source.scores is None:
         raise EvaluationError(
             f"a run from scores needs the image x caption scores and direction i2t or t2i, not {direction}"

@@ -22,6 +22,7 @@ dataset builder reads them through it too.
 from __future__ import annotations
 
 import csv
+import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,7 @@ from eccv_metric.core.download import default_cache_dir
 from eccv_metric.core.download import download
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import find_below
+from eccv_metric.core.files import read_text
 from eccv_metric.core.folder import is_built_folder
 from eccv_metric.core.folder import read_config
 from eccv_metric.core.ids import IdIndex
@@ -92,23 +94,22 @@ def read_csv(path: str | Path, kind: str) -> Ratings:
     """Read ``<kind>_test.csv``; a malformed line raises an error naming the file and line."""
     first, second, scores, methods = [], [], [], []
     want = RATING_ITEMS[kind]
-    with open(path, newline="", encoding="utf-8-sig") as fin:
-        reader = csv.reader(fin)
-        header = next(reader, None)
-        if header is None or len(header) < 3 or header[2] != "agg_score":
-            raise EvaluationError(f"{path}: not a CxC ratings CSV (header {header!r:.80}); {MISSING_HINT}")
-        for line, row in enumerate(reader, start=2):
-            keys = [parse_key(k) for k in row[:2]] if len(row) >= 3 else [None]
-            try:
-                score = float(row[2])
-            except (ValueError, IndexError):
-                score = float("nan")
-            if None in keys or tuple(k[0] for k in keys) != want or not 0 <= score <= 5:  # type: ignore[index]
-                raise EvaluationError(f"{path}, line {line}: not a {kind.upper()} rating of {want}: {row!r:.120}")
-            first.append(keys[0][1])  # type: ignore[index]
-            second.append(keys[1][1])  # type: ignore[index]
-            scores.append(score)
-            methods.append(row[3] if len(row) > 3 else "")
+    reader = csv.reader(io.StringIO(read_text(path), newline=""))  # a few MB; a missing file says so
+    header = next(reader, None)
+    if header is None or len(header) < 3 or header[2] != "agg_score":
+        raise EvaluationError(f"{path}: not a CxC ratings CSV (header {header!r:.80}); {MISSING_HINT}")
+    for line, row in enumerate(reader, start=2):
+        keys = [parse_key(k) for k in row[:2]] if len(row) >= 3 else [None]
+        try:
+            score = float(row[2])
+        except (ValueError, IndexError):
+            score = float("nan")
+        if None in keys or tuple(k[0] for k in keys) != want or not 0 <= score <= 5:  # type: ignore[index]
+            raise EvaluationError(f"{path}, line {line}: not a {kind.upper()} rating of {want}: {row!r:.120}")
+        first.append(keys[0][1])  # type: ignore[index]
+        second.append(keys[1][1])  # type: ignore[index]
+        scores.append(score)
+        methods.append(row[3] if len(row) > 3 else "")
     return Ratings(
         kind,
         np.asarray(first, np.int64),

@@ -35,6 +35,7 @@ from eccv_metric.api.evaluate import evaluate
 from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
 from eccv_metric.benchmarks.definitions import OFFICIAL_TARGETS
 from eccv_metric.benchmarks.definitions import REGISTRY
+from eccv_metric.benchmarks.names import metric_label
 from eccv_metric.benchmarks.request import benchmark_names
 from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.benchmarks.resources import Resources
@@ -91,13 +92,24 @@ def metric_choices() -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def labelled(names: Sequence[str], kind: str = "metric") -> list[tuple[str, str]]:
+    """(what a user reads, the id the library takes) for a form's choices: ``("COCO 1K R@1 (coco_1k_r1)",
+    "coco_1k_r1")``, ``("COCO 1K (coco_1k)", "coco_1k")`` for ``kind="benchmark"``: labels from the registry, the
+    id kept in them (typing it finds the choice)."""
+    label = metric_label if kind == "metric" else (lambda name: REGISTRY.get(name).title)
+    return [(f"{label(name)} ({name})", name) for name in names]
+
+
+COLUMNS = ("metric", "id", "i2t", "t2i", "unit")  # the table: the metric's label and id, its values, the unit
+
+
 @dataclass
 class Scored:
     """One answer of the Space: ``ok`` with the table, plot points and JSON, or one error ``message``."""
 
     ok: bool
     message: str
-    columns: list[str] = field(default_factory=lambda: ["metric", "i2t", "t2i", "unit"])
+    columns: list[str] = field(default_factory=lambda: list(COLUMNS))
     rows: list[list[str]] = field(default_factory=list)
     curves: list[dict] = field(default_factory=list)  # {"K", "R@K (%)", "series"} points of R@K curves
     raw: str = "{}"
@@ -215,7 +227,7 @@ def read_input(
             parts[kind] = in_box(kind, (IDS if kind.endswith("_ids") else NPY).read, path, kind, None)
     source = input_from_parts(parts, SPACE_WORDS)
     if "rankings" in parts:
-        lists: dict = parts["rankings"]  # type: ignore[assignment]
+        lists: dict = source.raw  # type: ignore[union-attr]  # the lists as given: dicts or arrays per direction
         what = " and ".join(f"{len(v[0] if isinstance(v, tuple) else v):,} {d}" for d, v in lists.items())
         what += " ranked lists"
     elif not what:
@@ -268,15 +280,24 @@ def done(results: Results, status: str, is_partial: bool, seconds: float) -> Sco
     means = results.means()
     directions = directions_of(means)
     rows = [
-        [name] + [shown(name, by_dir[d]) if d in by_dir else "" for d in directions] + [SCALE_NOTE[scale_of(name)]]
+        [metric_label(name), name]
+        + [shown(name, by_dir[d]) if d in by_dir else "" for d in directions]
+        + [SCALE_NOTE[scale_of(name)]]
         for name, by_dir in means.items()
     ]
-    curves = recall_curves(means)
+    curves = [point | {"series": series_label(point["series"])} for point in recall_curves(means)]
     if is_partial:
         status += " (partial: means over the queries given only, not comparable with full results)"
     notes = [note_in_space_words(str(n)) for n in getattr(results, "notes", []) or []]
     message = "; ".join([f"{status} in {seconds:.1f} s", *notes])
-    return Scored(True, message, ["metric", *directions, "unit"], rows, curves, json.dumps(means, indent=2), means)
+    columns = ["metric", "id", *directions, "unit"]
+    return Scored(True, message, columns, rows, curves, json.dumps(means, indent=2), means)
+
+
+def series_label(series: str) -> str:
+    """An R@K curve's name (``coco_5k i2t``, analysis.report) with the benchmark's title: ``COCO 5K i2t``."""
+    bench, direction = series.rsplit(" ", 1)
+    return f"{REGISTRY.get(bench).title} {direction}" if bench in REGISTRY else series
 
 
 def example_state() -> dict[str, object]:
@@ -288,6 +309,25 @@ def example_state() -> dict[str, object]:
         "ks": KS_TEXT,
         "partial": True,
     }
+
+
+# what the example's own settings go back to when the user gives an input of their own (the boxes' defaults)
+EXAMPLE_RESET = {"benchmarks": [], "metrics": [], "partial": False}
+
+
+def after_own_input(example_on: object, pasted: object, uploaded: bool) -> dict[str, object]:
+    """The boxes to change when the user gives an input of their own after "Load the small example".
+
+    The example's benchmarks, metrics and partial tick are the example's: while they are as it set them
+    (``example_on``: the user has not changed any of them since), an upload (``uploaded``) or pasted text that
+    is not the example puts them back to their defaults (:data:`EXAMPLE_RESET`: the defaults for the input, no
+    partial; ``example_on`` becomes False); settings the user changed are theirs and stay. An upload also
+    clears the example's text (it would be a second input). Returns ``{box: new value}``, ``{}`` for none."""
+    is_example = isinstance(pasted, str) and pasted.strip() == EXAMPLE
+    change: dict[str, object] = {"pasted": ""} if uploaded and is_example else {}
+    if example_on and (uploaded or not is_example):
+        change |= {**EXAMPLE_RESET, "example_on": False}
+    return change
 
 
 def metrics_for(benchmarks: Sequence[str] | None) -> list[str]:

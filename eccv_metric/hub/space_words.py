@@ -79,7 +79,9 @@ def hide_paths(message: str) -> str:
 
 
 def note_in_space_words(note: str) -> str:
-    """A library note as the Space shows it: the CLI's flags left out, keywords named as the Space's boxes."""
+    """A library note as the Space shows it: the CLI's flags left out, keywords named as the Space's boxes, the
+    server's folders hidden (a TREC run's note names the uploaded file)."""
+    note = hide_paths(note)
     note = re.sub(r"\s*\(CLI: [^)]*\)|;\s*CLI: [^);]*", "", note)
     both = f"files in the '{LABELS['image_ids']}' and '{LABELS['caption_ids']}' boxes"
     note = re.sub(r"\bimage_ids=? / caption_ids=?(?![\w=])", both, note)

@@ -7,10 +7,13 @@ dicts, arrays, TREC runs), score matrices and embeddings
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
+from typing import TypeVar
 
 import numpy as np
 
+from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.view import Collection
 from eccv_metric.core.view import View
 from eccv_metric.inputs.lists import RankedLists
@@ -84,3 +87,27 @@ class Input(Protocol):
     ) -> np.ndarray:
         """The similarity of each pair (dense_1[k], dense_2[k]) of items of the two kinds (float64)."""
         ...
+
+
+T = TypeVar("T")
+
+
+class HeldChecks:
+    """Checks of the values an input was given (NaN / inf, zero rows for a cosine), made when it is made and
+    raised when it is scored (:meth:`check_values`), where a caller of many inputs names this one
+    (``evaluate_many``: ``sources[i]: ...``); ``refused``: the first that failed, in its words."""
+
+    refused: str | None = None
+
+    def hold(self, check: Callable[..., T], *args: object) -> T | None:
+        """``check(*args)``; its error is kept (:attr:`refused`). Returns the check's result, None when it failed."""
+        try:
+            return check(*args)
+        except EvaluationError as exc:
+            self.refused = self.refused or str(exc)
+            return None
+
+    def check_values(self) -> None:
+        """Refuse values found unscorable when the input was made (the first check that failed)."""
+        if self.refused is not None:
+            raise EvaluationError(self.refused)

@@ -19,6 +19,7 @@ from eccv_metric.kernels.scorers import MatrixScorer
 from eccv_metric.kernels.scorers import as_embeddings
 from eccv_metric.kernels.scorers import constant_value
 from eccv_metric.kernels.scorers import distinct_rows
+from eccv_metric.kernels.scorers import require_finite_rows
 from eccv_metric.kernels.scorers import unit_rows
 
 # the similarity matrix of two embedding sets is computed in one product when it fits this budget
@@ -44,7 +45,8 @@ class Embeddings(ScoredInput):
     scores it computes, the numpy engine's numbers to the bit on integer-valued
     embeddings); ``"numpy"``: the numpy engine whatever the tensors.
     Normalisation and the embeddings kept in :attr:`vectors` are numpy's on
-    both paths.
+    both paths. Every embedding must be finite (and non-zero for ``normalize=True``): checked on input, refused
+    when the input is scored, by the rows and the first bad cell.
     """
 
     kind = "embeddings"
@@ -68,7 +70,9 @@ class Embeddings(ScoredInput):
         for kind, values in (("image", images), ("caption", captions)):
             if values is not None:
                 arr = as_embeddings(values, f"{kind} embeddings")
-                self.vectors[kind] = unit_rows(arr, f"{kind} embeddings") if normalize else arr
+                finite = self.hold(require_finite_rows, arr, f"{kind} embeddings")  # raised when scored
+                unit = self.hold(unit_rows, arr, f"{kind} embeddings") if normalize and finite is not None else None
+                self.vectors[kind] = arr if unit is None else unit
         if not self.vectors:
             raise EvaluationError("no embeddings: give image and/or caption embeddings")
         self._scorers: dict[tuple[str, str], object] = {}
@@ -147,7 +151,7 @@ class Embeddings(ScoredInput):
         return f"{what}: every ranking is the tie order of the rows, not a model's", False
 
     def nonfinite(self, view: View) -> tuple[str, str]:
-        """The embeddings are finite (checked on input): a non-finite score is a dot product that overflows."""
+        """The embeddings are finite (checked before scoring): a non-finite score is a dot product that overflows."""
         dtype = np.result_type(*(self.vectors[k].dtype for k in (view.query_kind, view.gallery_kind)))
         fix = "normalize=True (cosine similarity)" + (" or float64 embeddings" if dtype != np.float64 else "")
         return "overflow (inf or NaN)", (

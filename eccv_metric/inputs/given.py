@@ -35,6 +35,7 @@ class Rankings:
     kind = "lists"
     exact_ranks = False
     made_for: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # what reading the lists found, carried into every result (formats.trec)
 
     def __init__(self, **directions: object):
         unknown = sorted(set(directions) - set(DIRECTION_KINDS))

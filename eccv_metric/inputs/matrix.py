@@ -17,9 +17,10 @@ class ScoreMatrix(ScoredInput):
     ``caption_scores`` (captions x captions over ``caption_ids``) and ``image_scores`` for the intramodal views.
 
     A given matrix is never written; a query's own entry of a square matrix is never read. Every other entry
-    must be finite, also where no requested metric reads it (NaN / inf: an error naming the matrix and a cell;
-    the diagonal of a square matrix may hold anything, e.g. ``-inf``). ``ties``: ``"stable"``
-    (equal scores in the given order) or ``"trec_eval"`` (item id descending as strings, as trec_eval / MTEB).
+    must be finite, also where no requested metric reads it (NaN / inf: an error naming the matrix and a cell,
+    raised when the input is scored; the diagonal of a square matrix may hold anything, e.g. ``-inf``).
+    ``ties``: ``"stable"`` (equal scores in the given order) or ``"trec_eval"`` (item id descending as strings,
+    as trec_eval / MTEB).
     """
 
     kind = "scores"
@@ -37,14 +38,14 @@ class ScoreMatrix(ScoredInput):
         super().__init__({"image": image_ids, "caption": caption_ids}, ties)
         self.scores = None if scores is None else as_score_matrix(scores)
         if self.scores is not None:
-            require_finite(self.scores, "scores")
+            self.hold(require_finite, self.scores, "scores")
         self.square = {}
         for kind, matrix in (("caption", caption_scores), ("image", image_scores)):
             if matrix is not None:
                 matrix = as_score_matrix(matrix, f"{kind}_scores")
                 if matrix.shape[0] != matrix.shape[1]:
                     raise EvaluationError(f"{kind}_scores= must be square ({kind}s x {kind}s), got {matrix.shape}")
-                require_finite(matrix, f"{kind}_scores", skip_diagonal=True)
+                self.hold(require_finite, matrix, f"{kind}_scores", True)
                 self.square[kind] = matrix
         if self.scores is None and not self.square:
             raise EvaluationError("no scores: give the image x caption scores= (or caption_scores= / image_scores=)")

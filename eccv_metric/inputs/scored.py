@@ -34,6 +34,7 @@ from eccv_metric.core.ids import require_unique
 from eccv_metric.core.options import check_ties
 from eccv_metric.core.view import Collection
 from eccv_metric.core.view import View
+from eccv_metric.inputs.base import HeldChecks
 from eccv_metric.inputs.base import Relevance
 from eccv_metric.inputs.lists import RankedLists
 from eccv_metric.inputs.lists import restrict_lists
@@ -47,10 +48,12 @@ from eccv_metric.kernels.workers import next_ticket
 OTHER = {"image": "caption", "caption": "image"}
 
 
-class ScoredInput:
-    """What score matrices and embeddings share: id mappings, top-k per view, exact ranks, pair scores."""
+class ScoredInput(HeldChecks):
+    """What score matrices and embeddings share: id mappings, top-k per view, exact ranks, pair scores; their
+    values are checked when made and refused when scored (:class:`~eccv_metric.inputs.base.HeldChecks`)."""
 
     made_for: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # what reading the input found, carried into every result
 
     exact_ranks = True
     kind = "scores"

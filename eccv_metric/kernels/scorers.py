@@ -291,7 +291,8 @@ def distinct_rows(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def as_embeddings(values: object, what: str) -> np.ndarray:
-    """A 2-D float32/float64 array from numpy or torch (bfloat16 / float16 upcast); no NaN or inf."""
+    """A 2-D float32/float64 array from numpy or torch (bfloat16 / float16 upcast); its values are checked by
+    :func:`require_finite_rows`."""
     if hasattr(values, "detach") and hasattr(values, "cpu"):
         tensor = values.detach().cpu()  # type: ignore[attr-defined]
         if str(getattr(tensor, "dtype", "")) in ("torch.bfloat16", "torch.float16"):
@@ -304,6 +305,11 @@ def as_embeddings(values: object, what: str) -> np.ndarray:
         raise EvaluationError(f"{what} must be a non-empty 2-D (items x dimensions) array, got shape {arr.shape}")
     if arr.dtype == np.float16:
         arr = arr.astype(np.float32)
+    return arr
+
+
+def require_finite_rows(arr: np.ndarray, what: str) -> np.ndarray:
+    """``arr`` when every embedding is finite; else an error naming the rows and the first bad cell."""
     bad = ~np.isfinite(arr).all(axis=1)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])

@@ -155,7 +155,7 @@ def main(folder: Path, seed: int, n: int) -> int:
         parsed_ks = [int(t) for t in ks.replace(",", " ").split()] or [1, 5, 10]
         expected = evaluate(Rankings(**lists), names, parsed_ks, partial=True).means()
         rows = [[m] + [shown(m, v[d]) for d in ("i2t", "t2i")] for m, v in expected.items()]
-        if answer.means != expected or [r[:-1] for r in answer.rows] != rows or not valid:
+        if answer.means != expected or [r[1:-1] for r in answer.rows] != rows or not valid:  # id, values
             print(f"{where}\n  numbers differ from the library: {answer.means} vs {expected}")
             return 1
     print(json.dumps(summary))

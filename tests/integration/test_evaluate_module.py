@@ -141,7 +141,7 @@ def test_space_handler_scores_an_uploaded_rankings_file(top50, metrics, tmp_path
     path.write_text(json.dumps({"i2t": i2t, "t2i": t2i}))
     answer = space.score(str(path), "", [], ["eccv_map_at_r", "coco_5k_recalls"], "1, 5")
     assert json.loads(answer.raw) == metrics.compute_all_metrics(i2t, t2i, ("eccv_map_at_r", "coco_5k_recalls"), (1, 5))
-    assert [r[0] for r in answer.rows] == ["coco_5k_r1", "coco_5k_r5", "eccv_map_at_r"] and answer.ok
+    assert [r[1] for r in answer.rows] == ["coco_5k_r1", "coco_5k_r5", "eccv_map_at_r"] and answer.ok  # the ids
     error = space.score(str(path), "", [], ["pmrp"], "1")
     assert not error.ok and error.message.startswith("error: pmrp needs COCO categories") and error.raw == "{}"
     assert error.rows == []

@@ -27,6 +27,7 @@ from eccv_metric import Rankings
 from eccv_metric import Resources
 from eccv_metric import evaluate
 from eccv_metric.analysis.report import shown
+from eccv_metric.benchmarks.names import metric_label
 from eccv_metric.hub import space
 from tests.fixtures import SHARED
 
@@ -133,11 +134,14 @@ def test_client_scores_a_real_top50_file_like_the_library(client, top50, top50_f
     assert kind == "ok" and text.startswith("scored 5,000 i2t and 25,000 t2i ranked lists in "), text
     expected = evaluate(Rankings(i2t=i2t, t2i=t2i), metrics, (1, 5, 10)).means()
     assert json.loads(raw) == expected
-    assert table["headers"] == ["metric", "i2t", "t2i", "unit"]
-    assert table["data"] == [[m, shown(m, v["i2t"]), shown(m, v["t2i"]), "percent"] for m, v in expected.items()]
+    assert table["headers"] == ["metric", "id", "i2t", "t2i", "unit"]  # the registry's label, the id, the values
+    assert table["data"] == [
+        [metric_label(m), m, shown(m, v["i2t"]), shown(m, v["t2i"]), "percent"] for m, v in expected.items()
+    ]
+    assert table["data"][0][0] == "COCO 5K R@1"
     points = curves["value"]["data"]  # K as text: the axis shows the Ks given only (issue 35: no 1.4, 1.8 ticks)
     assert sorted(points) == sorted(
-        [str(k), 100 * expected[f"coco_5k_r{k}"][d], f"coco_5k {d}"] for k in (1, 5, 10) for d in ("i2t", "t2i")
+        [str(k), 100 * expected[f"coco_5k_r{k}"][d], f"COCO 5K {d}"] for k in (1, 5, 10) for d in ("i2t", "t2i")
     )
 
 
@@ -189,7 +193,7 @@ def test_upper_case_npy_names_are_npy_and_embeddings_score_like_the_library(clie
     assert kind == "ok" and text.startswith("scored 5,000 image and 25,000 caption embeddings"), text
     expected = evaluate(Embeddings(image, caption), metrics).means()
     assert json.loads(raw) == expected
-    rows = {row[0]: row[1:] for row in table["data"]}
+    rows = {row[1]: row[2:] for row in table["data"]}  # by id
     medr = expected["coco_5k_medr"]
     assert rows["coco_5k_medr"] == [shown("coco_5k_medr", medr["i2t"]), shown("coco_5k_medr", medr["t2i"]), "rank"]
 
@@ -226,12 +230,13 @@ def page(browser, server):
 
 
 def pick(page, box: str, *names: str) -> None:
-    """Choose names in a multiselect dropdown, as a user does: type, then click the option."""
+    """Choose names in a multiselect dropdown, as a user does: type the id, then click the option (labelled from
+    the registry, the id in brackets)."""
     field = page.locator(f"#{box} input[role=combobox]")
     for name in names:
         field.fill(name)
-        page.get_by_role("option", name=name, exact=True).click()
-        page.locator(f"#{box} .token").get_by_text(name, exact=True).wait_for()
+        page.get_by_role("option", name=re.compile(rf"\({re.escape(name)}\)$")).click()
+        page.locator(f"#{box} .token").get_by_text(f"({name})").wait_for()
     field.press("Escape")
 
 
@@ -251,21 +256,26 @@ def score_and_read(page, expect: str) -> tuple[str, dict[str, list[str]]]:
     status = page.locator("#status").inner_text().strip()
     rows = page.locator("#results [role=row]")  # gradio's Dataframe is an ARIA grid
     texts = [[c.strip() for c in rows.nth(i).locator("[role=gridcell]").all_inner_texts()] for i in range(rows.count())]
-    return status, {row[0]: row[1:] for row in texts if row and row[0]}
+    return status, {row[1]: [row[0], *row[2:]] for row in texts if len(row) > 1}  # by id: [label, values, unit]
 
 
 def expected_cells(means: dict, directions: list[str]) -> dict[str, list[str]]:
     units = {"fraction": "percent", "rank": "rank", "correlation": "rho"}
     from eccv_metric.analysis.report import scale_of
 
-    return {m: [shown(m, v[d]) if d in v else "" for d in directions] + [units[scale_of(m)]] for m, v in means.items()}
+    return {
+        m: [metric_label(m)] + [shown(m, v[d]) if d in v else "" for d in directions] + [units[scale_of(m)]]
+        for m, v in means.items()
+    }
 
 
 @pytest.mark.browser
 @pytest.mark.slow
 def test_browser_5k_rankings_example_reset_and_full_upload(page, app, top50, top50_file, tmp_path):
-    """The example (partial), then a real top-50 file: refused beside the pasted text, scored alone, never
-    labelled partial although the tick is still on; numbers as the library's, R@K curves drawn."""
+    """The example (partial), then a real top-50 file: the upload takes the example's place (its text, its
+    benchmarks and metrics, its partial tick go back to their defaults), so the file is scored with the defaults
+    for its lists, as full; numbers as the library's, R@K curves drawn. Settings the user changed after loading
+    the example are the user's and stay."""
     example = json.loads(app.EXAMPLE)
     lists = {d: {int(k): v for k, v in example[d].items()} for d in ("i2t", "t2i")}
     page.get_by_role("button", name="Load the small example").click()
@@ -276,19 +286,60 @@ def test_browser_5k_rankings_example_reset_and_full_upload(page, app, top50, top
     means = evaluate(Rankings(**lists), space.EXAMPLE_METRICS, partial=True).means()
     assert cells == expected_cells(means, ["i2t", "t2i"])
 
-    upload(page, "upload", top50_file)
-    page.get_by_role("button", name="Score", exact=True).click()
-    page.locator("#status [role=alert]").get_by_text(re.compile("clear one of them")).wait_for()
-    page.locator("#pasted textarea").fill("")
+    upload(page, "upload", top50_file)  # the user's own input: the example's settings leave with its text
+    page.wait_for_function("document.querySelector('#pasted textarea').value === ''")
+    page.wait_for_function("!document.querySelector('#partial input').checked")
+    page.locator("#benchmarks .token").first.wait_for(state="detached")
+    page.locator("#metrics .token").first.wait_for(state="detached")
     status, cells = score_and_read(page, "scored 5,000 i2t and 25,000 t2i ranked lists")
-    assert "partial" not in status and page.locator("#partial input").is_checked()
+    assert "partial" not in status
     i2t, t2i = top50
-    means = evaluate(Rankings(i2t=i2t, t2i=t2i), space.EXAMPLE_METRICS).means()
+    means = evaluate(Rankings(i2t=i2t, t2i=t2i)).means()  # the defaults for image-caption lists
     assert cells == expected_cells(means, ["i2t", "t2i"])
-    page.locator("#curves svg, #curves canvas").first.wait_for()
     page.screenshot(path=str(screenshot_dir(tmp_path) / "space_5k.png"), full_page=True)
+
     page.get_by_role("button", name="Load the small example").click()  # the example clears the upload
     page.locator("#upload").get_by_text("rank50.json").wait_for(state="detached")
+    page.locator("#benchmarks .token").first.wait_for()
+    pick(page, "benchmarks", "cxc")  # changed by hand: the user's own from now on
+    upload(page, "upload", top50_file)
+    page.wait_for_function("document.querySelector('#pasted textarea').value === ''")  # two inputs never
+    assert page.locator("#partial input").is_checked()
+    page.locator("#benchmarks .token").get_by_text("(cxc)").wait_for()
+    page.locator("#benchmarks .token").get_by_text("(eccv)").wait_for()
+
+
+@pytest.mark.browser
+def test_browser_the_button_and_the_result_are_in_view_at_1366x900(browser, server, tmp_path):
+    """At 1366x900 (a common laptop screen), after "Load the small example", Score and the whole result (status
+    and table) are in view without scrolling; the table shows the registry's labels, each metric's id beside
+    its numbers, and its search box finds a metric by its id."""
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    try:
+        page.set_default_timeout(60_000)
+        page.goto(server)
+        page.get_by_role("button", name="Load the small example").click()
+        page.wait_for_function("document.querySelector('#pasted textarea').value.includes('184791')")
+        score = page.locator("#score")
+        box = score.bounding_box()
+        assert box["y"] + box["height"] <= 900, box  # the button is in view
+        score.click(no_wait_after=True)
+        page.locator("#status").get_by_text(re.compile("scored 2 i2t and 2 t2i")).wait_for()
+        page.locator("#results [role=row]").nth(len(space.EXAMPLE_METRICS) + 2).wait_for()
+        assert page.evaluate("window.scrollY") == 0
+        for part in ("#status", "#results"):
+            box = page.locator(part).bounding_box()
+            assert 0 <= box["y"] and box["y"] + box["height"] <= 900, (part, box)
+        labels = page.locator("#results [role=gridcell][data-col='0']").all_inner_texts()
+        ids = page.locator("#results [role=gridcell][data-col='1']").all_inner_texts()
+        assert "COCO 5K R@1" in labels and "ECCV Caption mAP@R" in labels
+        assert "coco_5k_r1" in ids and "eccv_map_at_r" in ids
+        page.screenshot(path=str(screenshot_dir(tmp_path) / "space_1366x900.png"))
+        page.locator("#results input[placeholder^='Search']").fill("eccv_map_at_r")
+        page.wait_for_function("document.querySelectorAll('#results [role=row]').length === 2")
+        assert page.locator("#results [role=gridcell]").first.inner_text().strip() == "ECCV Caption mAP@R"
+    finally:
+        page.close()
 
 
 @pytest.mark.browser
@@ -299,7 +350,7 @@ def test_browser_cxc_t2t_from_caption_embeddings(page, gt, tmp_path):
     caption = (base[gt.caption_image] + rng.standard_normal((len(gt.caption_ids), 16))).astype(np.float32)
     np.save(tmp_path / "captions.npy", caption)
     pick(page, "benchmarks", "cxc_t2t", "cxc_sts")  # fills the metrics box with their defaults
-    page.locator("#metrics .token").get_by_text("cxc_sts_spearman", exact=True).wait_for()
+    page.locator("#metrics .token").get_by_text("(cxc_sts_spearman)").wait_for()
     pick(page, "metrics", "cxc_t2t_medr")
     open_section(page, "embeddings (instead of rankings or a matrix)")
     upload(page, "caption_emb", tmp_path / "captions.npy")

@@ -80,7 +80,7 @@ def test_zero_rows_have_no_cosine(world, res):
     img, cap = vectors(world)
     img[3] = 0
     with pytest.raises(EvaluationError, match=r"image embeddings: rows 3 are zero \(no cosine\)"):
-        Embeddings(img, cap, normalize=True)
+        evaluate(Embeddings(img, cap, normalize=True), ["coco_5k_r1"], resources=res)
     tiny = np.full_like(img, np.float32(1e-40))  # subnormal, not zero: a direction
     assert Embeddings(tiny, cap, normalize=True).vectors["image"].dtype == np.float32
 

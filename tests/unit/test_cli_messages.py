@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import warnings
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -214,7 +216,7 @@ def test_a_non_finite_score_no_metric_reads_is_refused(world, res, value):
         quiet_evaluate(ScoreMatrix(scores), ["eccv_map_at_r"], resources=res)
     scores[0, 0] = np.nan  # several cells: the first named, all counted
     with pytest.raises(EvaluationError, match=r"holds NaN at row 0, column 0 \(2 non-finite cells in all\)"):
-        ScoreMatrix(scores)
+        quiet_evaluate(ScoreMatrix(scores), ["eccv_map_at_r"], resources=res)
 
 
 def test_non_finite_square_scores_and_embeddings(world, res, world_evaluate, tmp_path, capsys):
@@ -225,7 +227,7 @@ def test_non_finite_square_scores_and_embeddings(world, res, world_evaluate, tmp
     assert quiet_evaluate(ScoreMatrix(caption_scores=square), ["coco_t2t_r1"], resources=res).means() == want
     square[3, 5] = np.nan
     with pytest.raises(EvaluationError, match=r"^caption_scores= holds NaN at row 3, column 5: "):
-        ScoreMatrix(caption_scores=square)
+        quiet_evaluate(ScoreMatrix(caption_scores=square), ["coco_t2t_r1"], resources=res)
     img, _ = vectors(world)
     img[2, 1] = np.nan  # image embeddings, though only the caption-caption metrics are asked
     with pytest.raises(EvaluationError, match=r"image embeddings: rows 2 hold NaN or inf \(NaN at row 2, column 1\): "):
@@ -271,6 +273,28 @@ def test_help_texts():
     assert "--model" in top and "evaluate" in top
     evaluate_help = next(a for a in build_parser()._actions if a.dest == "command").choices["evaluate"]
     assert "--model" in evaluate_help.format_help()
+
+
+@pytest.mark.parametrize("form", [[], ["--format", "json"]])
+def test_benchmarks_name_the_flags_the_cli_takes(monkeypatch, capsys, res, form):
+    """What a benchmark needs, in flags (the registry writes keywords, cli.common.CLI_WORDS words them), each a
+    flag of evaluate; no Python keyword is printed."""
+    import eccv_metric.cli.evaluate
+    from eccv_metric.benchmarks.definitions import REGISTRY
+    from eccv_metric.benchmarks.resource_options import ResourceOptions
+
+    monkeypatch.setattr(eccv_metric.cli.evaluate, "default_resources", lambda: res)
+    assert main(["benchmarks", *form]) == 0
+    out = capsys.readouterr().out
+    keywords = [f.name for f in fields(ResourceOptions)] + ["source_dir"]
+    assert not re.search(r"\b(" + "|".join(keywords) + r")\b", out), out
+    printed = set(re.findall(r"--[a-z][a-z-]+", out)) - set(form)
+    assert printed == {"--instances-json", "--extra-file-dir", "--cxc-source", "--fg-source", "--source-dir"}
+    assert printed <= set(_help_of(build_parser(), "evaluate"))
+    needs = [row["needs"] for row in json.loads(out)] if form else re.findall(r"^  needs: (.*)$", out, re.M)
+    assert len(needs) == len(list(REGISTRY))
+    assert needs.count("CxC ratings (--cxc-source or --source-dir)") == 5
+    assert needs.count("MSCOCO-FG files (--fg-source or --source-dir)") == 3
 
 
 # 6. a model run's chance note advises on the model ----------------------------------------------------------------

@@ -408,8 +408,11 @@ def test_space_plot_has_the_given_ks_only_in_numeric_order(world, world_space, t
     assert order == ["1", "2", "5", "10"]  # numeric, not "1", "10", "2", "5"
     assert {p["K"] for p in points} == set(order) and all(isinstance(p["K"], str) for p in points)
     assert sorted((int(p["K"]), p["series"]) for p in points) == sorted(
-        (k, f"coco_5k {d}") for k in (1, 2, 5, 10) for d in ("i2t", "t2i")
-    )
+        (k, f"COCO 5K {d}") for k in (1, 2, 5, 10) for d in ("i2t", "t2i")
+    )  # the benchmark's title from the registry
+    assert got.columns == ["metric", "id", "i2t", "t2i", "unit"]
+    assert [row[0] for row in got.rows] == [f"COCO 5K R@{k}" for k in (1, 2, 5, 10)]
+    assert [row[1] for row in got.rows] == [f"coco_5k_r{k}" for k in (1, 2, 5, 10)]
 
 
 @pytest.mark.parametrize(

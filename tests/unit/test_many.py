@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -11,8 +13,10 @@ from eccv_metric import Rankings
 from eccv_metric import ScoreMatrix
 from eccv_metric import evaluate
 from eccv_metric.api import evaluate as api_evaluate
+from eccv_metric.api.many import evaluate_benchmarks
 from eccv_metric.api.many import evaluate_many
 from eccv_metric.engine.plan import plan as engine_plan
+from eccv_metric.inputs.pairs import PairScores
 from tests.unit import brute
 from tests.unit.test_matrix import KS
 from tests.unit.test_matrix import Setup
@@ -81,3 +85,84 @@ def test_an_input_that_lacks_a_modality_is_refused_before_any_is_scored(world, m
     with pytest.raises(EvaluationError, match=r"^sources\[1\]: coco_5k_r1 \(i2t\): needs caption_embeddings="):
         evaluate_many([good, images_only], ["coco_5k_recalls"], resources=world.resources())
     assert ran == []
+
+
+def _nan_scores(s):
+    m = s.matrices["image", "caption"].astype(np.float32)
+    m[2, 5] = np.nan
+    return ScoreMatrix(m, s.images, s.captions)
+
+
+def _inf_caption_scores(s):
+    m = s.matrices["caption", "caption"].astype(np.float32)
+    m[3, 1] = np.inf
+    return ScoreMatrix(s.matrices["image", "caption"], s.images, s.captions, caption_scores=m)
+
+
+def _embeddings(s, change, both=False, **kw):
+    """Embeddings with ``change`` made to the image rows (and the caption rows: ``both``)."""
+    img = np.stack([s.vector("image", i) for i in s.images]).astype(np.float32)
+    cap = np.stack([s.vector("caption", c) for c in s.captions]).astype(np.float32)
+    change(img)
+    if both:
+        change(cap)
+    return Embeddings(img, cap, s.images, s.captions, **kw)
+
+
+def _huge(values):
+    np.multiply(values, 1e30, out=values)
+
+
+def _set(img, row, value):
+    img[row] = value
+
+
+MEMBER_ERRORS = {  # each member error: how the input is made, what evaluate alone says
+    "NaN score": (_nan_scores, r"scores= holds NaN at row 2, column 5: "),
+    "inf caption score": (_inf_caption_scores, r"caption_scores= holds inf at row 3, column 1: "),
+    "NaN embedding": (lambda s: _embeddings(s, lambda a: _set(a, 4, np.nan)), r"image embeddings: rows 4 hold NaN"),
+    "zero row, cosine": (
+        lambda s: _embeddings(s, lambda a: _set(a, 1, 0), normalize=True),
+        r"image embeddings: rows 1 are zero \(no cosine\)",
+    ),
+    "overflowing products": (
+        lambda s: _embeddings(s, _huge, both=True),
+        r"i2t: the scores of \d+ query image\(s\) overflow",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(MEMBER_ERRORS))
+def test_every_member_error_names_the_member(world, monkeypatch, case):
+    """NaN / inf in a score matrix or embeddings, a zero row for a cosine: found when the input is made, refused
+    when it is scored, so that evaluate_many names which of its inputs (before any is scored)."""
+    make, said = MEMBER_ERRORS[case]
+    setup = Setup(world, "coco_5k", "scores")
+    good, bad = setup.make_input(None), make(setup)  # making a bad input is no error yet
+    resources = world.resources()
+    with pytest.raises(EvaluationError, match="^" + said):
+        evaluate(bad, ["coco_5k_recalls", "coco_t2t_r1"], resources=resources)
+    ran = []
+    scored = api_evaluate.run
+    monkeypatch.setattr(api_evaluate, "run", lambda *a, **kw: ran.append(a) or scored(*a, **kw))
+    with pytest.raises(EvaluationError, match=r"^sources\[2\]: " + said):
+        evaluate_many([good, good, bad], ["coco_5k_recalls", "coco_t2t_r1"], resources=resources)
+    if case != "overflowing products":  # values are checked before anything is scored
+        assert ran == []
+
+
+def test_a_values_error_is_the_same_from_evaluate_benchmarks(world):
+    setup = Setup(world, "coco_5k", "scores")
+    with pytest.raises(EvaluationError, match=r"^scores= holds NaN at row 2, column 5: "):
+        evaluate_benchmarks(_nan_scores(setup), ["coco_5k"], resources=world.resources(), skip_failing=True)
+
+
+def test_another_exception_of_a_member_keeps_its_type_and_is_noted(world):
+    def fails(ids_1, ids_2):
+        raise RuntimeError("the caller's scorer failed")
+
+    good = Setup(world, "coco_5k", "scores").make_input(None)
+    with pytest.raises(RuntimeError, match="the caller's scorer failed") as raised:
+        evaluate_many([good, PairScores(fails)], ["cxc_sts_spearman"], resources=world.resources())
+    if sys.version_info >= (3, 11):
+        assert raised.value.__notes__ == ["raised by sources[1] of evaluate_many"]

@@ -75,3 +75,28 @@ def test_a_direct_folder_still_resolves_as_before(tmp_path):
         "instances_val2014.json",
         *(f"{k}_test.csv" for k in ("sits", "sts", "sis")),
     }
+
+
+def test_build_help_lists_every_file_the_source_dir_is_searched_for(capsys):
+    """--source-dir's help names every file resolve() looks for (the FG files too), from their own tables."""
+    from eccv_metric.benchmarks.definitions import REGISTRY
+    from eccv_metric.groundtruth.cxc import CXC_FILES
+    from eccv_metric.groundtruth.split import WHEEL_FILES
+
+    with pytest.raises(SystemExit):
+        main(["build", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    fg = [f.name for entry in REGISTRY.collections() for f in entry.files]
+    assert fg == ["MSCOCO_FG_ann.json", "MSCOCO_FG_img_filenames.npy"] + [
+        "Flickr30K_FG_ann.json", "Flickr30K_FG_img_filenames.npy"
+    ]  # fmt: skip
+    coco = ["captions_val2014.json", "instances_val2014.json", "annotations_trainval2014.zip", "val2014.zip"]
+    for name in [*fg, *CXC_FILES, *WHEEL_FILES, *coco, "COCO_val2014_*.jpg"]:
+        assert name in shown, name
+
+
+@pytest.mark.parametrize("stem", ["MSCOCO", "Flickr30K"])
+def test_either_fg_annotation_file_is_found(tmp_path, stem):
+    (tmp_path / "deep" / "fg").mkdir(parents=True)
+    (tmp_path / "deep" / "fg" / f"{stem}_FG_ann.json").write_text("[]")
+    assert resolve(tmp_path).fg_dir == tmp_path

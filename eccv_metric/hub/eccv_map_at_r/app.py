@@ -36,8 +36,12 @@ STATUS_CSS = """
 .eccv-ok { border-left: 6px solid #2a8a3a; background: #eef8ef; color: #14461c; padding: 0.6em 0.9em;
   border-radius: 6px; }
 """
+# the table's columns (space.COLUMNS): the label, the id, one per direction (one to four), the unit
+COLUMN_WIDTHS = ["30%", "150px", "84px", "84px", "84px"]
+# an id breaks anywhere rather than leave the table: it has no space to break at
+TABLE_CSS = "#results [role=gridcell][data-col='1'] span { overflow-wrap: anywhere; }"
 # what `demo.launch(**LAUNCH)` needs beyond the defaults (tests launch the app the same way)
-LAUNCH = {"max_file_size": MAX_FILE_BYTES}
+LAUNCH = {"max_file_size": MAX_FILE_BYTES, "css": TABLE_CSS}
 INTRO = (
     "# ECCV Caption retrieval metrics\n"
     "Pick benchmarks (or metrics), then give **one** input: ranked lists as JSON "
@@ -83,52 +87,71 @@ def build():
 
     with gr.Blocks(title="ECCV Caption retrieval metrics") as demo:
         gr.Markdown(INTRO)
-        with gr.Row():
-            benchmarks = gr.Dropdown(
-                REGISTRY.names(), value=[], multiselect=True, label=LABELS["benchmarks"], elem_id="benchmarks"
-            )
-            metrics = gr.Dropdown(
-                space.metric_choices(),
-                value=[],  # nothing picked: the defaults for the input, as the CLI without --metrics
-                multiselect=True,
-                allow_custom_value=True,
-                label=LABELS["metrics"],
-                elem_id="metrics",
-            )
-        with gr.Row():
-            upload = gr.File(label=LABELS["upload"], type="filepath", elem_id="upload")
-            pasted = gr.Textbox(
-                label=LABELS["pasted"], lines=6, max_lines=12, max_length=MAX_PASTE_CHARS, elem_id="pasted"
-            )
-        with gr.Accordion("embeddings (instead of rankings or a matrix)", open=False):
-            with gr.Row():
-                image_embeddings = gr.File(label=LABELS["image_embeddings"], type="filepath", elem_id="image_emb")
-                caption_embeddings = gr.File(label=LABELS["caption_embeddings"], type="filepath", elem_id="caption_emb")
-            normalize = gr.Checkbox(False, label=LABELS["normalize"])
-        with gr.Accordion("optional files: ids, COCO instances, benchmark sources", open=False):
-            with gr.Row():
-                image_ids = gr.File(label=LABELS["image_ids"], type="filepath", elem_id="image_ids")
-                caption_ids = gr.File(label=LABELS["caption_ids"], type="filepath", elem_id="caption_ids")
-            with gr.Row():
-                instances = gr.File(label=LABELS["instances"], type="filepath", elem_id="instances")
-                sources = gr.File(label=LABELS["sources"], type="filepath", file_count="multiple", elem_id="sources")
-        with gr.Row():
-            ks = gr.Textbox(KS_TEXT, label=f"{LABELS['ks']} (at most {MAX_KS})", elem_id="ks")
-            partial = gr.Checkbox(False, label=LABELS["partial"], elem_id="partial")
-        with gr.Row():
-            example = gr.Button("Load the small example", elem_id="example")
-            run = gr.Button("Score", variant="primary", elem_id="score")
-        status = gr.HTML(elem_id="status", css_template=STATUS_CSS, js_on_load=None)
-        table = gr.Dataframe(
-            headers=["metric", "i2t", "t2i", "unit"],
-            label="results (fractions in percent; MedR / MeanR: ranks; Spearman: rho)",
-            elem_id="results",
-            interactive=False,
-        )
-        curves = gr.LinePlot(
-            x="K", y="R@K (%)", color="series", y_lim=[0, 100], label="R@K curves", elem_id="curves", visible=False
-        )
-        raw = gr.Code(label="results JSON (fractions, the official keys)", language="json", elem_id="raw")
+        example_on = gr.State(False)  # the boxes hold the example's settings, as it set them
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=1, min_width=420):  # the inputs
+                benchmarks = gr.Dropdown(
+                    space.labelled(REGISTRY.names(), "benchmark"),
+                    value=[],
+                    multiselect=True,
+                    label=LABELS["benchmarks"],
+                    elem_id="benchmarks",
+                )
+                metrics = gr.Dropdown(
+                    space.labelled(space.metric_choices()),
+                    value=[],  # nothing picked: the defaults for the input, as the CLI without --metrics
+                    multiselect=True,
+                    allow_custom_value=True,
+                    label=LABELS["metrics"],
+                    elem_id="metrics",
+                )
+                with gr.Row():
+                    upload = gr.File(label=LABELS["upload"], type="filepath", elem_id="upload", height=120)
+                    pasted = gr.Textbox(
+                        label=LABELS["pasted"], lines=4, max_lines=12, max_length=MAX_PASTE_CHARS, elem_id="pasted"
+                    )
+                with gr.Accordion("embeddings (instead of rankings or a matrix)", open=False):
+                    with gr.Row():
+                        image_embeddings = gr.File(
+                            label=LABELS["image_embeddings"], type="filepath", elem_id="image_emb"
+                        )
+                        caption_embeddings = gr.File(
+                            label=LABELS["caption_embeddings"], type="filepath", elem_id="caption_emb"
+                        )
+                    normalize = gr.Checkbox(False, label=LABELS["normalize"])
+                with gr.Accordion("optional files: ids, COCO instances, benchmark sources", open=False):
+                    with gr.Row():
+                        image_ids = gr.File(label=LABELS["image_ids"], type="filepath", elem_id="image_ids")
+                        caption_ids = gr.File(label=LABELS["caption_ids"], type="filepath", elem_id="caption_ids")
+                    with gr.Row():
+                        instances = gr.File(label=LABELS["instances"], type="filepath", elem_id="instances")
+                        sources = gr.File(
+                            label=LABELS["sources"], type="filepath", file_count="multiple", elem_id="sources"
+                        )
+                with gr.Row():
+                    ks = gr.Textbox(KS_TEXT, label=f"{LABELS['ks']} (at most {MAX_KS})", elem_id="ks")
+                    partial = gr.Checkbox(False, label=LABELS["partial"], elem_id="partial")
+            # the buttons and the results beside the inputs, at the top: both in view without scrolling (1366x900);
+            # on a narrow screen the columns stack and the buttons follow the inputs
+            with gr.Column(scale=1, min_width=420):
+                with gr.Row():
+                    example = gr.Button("Load the small example", elem_id="example")
+                    run = gr.Button("Score", variant="primary", elem_id="score")
+                status = gr.HTML(elem_id="status", css_template=STATUS_CSS, js_on_load=None)
+                table = gr.Dataframe(
+                    headers=list(space.COLUMNS),
+                    label="results (fractions in percent; MedR / MeanR: ranks; Spearman: rho; id: the metric's name)",
+                    elem_id="results",
+                    interactive=False,
+                    wrap=True,
+                    column_widths=COLUMN_WIDTHS,
+                    show_search="search",  # a metric found by its label or its id
+                )
+                curves = gr.LinePlot(
+                    x="K", y="R@K (%)", color="series", y_lim=[0, 100], label="R@K curves", elem_id="curves",
+                    visible=False,
+                )  # fmt: skip
+                raw = gr.Code(label="results JSON (fractions, the official keys)", language="json", elem_id="raw")
 
         inputs = [upload, pasted, benchmarks, metrics, ks, partial, image_embeddings, caption_embeddings]
         inputs += [normalize, image_ids, caption_ids, instances, sources]
@@ -140,12 +163,28 @@ def build():
 
         def load_example():
             state = space.example_state()
-            empty = pd.DataFrame([], columns=["metric", "i2t", "t2i", "unit"])
+            empty = pd.DataFrame([], columns=list(space.COLUMNS))
             cleared = [None, None, False, None, None, None, None]  # embeddings, normalize, ids, instances, sources
             values = [None, state["pasted"], state["benchmarks"], state["metrics"], state["ks"], state["partial"]]
-            return values + cleared + ["", empty, gr.LinePlot(visible=False), "{}"]
+            return values + cleared + ["", empty, gr.LinePlot(visible=False), "{}", True]
 
-        example.click(load_example, None, inputs + outputs)
+        example.click(load_example, None, inputs + outputs + [example_on])
+
+        # the example's settings are the example's: your own input puts them back (space.after_own_input)
+        boxes = {"benchmarks": benchmarks, "metrics": metrics, "partial": partial, "pasted": pasted}
+
+        def own_input(uploaded):
+            def changed(on, text):
+                change = space.after_own_input(on, text, uploaded)
+                return [change.get(name, gr.skip()) for name in boxes] + [change.get("example_on", gr.skip())]
+
+            return changed
+
+        for given in (upload, image_embeddings, caption_embeddings):
+            given.upload(own_input(True), [example_on, pasted], [*boxes.values(), example_on], queue=False)
+        pasted.input(own_input(False), [example_on, pasted], [*boxes.values(), example_on], queue=False)
+        for setting in (benchmarks, metrics, partial, ks):  # changed by hand: the user's own, kept from now on
+            setting.input(lambda: False, None, example_on, queue=False)
         run.click(score, inputs, outputs, api_name="score")
     return demo
 
