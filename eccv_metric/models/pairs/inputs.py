@@ -1,0 +1,135 @@
+"""A pair scorer's scores as the engine's inputs: the same :func:`~eccv_metric.api.many.evaluate_benchmarks` call,
+and so the same table, as a dual encoder's embeddings.
+
+- a rerank: a :class:`eccv_metric.TwoStage` per collection (the first stage's embeddings, each direction's
+  :class:`eccv_metric.Reranked`: the candidates and their final scores), and one per ``coco_1k="within"`` table;
+- an exhaustive run: a :class:`~eccv_metric.inputs.matrix.ScoreMatrix` of every image x caption score;
+- CxC SITS under a rerank: :class:`RatedPairs`, the final scores of the rated pairs themselves (each scored by the
+  pair scorer whatever the first stage ranks).
+
+The final score: the pair head's raw score (``itm``), plus the first stage's similarity (``itm+itc``: LAVIS's
+``score + topk_sim``, float32).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.errors import preview
+from eccv_metric.core.view import Collection
+from eccv_metric.core.view import View
+from eccv_metric.inputs.embeddings import Embeddings
+from eccv_metric.inputs.matrix import ScoreMatrix
+from eccv_metric.inputs.scored import ScoredInput
+from eccv_metric.models.pairs.candidates import Candidates
+from eccv_metric.models.pairs.pairset import PairSet
+
+
+def rows_of(collection: Collection, kind: str, ids: np.ndarray) -> np.ndarray:
+    """The row (in an item set holding ``ids``) of each dense item of ``collection``'s ``kind`` (-1: none)."""
+    index = collection.index(kind)
+    dense = index.positions(np.asarray(ids))
+    out = np.full(len(index), -1, np.int64)
+    out[dense[dense >= 0]] = np.flatnonzero(dense >= 0)
+    return out
+
+
+def pair_rows(cands: Candidates, pairs: PairSet) -> tuple[np.ndarray, np.ndarray]:
+    """(image rows, caption rows), shaped like the candidates, of each (query, candidate) pair."""
+    view = cands.view
+    queries = np.broadcast_to(cands.queries[:, None], cands.items.shape)
+    q = rows_of(view.collection, view.query_kind, pairs.image_ids if view.query_kind == "image" else pairs.caption_ids)
+    g = rows_of(
+        view.collection, view.gallery_kind, pairs.caption_ids if view.query_kind == "image" else pairs.image_ids
+    )
+    qrows, grows = q[queries], g[cands.items]
+    return (qrows, grows) if view.query_kind == "image" else (grows, qrows)
+
+
+def final(raw: np.ndarray, sims: np.ndarray | None, rule: str) -> np.ndarray:
+    """The final score of each pair under ``rule`` (float32)."""
+    if rule == "itm" or sims is None:
+        return raw.astype(np.float32, copy=True)
+    with np.errstate(over="ignore"):
+        out = raw.astype(np.float32) + sims.astype(np.float32)
+    if not np.isfinite(out).all():
+        raise EvaluationError("score_rule= itm+itc: a pair score plus its first-stage similarity overflows float32")
+    return out
+
+
+def reranked(cands: Candidates, pairs: PairSet, raw: np.ndarray, rule: str) -> object:
+    """One direction's :class:`eccv_metric.Reranked`: the candidates (ids, first-stage order) and final scores."""
+    from eccv_metric import Reranked
+
+    images, captions = pair_rows(cands, pairs.image_ids, pairs.caption_ids)
+    scores = raw[pairs.positions(images.ravel(), captions.ravel())].reshape(cands.items.shape)
+    view = cands.view
+    return Reranked(view.queries.ids[cands.queries], view.gallery.ids[cands.items], final(scores, cands.sims, rule))
+
+
+def two_stage(first: Embeddings, tables: dict[str, Candidates], pairs: PairSet, raw: np.ndarray, rule: str) -> object:
+    """The :class:`eccv_metric.TwoStage` of a collection's candidate tables (``{direction: Candidates}``)."""
+    from eccv_metric import TwoStage
+
+    return TwoStage(first, **{d: reranked(c, pairs, raw, rule) for d, c in tables.items()})
+
+
+def score_matrix(pairs: PairSet, raw: np.ndarray, rule: str, first: Embeddings | None, view: View) -> ScoreMatrix:
+    """Every image x caption score (an exhaustive run), plus the first stage's similarity under ``itm+itc`` (its
+    rows are the pair set's: the same item sets)."""
+    matrix = raw.reshape(pairs.n_images, pairs.n_captions)
+    if rule == "itm+itc" and first is not None:
+        scorer = first.scorer(View("i2t", view.collection))
+        step = max(1, scorer.rows_per_block(scorer.n_gallery, False))
+        sims = np.empty_like(matrix)
+        for start in range(0, pairs.n_images, step):
+            sims[start : start + step] = scorer.block(np.arange(start, min(start + step, pairs.n_images)), None)
+        matrix = final(matrix, sims, rule)
+    return ScoreMatrix(matrix, pairs.image_ids, pairs.caption_ids)
+
+
+class RatedPairs(ScoredInput):
+    """The final scores of given (caption, image) pairs (dense items of one collection), and nothing else: what
+    CxC SITS's Spearman correlation reads of a pair scorer under a rerank (every rated pair scored by it, whatever
+    the first stage ranks)."""
+
+    kind = "scores"
+
+    def __init__(self, captions: np.ndarray, images: np.ndarray, scores: np.ndarray, n_images: int):
+        super().__init__({"image": None, "caption": None})
+        self.n_images = n_images
+        keys = np.asarray(captions, np.int64) * n_images + np.asarray(images, np.int64)
+        order = np.argsort(keys, kind="stable")
+        self.keys, self.scores = keys[order], np.asarray(scores)[order]
+
+    def n_rows(self, kind: str) -> int | None:
+        return None
+
+    def shape_error(self, kind: str, n_rows: int, n_ids: int) -> str:
+        return "rated pairs have no rows"
+
+    def cannot_direction(self, direction: str) -> str | None:
+        return "a pair scorer's rated pairs rank nothing (its rankings are a two-stage input)"
+
+    def cannot_pairs(self, kinds: tuple[str, str]) -> str | None:
+        return None if kinds == ("caption", "image") else "a pair scorer scores caption-image pairs only"
+
+    def constant_scores(self, kinds: tuple[str, str]) -> tuple[str, bool] | None:
+        return None
+
+    def pair_scores(
+        self, collection: Collection, kinds: tuple[str, str], dense_1: np.ndarray, dense_2: np.ndarray, what: str
+    ) -> np.ndarray:
+        reason = self.cannot_pairs(kinds)
+        if reason is not None:
+            raise EvaluationError(f"{what}: {reason}")
+        keys = np.asarray(dense_1, np.int64) * self.n_images + np.asarray(dense_2, np.int64)
+        at = np.minimum(np.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
+        found = self.keys[at] == keys if len(self.keys) else np.zeros(len(keys), bool)
+        if not found.all():
+            ids = collection.index(kinds[0]).ids[np.asarray(dense_1)[~found]]
+            raise EvaluationError(
+                f"{what}: {int((~found).sum())} rated pair(s) were not scored (captions {preview(ids)})"
+            )
+        return self.scores[at]
