@@ -255,7 +255,8 @@ def finish_run(run: LoadedRun) -> ModelResults:
         written = fill(store, plan.sets, plan.items, workers)
         workers.barrier()
         if not workers.scores:
-            provenance = {"model": encoder.spec, "encoded_here": written, "parallel": workers.describe()}
+            provenance = {"model": encoder.spec, "encoded_here": written, "parallel": workers.describe(),
+                          "cache": str(options.root)}  # fmt: skip
             return ModelResults(Results({}), provenance, dict(plan.skipped), scored=False)
     encoded, report = store.embed(plan.sets, plan.items)
     embedded = time.perf_counter()

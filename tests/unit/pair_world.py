@@ -90,3 +90,83 @@ def lavis(itm: np.ndarray, first: np.ndarray, k_i2t: int, k_t2i: int, rule: str 
         top = np.argsort(-first[:, q], kind="stable")[:k_t2i]
         t2i[q, top] = itm[top, q] + (first[top, q] if rule == "itm+itc" else 0)
     return i2t, t2i
+
+
+class TorchPairs:
+    """A tiny seeded torch pair scorer implementing the :class:`~eccv_metric.models.pairs.scorer.PairScorer`
+    protocol (image states once per image, pairs naming them by index), with its own first stage: real float
+    arithmetic, so equal bits across processes and batchings are a property of the runner, not of integers."""
+
+    def __init__(self, seed: int = 0, first: bool = True, sleep: float = 0.0):
+        import torch
+
+        from eccv_metric.models.families.encoder import FunctionEncoder
+
+        torch.manual_seed(seed)
+        self.vision = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(2))
+        self.words = torch.nn.EmbeddingBag(128, 16)
+        self.head = torch.nn.Sequential(torch.nn.Linear(32 + 16, 24), torch.nn.Tanh(), torch.nn.Linear(24, 1))
+        self.image_proj = torch.nn.Linear(32, 6)
+        self.text_proj = torch.nn.Linear(16, 6)
+        self.sleep = sleep
+        self.calls = 0
+        self.spec = f"python:TorchPairs(seed={seed})"
+        self.identity = {"name": "torch-pairs", "seed": seed}
+        self.device = "cpu"
+        self.precision = "fp32"
+        self.prepare_image = prepare
+        self.image_preprocessing = {"prepare": "8x8 RGB / 255"}
+        self.text_length = 32
+        self.score_rules = ("itm", "itm+itc")
+        self.notes = ("a test model",)
+        self.first_stage = None
+        if first:
+            self.first_stage = FunctionEncoder(
+                "python:TorchPairs.first", ("image", "caption"), texts=self.encode_texts, images=self.encode_images,
+                prepare_image=prepare, identity={**self.identity, "part": "first"},
+            )  # fmt: skip
+
+    def tokens(self, texts: list[str]):  # noqa: ANN201
+        import torch
+
+        ids = [torch.tensor([ord(c) % 128 for c in t[: self.text_length]] or [0]) for t in texts]
+        offsets = torch.tensor([0, *np.cumsum([len(i) for i in ids])[:-1].tolist()])
+        return torch.cat(ids), offsets
+
+    def image_states(self, prepared):  # noqa: ANN001, ANN201
+        import torch
+
+        with torch.inference_mode():
+            return self.vision(prepared).flatten(1)
+
+    def score_pairs(self, states, image_index, texts):  # noqa: ANN001, ANN201
+        import time
+
+        import torch
+
+        self.calls += 1
+        if self.sleep:
+            time.sleep(self.sleep)
+        with torch.inference_mode():
+            words = self.words(*self.tokens(texts))
+            index = torch.as_tensor(np.asarray(image_index), dtype=torch.long)
+            return self.head(torch.cat([states[index], words], dim=1))[:, 0]
+
+    def encode_images(self, prepared):  # noqa: ANN001, ANN201
+        import torch
+
+        with torch.inference_mode():
+            return self.image_proj(self.vision(prepared).flatten(1))
+
+    def encode_texts(self, texts):  # noqa: ANN001, ANN201
+        import torch
+
+        with torch.inference_mode():
+            return self.text_proj(self.words(*self.tokens(texts)))
+
+
+def prepare(image: object):  # noqa: ANN201
+    """An 8x8 RGB PIL image as a (3, 8, 8) float tensor in [0, 1] (picklable: DataLoader workers run it)."""
+    import torch
+
+    return torch.from_numpy(np.asarray(image, np.float32).transpose(2, 0, 1) / 255.0)

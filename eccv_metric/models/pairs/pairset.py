@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from dataclasses import field
 
 import numpy as np
 
@@ -33,6 +34,7 @@ class PairSet:
     keys: np.ndarray | None
     image_ids: np.ndarray
     caption_ids: np.ndarray
+    block_size: int = field(default_factory=lambda: PAIRS_PER_BLOCK)  # the constant (read when made: tests patch it)
 
     @classmethod
     def of(cls, images: np.ndarray, captions: np.ndarray, image_ids: np.ndarray, caption_ids: np.ndarray) -> PairSet:
@@ -52,11 +54,11 @@ class PairSet:
 
     @property
     def n_blocks(self) -> int:
-        return -(-self.n_pairs // PAIRS_PER_BLOCK)
+        return -(-self.n_pairs // self.block_size)
 
     def bounds(self, block: int) -> tuple[int, int]:
-        start = block * PAIRS_PER_BLOCK
-        return start, min(start + PAIRS_PER_BLOCK, self.n_pairs)
+        start = block * self.block_size
+        return start, min(start + self.block_size, self.n_pairs)
 
     def block(self, block: int) -> tuple[np.ndarray, np.ndarray]:
         """(image rows, caption rows) of a block's pairs, image-major."""

@@ -154,8 +154,8 @@ def finish_pairs(run: PairRun) -> ModelResults:
     workers = workers_for(options.shard, scorer.device)
     if not workers.alone and (options.root is None or scorer.identity is None):
         raise EvaluationError(
-            f"{scorer.spec}: several processes (torchrun or shard=) meet in the cache: give cache=True and a model "
-            "with an identity (a spec, or identity= on a Python object's scorer)"
+            f"{scorer.spec}: several processes (torchrun or shard=) meet in the cache, and this run has none: drop "
+            "cache=False, and give a model with an identity (a spec, or ObjectPairScorer(model, identity=...))"
         )
     begun = time.perf_counter()
     encoded, report = first_stage(run, workers)
@@ -233,7 +233,7 @@ def pair_side(
     cache = None
     if options.root is not None and scorer.identity is not None:
         first = None if run.first is None else {"spec": run.first.spec, "identity": run.first.identity}
-        key = block_key(scorer, first, run.protocol, k, images, captions, options.batch_size,
+        key = block_key(scorer, first, run.protocol, k, pairs, images, captions, options.batch_size,
                         options.pairs.pair_batch_size)  # fmt: skip
         cache = BlockCache(key, options.root)
     return Side(group.name, pairs, images, captions, cache), tables
@@ -327,5 +327,6 @@ def describe(run: PairRun, workers: Workers, report: dict, pairs: dict) -> dict:
         "scored_by_first_stage": run.by_first,
         "pairs": pairs,
         "parallel": workers.describe(),
+        "cache": None if options.root is None else str(options.root),
         "skipped": run.plan.skipped,
     }

@@ -36,7 +36,6 @@ from eccv_metric.models.encoding.background import lagged
 from eccv_metric.models.encoding.encode import ImageItems
 from eccv_metric.models.encoding.workers import image_batches
 from eccv_metric.models.pairs.blocks import BlockCache
-from eccv_metric.models.pairs.pairset import PAIRS_PER_BLOCK
 from eccv_metric.models.pairs.pairset import PairSet
 from eccv_metric.models.pairs.scorer import PairScorer
 
@@ -58,8 +57,8 @@ class Side:
 
 
 def block_key(
-    scorer: PairScorer, first: dict | None, protocol: str, k: int | None, images: Items, captions: Items,
-    batch_size: int, pair_batch_size: int,
+    scorer: PairScorer, first: dict | None, protocol: str, k: int | None, pairs: PairSet, images: Items,
+    captions: Items, batch_size: int, pair_batch_size: int,
 ) -> dict:  # fmt: skip
     """What changes a pair's raw score (the key of a pair set's cache entry): the scorer's identity,
     preprocessing, caption length, precision and device type, the items, the batching (float rounding), the
@@ -75,7 +74,7 @@ def block_key(
         "captions": [captions.item_set.label, captions.digest],
         "batch_size": batch_size,
         "pair_batch_size": pair_batch_size,
-        "pairs_per_block": PAIRS_PER_BLOCK,
+        "pairs_per_block": pairs.block_size,
         "protocol": protocol,
         "first_stage": first,
         "rerank_k": k,

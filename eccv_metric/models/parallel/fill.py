@@ -23,8 +23,8 @@ def fill(store: EmbeddingStore, sets: list[ItemSet], items: dict[ItemSet, Items]
     label, the items encoded here."""
     if store.root is None:
         raise EvaluationError(
-            f"{store.encoder.spec}: several processes (torchrun or shard=) meet in the cache, and this model has "
-            "none: give cache=True and a model with an identity (a spec, not a Python object)"
+            f"{store.encoder.spec}: several processes (torchrun or shard=) meet in the cache, and this run has "
+            "none: drop cache=False, and give a model with an identity (a spec, not a Python object)"
         )
     report = {}
     seen: set = set()

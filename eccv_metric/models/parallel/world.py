@@ -12,7 +12,8 @@ the shared cache as they finish.
   ``LOCAL_RANK``; the process group is torch's (``torch.distributed.init_process_group``: NCCL when the model
   runs on CUDA, each rank on ``cuda:LOCAL_RANK``; gloo on CPUs). Each rank does its blocks, then waits for the
   others (a barrier), then rank 0 reads every block from the cache and scores; the other ranks return without
-  numbers. A process group the caller initialised is used as it is (and left open).
+  numbers. A process group the caller initialised is used as it is; one started here is closed when the
+  process exits (the models of a sweep share it).
 - **Independent jobs** (``shard=(i, N)`` / ``--shard i/N``, 1-based: a SLURM array, machines that share a
   folder): job ``i`` does the blocks of rank ``i - 1`` of ``N`` and stops, saying so; a later run without a shard
   reads what every job wrote, computes whatever is missing and scores: the numbers of one process.
@@ -23,6 +24,7 @@ finish hours after another); ``ECCV_CAPTION_DIST_TIMEOUT`` (seconds) changes it.
 
 from __future__ import annotations
 
+import atexit
 import os
 from dataclasses import dataclass
 from datetime import timedelta
@@ -76,7 +78,6 @@ class Workers:
     how: str = "one"
     local_rank: int = 0
     backend: str | None = None
-    owns_group: bool = False  # this run initialised the process group (and closes it)
 
     def mine(self, block: int) -> bool:
         """Whether block number ``block`` is this process's to compute."""
@@ -101,15 +102,6 @@ class Workers:
             dist.barrier(device_ids=[self.local_rank])
         else:
             dist.barrier()
-
-    def close(self) -> None:
-        """Close the process group this run opened."""
-        if self.owns_group:
-            import torch.distributed as dist
-
-            if dist.is_initialized():
-                dist.destroy_process_group()
-            self.owns_group = False
 
     def describe(self) -> dict:
         """For the provenance: how many processes computed the blocks, and which one this is."""
@@ -166,7 +158,16 @@ def workers_for(shard: object, device: str | None) -> Workers:
 
         torch.cuda.set_device(torch.device(device))
     dist.init_process_group(backend, timeout=timeout())
-    return Workers(dist.get_rank(), dist.get_world_size(), "torchrun", local, backend, owns_group=True)
+    atexit.register(close_group)  # one group for every run of the process (a sweep's models), closed at its end
+    return Workers(dist.get_rank(), dist.get_world_size(), "torchrun", local, backend)
+
+
+def close_group() -> None:
+    """Close the process group this process opened (at exit)."""
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def timeout() -> timedelta:
