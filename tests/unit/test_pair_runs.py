@@ -8,7 +8,9 @@ reads no deeper than k, both directions; blocks are cached and a rerun scores no
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from eccv_metric import EvaluationError
 from eccv_metric import ScoreMatrix
 from eccv_metric import evaluate
 from tests.unit.model_world import run_model
@@ -75,3 +77,101 @@ def test_shards_then_a_scoring_run_equal_one_process(world, data, tmp_path, monk
     mine, theirs = _blocks(tmp_path / "one"), _blocks(shared)
     assert len(mine) == 7 and mine.keys() == theirs.keys()
     assert all(np.array_equal(mine[name], theirs[name]) for name in mine)
+
+
+class Wrong(DotPairs):
+    """A pair scorer returning one score too few, NaN, or one buffer it overwrites at every call."""
+
+    def __init__(self, how: str):
+        super().__init__()
+        self.how = how
+        self.buffer = np.zeros(4096)
+
+    def score_pairs(self, images, texts):  # noqa: ANN001, ANN201
+        scores = super().score_pairs(images, texts)
+        if self.how == "short":
+            return scores[:-1]
+        if self.how == "nan":
+            scores[len(scores) // 2] = np.nan
+            return scores
+        self.buffer[: len(scores)] = scores  # "reused": every call overwrites the array handed out before
+        return self.buffer[: len(scores)]
+
+
+class TextsOnly:
+    def encode_texts(self, texts):  # noqa: ANN001, ANN201
+        return np.ones((len(texts), 3), np.float32)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"model": Wrong("short")}, r"returned shape \(\d+,\) for \d+ pairs, not one score per pair"),
+        ({"model": Wrong("nan")}, r"returned NaN or inf for 1 of \d+ pairs$"),
+        ({"rerank_k": 0}, r"^rerank_k= 0 reranks nothing"),
+        ({"rerank_k": -3}, r"^rerank_k= must be a positive integer"),
+        ({"shard": "3/2"}, r"^shard= 3/2: job 3 of 2 does not exist"),
+        ({"shard": "two"}, r"^shard= must be i/N"),
+        ({"protocol": "rerank"}, r"has no first stage to rerank: give first_stage="),
+        ({"first_stage": TextsOnly()}, r"^first_stage= python:.*TextsOnly encodes texts only: a rerank's first stage"),
+        ({"model": DotPairs(), "score_rule": "itm+itc", "protocol": "exhaustive"}, r"^score_rule= itm\+itc adds"),
+        ({"save_embeddings": "x"}, r"^save_embeddings= keeps a dual encoder's embeddings"),
+        ({"model": DotPairs(), "shard": "1/2"}, r"several processes \(torchrun or shard=\) meet in the cache"),
+    ],
+)
+def test_bad_pair_input_is_one_line(kwargs, match, world, data, tmp_path):
+    model = kwargs.pop("model", DotPairs())
+    if "save_embeddings" in kwargs:
+        kwargs["save_embeddings"] = tmp_path / "emb"
+    with pytest.raises(EvaluationError, match=match) as err:
+        _run(model, data, world, tmp_path, benchmarks=["coco_5k"], cache=False, **kwargs)
+    assert "\n" not in str(err.value)
+
+
+def test_a_reused_output_buffer_is_copied_at_once(world, data, tmp_path):
+    """A scorer that hands out one buffer and overwrites it at every call gives the numbers of one that does not:
+    each batch's scores are copied before the next call."""
+    reused = _run(Wrong("reused"), data, world, tmp_path, cache=False, pair_batch_size=16)
+    fresh = _run(DotPairs(), data, world, tmp_path, cache=False, pair_batch_size=16)
+    assert reused.results.means() == fresh.results.means()
+
+
+def test_above_max_pairs_stops_after_measuring(world, data, tmp_path, monkeypatch):
+    """Above max_pairs= a run scores its first blocks (kept in the cache), then stops with the measured rate and the
+    time the whole would take; a rerun with the budget raised goes on from the blocks kept."""
+    from eccv_metric.models.pairs.scorer import ObjectPairScorer
+
+    monkeypatch.setattr("eccv_metric.models.pairs.pairset.PAIRS_PER_BLOCK", 300)
+    model = DotPairs()
+    scorer = ObjectPairScorer(model, identity={"name": "dot-pairs"})
+    with pytest.raises(EvaluationError, match=r"2,000 pairs to score is above max_pairs= 1,000: at the [\d,]+ pairs/s "
+                       r"measured here it would take about \d+ s; give max_pairs= 2,000"):  # fmt: skip
+        _run(scorer, data, world, tmp_path, benchmarks=["coco_5k"], max_pairs=1000)
+    assert model.pairs == 600  # two blocks measured
+    out = _run(scorer, data, world, tmp_path, benchmarks=["coco_5k"], max_pairs=2000)
+    assert out.provenance["pairs"]["blocks_cached"] == 2 and model.pairs == 2000
+
+
+def test_a_block_that_does_not_match_is_scored_again(world, data, tmp_path, monkeypatch):
+    """Block files are used only for the pairs and bytes they name: one copied over another, one whose bytes
+    changed and one cut short are each warned about once and scored again; the numbers stay those of a clean run."""
+    from eccv_metric.models.cache.entries import CacheWarning
+    from eccv_metric.models.pairs.scorer import ObjectPairScorer
+
+    monkeypatch.setattr("eccv_metric.models.pairs.pairset.PAIRS_PER_BLOCK", 300)
+    scorer = ObjectPairScorer(DotPairs(), identity={"name": "dot-pairs"})
+    clean = _run(scorer, data, world, tmp_path, benchmarks=["coco_5k"])
+    files = sorted((tmp_path / "cache" / "pairs").glob("*/block-*.npz"))
+    files[1].write_bytes(files[0].read_bytes())  # another block's file: its pairs differ
+    stored = dict(np.load(files[2]))
+    stored["scores"] = stored["scores"] + 1  # its bytes changed, its checksum not
+    np.savez(files[2], **stored)
+    files[3].write_bytes(files[3].read_bytes()[:100])  # cut short
+    with pytest.warns(CacheWarning) as caught:
+        again = _run(scorer, data, world, tmp_path, benchmarks=["coco_5k"])
+    found = sorted(str(w.message) for w in caught if w.category is CacheWarning)
+    assert len(found) == 3
+    assert any("the pairs this block scores" in m for m in found) and any("its checksum" in m for m in found)
+    assert any("unreadable" in m for m in found)
+    assert again.results.means() == clean.results.means()
+    assert again.provenance["pairs"]["blocks_computed"] == 3

@@ -71,7 +71,8 @@ def compute_all(sides: list[Side], stage: PairStage, workers: Workers, max_pairs
     todo = sum(n for n, p in zip(sizes, present, strict=True) if not p)
     held = f" ({tally.pairs - todo:,} in the cache)" if todo < tally.pairs else ""
     share = "" if workers.alone else f", {workers.size} processes ({workers.describe()['how']})"
-    say(f"{what}: {tally.pairs:,} pairs in {len(work):,} blocks; {todo:,} to score{held}{share}", workers)
+    blocks = f"{len(work):,} block" + ("s" if len(work) != 1 else "")
+    say(f"{what}: {tally.pairs:,} pairs in {blocks}; {todo:,} to score{held}{share}", workers)
     workers.barrier()  # every process counted before any writes: all decide alike
     mine = {j for j in range(len(work)) if workers.mine(j) and not present[j]}
     pace = Pace(sum(sizes[j] for j in mine))
@@ -93,8 +94,8 @@ def compute_all(sides: list[Side], stage: PairStage, workers: Workers, max_pairs
                 f"measured here it would take about {duration(todo / max(rate, 1e-9))}; give max_pairs= {todo:,} "
                 f"(or more) to score them (the blocks scored so far are kept)"
             )
-        if pace.todo > pace.pairs:
-            rest = max(todo - pace.pairs * workers.size, 0) / max(rate, 1e-9)
+        rest = max(todo - pace.pairs * workers.size, 0) / max(rate, 1e-9)
+        if rest >= 1:
             say(f"{what}: {rate:,.0f} pairs/s measured; the rest: about {duration(rest)}", workers)
 
     if over and not mine:
