@@ -14,6 +14,7 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.measures.results import Results
 from eccv_metric.models.cache.entries import cache_root
+from eccv_metric.models.cache.folder import CacheFolder
 from eccv_metric.models.cache.store import EmbeddingStore
 from eccv_metric.models.data.digests import FileDigests
 from eccv_metric.models.data.source import DataSource
@@ -87,6 +88,7 @@ class RunOptions:
     max_pairs: int = MAX_PAIRS
     pair_batch_size: int = PAIR_BATCH_SIZE
     shard: object = None
+    cache_folder: CacheFolder | None = field(default=None, init=False, repr=False)  # made by source()
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "text_batch_size", "workers"):
@@ -105,8 +107,12 @@ class RunOptions:
 
     def source(self, data: str | Path) -> DataSource:
         """The run's items: ``data`` with these ``images`` and ``token``, its files' digests remembered under
-        the cache (also the model's weight files')."""
-        return DataSource(data, self.images, self.token, FileDigests(self.root))
+        the cache (also the model's weight files'). First of a run: the cache's folder is checked (one error
+        naming it when it is a file or cannot be made) and made (:attr:`folder`)."""
+        if self.root is not None:
+            self.cache_folder = CacheFolder(self.root)
+            self.cache_folder.check()
+        return DataSource(data, self.images, self.token, FileDigests(self.folder))
 
     def load(self, digests: FileDigests) -> LoadOptions:
         """How the model loads (``digests``: the run's file-digest memo, for its weight files)."""
@@ -115,7 +121,7 @@ class RunOptions:
     def store(self, encoder: Encoder, decoder: Decoder | None) -> EmbeddingStore:
         """The store of ``encoder``'s embeddings in this run (workers and caption batches by its device unless
         given)."""
-        return EmbeddingStore(encoder, self.root, self.batch_size, self.workers_for(encoder.device),
+        return EmbeddingStore(encoder, self.folder, self.batch_size, self.workers_for(encoder.device),
                               self.text_batch_size or default_text_batch_size(encoder.device), decoder)  # fmt: skip
 
     def workers_for(self, device: str) -> int:
@@ -128,3 +134,12 @@ class RunOptions:
         if not self.cache:
             return None
         return Path(self.cache_dir) if self.cache_dir is not None else cache_root()
+
+    @property
+    def folder(self) -> CacheFolder | None:
+        """The cache's folder as this run (or sweep: one warning for all its models) writes it; None: no cache."""
+        if self.root is None:
+            return None
+        if self.cache_folder is None:
+            self.cache_folder = CacheFolder(self.root)
+        return self.cache_folder

@@ -228,7 +228,7 @@ class Opening:
         used = (encoder.identity or {}).get("revision")  # the Hub commit the load read (local folders: none)
         if options.root is not None and (self.key is not None or used is not None):
             after = files_key(self.model, load, options.decode, self.source.digests, used)
-            remember(options.root, self.key, after, encoder, decoder)
+            remember(options.folder, self.key, after, encoder, decoder)
         store = options.store(encoder, decoder)
         return LoadedRun(self.plan, encoder, store, self.source, options, self.save_embeddings, self.started,
                          time.perf_counter())  # fmt: skip

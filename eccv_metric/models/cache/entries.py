@@ -9,7 +9,9 @@ rename only. An entry is used only when it is what the key says: ``meta.json``'s
 expected, the array has one finite row per item and the dimensions ``meta.json`` records, and every file
 reads. Anything else (a folder copied from another model or data, a damaged file) is named in one
 :class:`CacheWarning` line and encoded afresh; an entry that cannot be replaced (a read-only cache) is left
-alone and not written.
+alone and not written. Every write goes through the run's
+:class:`~eccv_metric.models.cache.folder.CacheFolder` (a full disk: one warning, the run goes on without
+writing).
 """
 
 from __future__ import annotations
@@ -17,20 +19,20 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import warnings
 from pathlib import Path
 
 import numpy as np
 
+from eccv_metric.core.files import atomic_open
+from eccv_metric.core.files import write_json_atomic
+from eccv_metric.models.cache.folder import CacheFolder
+from eccv_metric.models.cache.folder import CacheWarning
 from eccv_metric.models.encoding.encode import Bounds
 
-
-class CacheWarning(UserWarning):
-    """A cache entry that does not hold what its key says: not used, encoded afresh."""
-
-
-CacheWarning.__module__ = "eccv_metric.models"
+BATCH = re.compile(r"(\d{9})-(\d{9})\.npy")  # a finished batch's file name
 
 
 def cache_root() -> Path:
@@ -75,16 +77,18 @@ def difference(stored: object, expected: object, at: str = "key") -> str | None:
 
 
 class EmbeddingCache:
-    """One item set (``rows`` items) encoded by one model (see the module docstring); ``root=None``: the
-    default root."""
+    """One item set (``rows`` items) encoded by one model (see the module docstring); ``root``: the cache's folder
+    (a :class:`~eccv_metric.models.cache.folder.CacheFolder`: the run's, whose writes it shares; None: the
+    default root)."""
 
-    def __init__(self, payload: dict, root: str | Path | None = None, rows: int | None = None):
+    def __init__(self, payload: dict, root: str | Path | CacheFolder | None = None, rows: int | None = None):
         self.payload = payload
         self.expected = canonical(payload)
         self.rows = rows
-        self.dir = Path(root if root is not None else cache_root()) / cache_key(payload)
+        self.folder = root if isinstance(root, CacheFolder) else CacheFolder(root if root is not None else cache_root())
+        self.dir = self.folder.root / cache_key(payload)
         self.partial = self.dir / "partial"
-        self.writable = True
+        self.writable = True  # False: an entry that does not match could not be removed (a read-only cache)
         self.hit: tuple[np.ndarray, dict] | None = None
 
     def finished(self) -> tuple[np.ndarray, dict] | None:
@@ -139,6 +143,9 @@ class EmbeddingCache:
         match is warned about and removed: encoded again)."""
         if not self.partial.is_dir():
             return {}
+        names = sorted(p.name for p in self.partial.iterdir())
+        if "key.json" not in names and not any(BATCH.fullmatch(name) for name in names):
+            return {}  # made, its first write never done (a run stopped at once, a full disk): nothing to resume
         try:
             stored = json.loads((self.partial / "key.json").read_text())
         except (OSError, ValueError):
@@ -162,3 +169,28 @@ class EmbeddingCache:
             else:
                 self.discard(path, why)
         return out
+
+    def begin(self) -> None:
+        """Mark the partial folder as this key's (``partial/key.json``) before its first batch is kept."""
+        if self.writable and not (self.partial / "key.json").is_file():
+            self.folder.write(lambda: write_json_atomic(self.partial / "key.json", self.expected))
+
+    def keep(self, bounds: Bounds, values: np.ndarray) -> None:
+        """One finished batch, named by its rows (a killed run resumes from it)."""
+        if self.writable:
+            self.folder.write(lambda: save_array(self.partial / f"{bounds[0]:09d}-{bounds[1]:09d}.npy", values))
+
+    def finish(self, values: np.ndarray, meta: dict) -> None:
+        """The finished entry: its array, then ``meta.json`` (with the key; written last: the mark of a finished
+        entry); the partial files go."""
+        if not self.writable or not self.folder.write(lambda: save_array(self.dir / "embeddings.npy", values)):
+            return
+        made = {**meta, "key": self.expected}
+        if self.folder.write(lambda: write_json_atomic(self.dir / "meta.json", made)):
+            shutil.rmtree(self.partial, ignore_errors=True)
+
+
+def save_array(path: Path, values: np.ndarray) -> None:
+    """An array as a ``.npy`` file, written atomically."""
+    with atomic_open(path, "wb", encoding=None) as fout:
+        np.save(fout, values)

@@ -7,9 +7,10 @@ the kinds it encodes, its similarity, its identity, the cache key's model part, 
 batching traits, its image preprocessing and the ``decode="gpu"`` decoder's description). A load makes that
 description from the files the model loads from, the libraries that load it and the load options, so after
 a load it is remembered under the digest of exactly those (:func:`files_key`:
-``<cache root>/models/<sha256>.json``, written atomically). A later run with the same digest is scored from
-the cache without loading the model when every item set it needs is a finished cache entry (checked as the
-store checks every entry: its stored key, rows, dimensions, finite values); anything else loads the model.
+``<cache root>/models/<sha256>.json``, written atomically through the run's cache folder). A later run with
+the same digest is scored from the cache without loading the model when every item set it needs is a
+finished cache entry (checked as the store checks every entry: its stored key, rows, dimensions,
+finite values); anything else loads the model.
 
 The digest (:func:`files_key`) covers:
 
@@ -44,6 +45,7 @@ from eccv_metric.core.about import __version__
 from eccv_metric.core.files import write_json_atomic
 from eccv_metric.models.cache.entries import cache_key
 from eccv_metric.models.cache.entries import canonical
+from eccv_metric.models.cache.folder import CacheFolder
 from eccv_metric.models.data.digests import FileDigests
 from eccv_metric.models.data.digests import stamp
 from eccv_metric.models.encoding.decode import Decoder
@@ -152,28 +154,27 @@ def describe(encoder: Encoder, decoder: Decoder | None) -> dict | None:
 
 
 def remember(
-    root: Path | None, before: dict | None, after: dict | None, encoder: Encoder, decoder: Decoder | None
+    folder: CacheFolder | None, before: dict | None, after: dict | None, encoder: Encoder, decoder: Decoder | None
 ) -> None:
     """After a load: its description under its key (``after``: made after the load, of the commit it read),
     when ``before`` (made before it) is the same or was not known (a Hub model downloaded by the load);
     a description other than the one remembered marks the key as not to be recalled (the load depends on
-    something the key does not cover)."""
+    something the key does not cover). Written through the run's cache ``folder`` (a write that fails only
+    costs loading the model next time: the folder warns once)."""
     key = after
-    if root is None or key is None or (before is not None and before != key):
+    if folder is None or key is None or (before is not None and before != key):
         return  # a file changed while the model loaded: which state was loaded is not known
     described = describe(encoder, decoder)
     if described is None:
         return
-    path = memo_path(root, key)
+    path = memo_path(folder.root, key)
     known = read(path, key)
     if known is not None and known.get("description") == described:
         return
     if known is not None:
         described = None  # two loads of the same files described the model differently: never recalled
-    try:
-        write_json_atomic(path, {"key": canonical(key), "description": described})
-    except OSError:
-        pass  # a cache that cannot be written only costs loading the model next time
+    memo = {"key": canonical(key), "description": described}
+    folder.write(lambda: write_json_atomic(path, memo))
 
 
 def read(path: Path, key: dict) -> dict | None:

@@ -28,7 +28,6 @@ before it is used); each finished batch is written to it at once, the finished s
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable
 from collections.abc import Container
@@ -42,10 +41,9 @@ import numpy as np
 from eccv_metric.core import progress
 from eccv_metric.core.about import __version__
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.core.files import atomic_open
-from eccv_metric.core.files import write_json_atomic
 from eccv_metric.models.cache.entries import EmbeddingCache
 from eccv_metric.models.cache.entries import cache_key
+from eccv_metric.models.cache.folder import CacheFolder
 from eccv_metric.models.data.items import DECODER
 from eccv_metric.models.data.items import Items
 from eccv_metric.models.data.items import ItemSet
@@ -67,19 +65,22 @@ def batch_bounds(n: int, step: int) -> list[Bounds]:
 
 
 class EmbeddingStore:
-    """Embeddings of item sets by one encoder (see the module docstring); ``root=None``: no cache."""
+    """Embeddings of item sets by one encoder (see the module docstring); ``root``: the cache's folder (a
+    :class:`~eccv_metric.models.cache.folder.CacheFolder`: the run's, whose writes it shares), None: no cache."""
 
     def __init__(
         self,
         encoder: Encoder,
-        root: str | Path | None,
+        root: str | Path | CacheFolder | None,
         batch_size: int,
         workers: int,
         text_batch_size: int,
         decoder: Decoder | None = None,
     ):
         self.encoder = encoder
-        self.root = Path(root) if root is not None and encoder.identity is not None else None
+        cached = root is not None and encoder.identity is not None
+        self.folder = root if isinstance(root, CacheFolder) or not cached else CacheFolder(root)  # the run's writes
+        self.root = self.folder.root if cached else None  # type: ignore[union-attr]
         self.batch_size = batch_size
         self.text_batch_size = text_batch_size
         self.decoder = decoder  # images decoded on the GPU (decode="gpu"); None: PIL in the workers
@@ -163,7 +164,7 @@ class EmbeddingStore:
         key = self.key(items)
         name = cache_key(key)
         if name not in self.entries:
-            self.entries[name] = EmbeddingCache(key, self.root, len(items.ids))
+            self.entries[name] = EmbeddingCache(key, self.folder, len(items.ids))
         return self.entries[name]
 
     def part(self, items: Items, seen: Container) -> tuple[list[int], Items, EmbeddingCache | None]:
@@ -242,13 +243,11 @@ class EmbeddingStore:
         started = time.perf_counter()
         resumed = sum(e - s for s, e in parts)
         parts = {**parts, **(shared or {})}
-        keep = entry is not None and entry.writable
-        if keep and bounds and not (entry.partial / "key.json").is_file():  # type: ignore[union-attr]
-            write_json_atomic(entry.partial / "key.json", entry.expected)  # type: ignore[union-attr]
+        if entry is not None and bounds:
+            entry.begin()
         for (start, stop), rows in encoded:
-            if keep:
-                with atomic_open(entry.partial / f"{start:09d}-{stop:09d}.npy", "wb", encoding=None) as fout:  # type: ignore[union-attr]
-                    np.save(fout, rows)
+            if entry is not None:
+                entry.keep((start, stop), rows)
             parts[(start, stop)] = rows
             bar.update(stop - start)
         if self.deal is not None:  # dealt (models.parallel): other processes write the rest, one assembles
@@ -269,9 +268,6 @@ class EmbeddingStore:
             "resumed": resumed,
             "seconds": round(time.perf_counter() - started, 3),
         }
-        if keep:  # the finished entry: its array, then meta.json (written last: the mark of a finished entry)
-            with atomic_open(entry.dir / "embeddings.npy", "wb", encoding=None) as fout:  # type: ignore[union-attr]
-                np.save(fout, values)
-            write_json_atomic(entry.dir / "meta.json", {**meta, "key": entry.expected})  # type: ignore[union-attr]
-            shutil.rmtree(entry.partial, ignore_errors=True)  # type: ignore[union-attr]
+        if entry is not None:
+            entry.finish(values, meta)
         return values, {**meta, "cached": False}

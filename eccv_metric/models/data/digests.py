@@ -6,7 +6,8 @@ modification time, change time (``st_ctime_ns``: set by the system on every writ
 user) and inode; while all four are unchanged the file is trusted to hold what was hashed, and any change
 hashes it again. Members of an ``images=`` zip are known by the CRC-32 and size the zip's directory records
 for them and the zip's own path, size and times (the directory is read on every run, nothing decompressed).
-Without a cache root (``cache=False``) nothing is remembered: every file is hashed.
+Without a cache root (``cache=False``) nothing is remembered: every file is hashed. The memo is written through
+the run's :class:`~eccv_metric.models.cache.folder.CacheFolder` (a write that fails: one warning for the run).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from eccv_metric.core.download import sha256_file
 from eccv_metric.core.files import write_json_atomic
+from eccv_metric.models.cache.folder import CacheFolder
 
 MEMO = "file_digests.json"
 
@@ -28,10 +30,12 @@ def stamp(path: str | Path) -> list[int]:
 
 
 class FileDigests:
-    """sha256 of files, remembered by their stamp under ``root`` (see the module docstring); None: no memo."""
+    """sha256 of files, remembered by their stamp under ``root`` (the cache's folder: the run's
+    :class:`~eccv_metric.models.cache.folder.CacheFolder` or a path; see the module docstring); None: no memo."""
 
-    def __init__(self, root: str | Path | None = None):
-        self.path = Path(root) / MEMO if root is not None else None
+    def __init__(self, root: str | Path | CacheFolder | None = None):
+        self.folder = root if isinstance(root, CacheFolder) or root is None else CacheFolder(root)
+        self.path = self.folder.root / MEMO if self.folder is not None else None
         self.known: dict[str, list] = {}
         self.changed = False
         if self.path is not None and self.path.is_file():
@@ -55,11 +59,9 @@ class FileDigests:
         return digest
 
     def save(self) -> None:
-        """Write the memo (atomically; a memo that cannot be written only costs hashing again)."""
-        if self.path is None or not self.changed:
+        """Write the memo (atomically; a memo that cannot be written only costs hashing again: the folder warns)."""
+        if self.folder is None or self.path is None or not self.changed:
             return
-        try:
-            write_json_atomic(self.path, self.known)
+        path, known = self.path, self.known
+        if self.folder.write(lambda: write_json_atomic(path, known)):
             self.changed = False
-        except OSError:
-            pass

@@ -25,11 +25,12 @@ import numpy as np
 
 from eccv_metric.core.files import atomic_open
 from eccv_metric.core.files import write_json_atomic
-from eccv_metric.models.cache.entries import CacheWarning
 from eccv_metric.models.cache.entries import array_digest
 from eccv_metric.models.cache.entries import cache_key
 from eccv_metric.models.cache.entries import canonical
 from eccv_metric.models.cache.entries import difference
+from eccv_metric.models.cache.folder import CacheFolder
+from eccv_metric.models.cache.folder import CacheWarning
 
 FOLDER = "pairs"  # under the embedding cache's root
 
@@ -37,10 +38,11 @@ FOLDER = "pairs"  # under the embedding cache's root
 class BlockCache:
     """The blocks of one pair set scored by one pair scorer (see the module docstring)."""
 
-    def __init__(self, key: dict, root: str | Path):
+    def __init__(self, key: dict, folder: CacheFolder):
         self.expected = canonical(key)
-        self.dir = Path(root) / FOLDER / cache_key(key)
-        self.writable = True
+        self.folder = folder  # the run's cache folder: every write through it (one warning if it cannot be written)
+        self.dir = folder.root / FOLDER / cache_key(key)
+        self.writable = True  # False: a file that does not match could not be removed
         self._checked = False
 
     def path(self, block: int) -> Path:
@@ -97,18 +99,14 @@ class BlockCache:
         """Keep a finished block (atomically; nothing when the cache cannot be written)."""
         if not self.writable:
             return
-        try:
-            if not (self.dir / "key.json").is_file():
-                write_json_atomic(self.dir / "key.json", self.expected)
+        if not (self.dir / "key.json").is_file():
+            self.folder.write(lambda: write_json_atomic(self.dir / "key.json", self.expected))
+
+        def save() -> None:
             with atomic_open(self.path(block), "wb", encoding=None) as fout:
                 np.savez(fout, scores=scores, digest=np.array(array_digest(scores)), pairs=np.array(pairs))
-        except OSError as exc:  # a read-only or full cache: the run goes on without it
-            self.writable = False
-            warnings.warn(
-                f"cache {self.dir}: cannot write a pair block ({type(exc).__name__}): going on without keeping them",
-                CacheWarning,
-                stacklevel=3,
-            )
+
+        self.folder.write(save)
 
     def discard(self, path: Path, why: str) -> None:
         """Warn once that ``path`` does not match, then remove it (or, when it cannot be removed, stop writing)."""

@@ -11,7 +11,6 @@ process is done (a barrier, or a later run after independent jobs), one process'
 from __future__ import annotations
 
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.core.files import write_json_atomic
 from eccv_metric.models.cache.store import EmbeddingStore
 from eccv_metric.models.data.items import Items
 from eccv_metric.models.data.items import ItemSet
@@ -35,8 +34,7 @@ def fill(store: EmbeddingStore, sets: list[ItemSet], items: dict[ItemSet, Items]
             seen.update(items[s].keys)
             if not fresh or entry is None or entry.finished() is not None:
                 continue
-            if entry.writable and not (entry.partial / "key.json").is_file():  # before any process reads the
-                write_json_atomic(entry.partial / "key.json", entry.expected)  # folder: none takes it for stale
+            entry.begin()  # partial/key.json before any process reads the folder: none takes it for stale
             _, meta = store.values(part, entry)
             report[s.label] = meta.get("encoded", 0)
     finally:
