@@ -134,3 +134,20 @@ def test_a_dual_encoder_on_two_processes(world, data, clip, tmp_path):
     assert two["means"] == one["means"] and two["provenance"]["parallel"]["world_size"] == 2
     e1, e2 = _embeddings(tmp_path / "c1"), _embeddings(tmp_path / "c2")
     assert len(e1) == 2 and e1.keys() == e2.keys() and all(np.array_equal(e1[k], e2[k]) for k in e1)
+
+
+def test_two_runs_writing_one_cache_at_once(world, data, tmp_path):
+    """Two independent runs started together on one cache folder: both finish with the numbers of a clean run, and
+    every block file left holds one run's whole block (files appear by rename only: nothing stale is served)."""
+    clean = _run(_settings(tmp_path, data, "clean", cache_dir=str(tmp_path / "clean"), protocol="exhaustive"), 1)
+    shared = str(tmp_path / "shared")
+    procs = [_launch(_settings(tmp_path, data, f"r{k}", cache_dir=shared, protocol="exhaustive", sleep=0.05), 1)
+             for k in range(2)]  # fmt: skip
+    for proc in procs:
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, (out + err)[-3000:]
+    for k in range(2):
+        assert json.loads((tmp_path / f"r{k}.json").read_text())["means"] == clean["means"]
+    b1, b2 = _blocks(tmp_path / "clean"), _blocks(tmp_path / "shared")
+    assert b1.keys() == b2.keys() and all(np.array_equal(b1[k], b2[k]) for k in b1)
+    assert not list((tmp_path / "shared").glob("pairs/*/.*.tmp"))
