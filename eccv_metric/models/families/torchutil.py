@@ -141,6 +141,35 @@ class Loading:
     def autocast(self) -> Any:
         return autocast(self.device, self.precision)
 
+    def identity(
+        self,
+        model: Any,
+        library: str,
+        preprocessing: dict,
+        class_name: str | None = None,
+        weights_folder: Path | None = None,
+        weights_recursive: bool = True,
+        revision: str | None = None,
+    ) -> dict:
+        """What identifies a loaded torch model (the cache key's model part, the provenance): spec, library and
+        version, class, weights digest (of the weight files in ``weights_folder``; none there: of the tensors),
+        configs, preprocessing, and the Hub commit it was loaded at."""
+        weights = files_identity(weights_folder, self.digests, weights_recursive) or {
+            "weights": weights_digest(model),
+            "weights_from": "tensors",
+        }
+        identity = {
+            "spec": self.spec,
+            "library": library,
+            "class": class_name or type(model).__name__,
+            **weights,
+            "config": configs_digest(model),  # what the weight files leave out (layer norms, activations, ...)
+            "preprocessing": preprocessing,
+        }
+        if revision is not None:
+            identity["revision"] = revision
+        return identity
+
     def encoder(
         self,
         model: Any,
@@ -159,21 +188,8 @@ class Loading:
         (:mod:`eccv_metric.models.families.weights`; None or no file there: the tensors are hashed)."""
         kinds = tuple(kind for kind, fn in (("image", images), ("caption", texts)) if fn is not None)
         folder, recursive = extra.pop("weights_folder", None), extra.pop("weights_recursive", True)
-        weights = files_identity(folder, self.digests, recursive) or {
-            "weights": weights_digest(model),
-            "weights_from": "tensors",
-        }
-        identity = {
-            "spec": self.spec,
-            "library": library,
-            "class": class_name or type(model).__name__,
-            **weights,
-            "config": configs_digest(model),  # what the weight files leave out (layer norms, activations, ...)
-            "preprocessing": preprocessing,
-        }
         revision = extra.pop("revision", None)
-        if revision is not None:
-            identity["revision"] = revision
+        identity = self.identity(model, library, preprocessing, class_name, folder, recursive, revision)
         return FunctionEncoder(
             self.spec, kinds, texts, images, prepare_image, identity, device=self.device, precision=self.precision,
             **extra,
