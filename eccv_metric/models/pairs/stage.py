@@ -8,7 +8,8 @@ those images are then scored ``pair_batch_size`` at a time, each pair naming its
 states (no tensor ever holds pixels or states per pair beyond one batch of pairs). Captions are tokenised once
 per set when the scorer can (``tokenize`` / ``score_tokens``). On a GPU each batch's scores come back to the
 host while the next batch runs (:func:`~eccv_metric.models.encoding.background.lagged`). Each block's scores
-are checked (:func:`pair_scores`: one finite float32 per pair, copied at once) and written to the cache as
+are checked (:class:`~eccv_metric.models.pairs.checks.ScoreTaker`: one finite float32 per pair, copied at once,
+a reused output buffer refused) and written to the cache as
 soon as the block is whole (:mod:`eccv_metric.models.pairs.blocks`). Memory: the model, one image batch's
 states, one batch of pairs, one block's scores (64 KB) and the DataLoader's prefetched images.
 
@@ -36,6 +37,7 @@ from eccv_metric.models.encoding.background import lagged
 from eccv_metric.models.encoding.encode import ImageItems
 from eccv_metric.models.encoding.workers import image_batches
 from eccv_metric.models.pairs.blocks import BlockCache
+from eccv_metric.models.pairs.checks import ScoreTaker
 from eccv_metric.models.pairs.pairset import PairSet
 from eccv_metric.models.pairs.scorer import PairScorer
 
@@ -82,33 +84,6 @@ def block_key(
     }
 
 
-def pair_scores(values: object, n: int, what: str) -> np.ndarray:
-    """A scorer's output for ``n`` pairs as a float32 array of its own (copied at once: a scorer may reuse one
-    output buffer), or one error naming ``what`` and what is wrong: not numbers, not one per pair, NaN / inf,
-    beyond float32."""
-    if hasattr(values, "detach"):
-        try:
-            values = values.detach().float().cpu().numpy()  # type: ignore[attr-defined]
-        except (NotImplementedError, RuntimeError, TypeError) as exc:
-            raise EvaluationError(f"{what}: cannot copy the scores to the CPU ({type(exc).__name__})") from None
-    try:
-        given = np.asarray(values)
-        with np.errstate(over="ignore"):
-            arr = np.array(given, dtype=np.float32, copy=True)
-    except (TypeError, ValueError):
-        raise EvaluationError(f"{what}: the pair scorer returned {type(values).__name__}, not numbers") from None
-    if arr.shape != (n,):
-        raise EvaluationError(
-            f"{what}: the pair scorer returned shape {arr.shape} for {n} pairs, not one score per pair ({n},)"
-        )
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        wide = given.dtype.kind in "fiu" and np.isfinite(given.astype(np.float64))[bad].all()
-        why = f"values beyond float32 (|x| > {np.finfo(np.float32).max:.3g})" if wide else "NaN or inf"
-        raise EvaluationError(f"{what}: the pair scorer returned {why} for {int(bad.sum())} of {n} pairs")
-    return arr
-
-
 class PairStage:
     """Scores blocks with one pair scorer (see the module docstring)."""
 
@@ -138,15 +113,14 @@ class PairStage:
                 bounds.append((at, at + len(batch_rows)))
                 at += len(batch_rows)
         loaded = image_batches(dataset, bounds, self.workers, self.scorer.device)
-        what = f"{self.scorer.spec} on {side.name}"
         sizes = {b: len(plan[0]) for b, plan in zip(blocks, plans, strict=True)}
+        take = ScoreTaker(self.scorer.spec)  # each batch checked and copied as it comes (models.pairs.checks)
         buffers: dict[int, np.ndarray] = {}
         filled: dict[int, int] = {}
         for (b, start, stop), values in lagged(self.raw(side, blocks, plans, loaded)):
             if b not in buffers:
                 buffers[b], filled[b] = np.empty(sizes[b], np.float32), 0
-            where = f"{what}, pairs {start}..{stop - 1} of block {b}"
-            buffers[b][start:stop] = pair_scores(values, stop - start, where)
+            buffers[b][start:stop] = take(values, stop - start)
             filled[b] += stop - start
             if filled[b] == len(buffers[b]):
                 scores = buffers.pop(b)
