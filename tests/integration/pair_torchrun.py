@@ -21,7 +21,7 @@ def main() -> None:
     settings = json.loads(Path(sys.argv[1]).read_text())
     import eccv_metric.models.pairs.pairset as pairset
     from eccv_metric.models import evaluate_model
-    from tests.unit.pair_world import TorchPairs
+    from tests.unit.pair_answers import TorchPairs
     from tests.unit.world import make_world
 
     pairset.PAIRS_PER_BLOCK = settings.pop("block", pairset.PAIRS_PER_BLOCK)

@@ -15,8 +15,8 @@ from eccv_metric.models import Family
 from eccv_metric.models import register
 from eccv_metric.models.families.registry import FAMILIES
 from eccv_metric.models.pairs.scorer import ObjectPairScorer
-from tests.unit.pair_world import DotPairs
-from tests.unit.pair_world import brute_scores
+from tests.unit.pair_answers import DotPairs
+from tests.unit.pair_answers import brute_scores
 
 FLAGS = ("--protocol", "--rerank-k", "--score-rule", "--coco-1k", "--first-stage", "--max-pairs", "--pair-batch-size",
          "--shard")  # fmt: skip

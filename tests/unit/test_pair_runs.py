@@ -14,9 +14,9 @@ from eccv_metric import EvaluationError
 from eccv_metric import ScoreMatrix
 from eccv_metric import evaluate
 from tests.unit.model_world import run_model
-from tests.unit.pair_world import DotPairs
-from tests.unit.pair_world import TorchPairs
-from tests.unit.pair_world import brute_scores
+from tests.unit.pair_answers import DotPairs
+from tests.unit.pair_answers import TorchPairs
+from tests.unit.pair_answers import brute_scores
 
 COCO = ["coco_5k", "coco_1k", "eccv", "cxc", "pm", "cxc_sits"]
 

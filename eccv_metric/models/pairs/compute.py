@@ -56,8 +56,8 @@ class Tally:
 
 
 def say(text: str, workers: Workers) -> None:
-    """A line on stderr for the user (above any progress bar), from one process only; none when quiet."""
-    if workers.rank == 0 and not progress.quiet():
+    """A line on stderr for the user (above any progress bar), from one torchrun rank only; none when quiet."""
+    if (workers.how != "torchrun" or workers.rank == 0) and not progress.quiet():
         progress.above_bars(lambda line: print(line, file=sys.stderr))(text)
 
 
