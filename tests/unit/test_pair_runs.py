@@ -1,7 +1,7 @@
 """A pair scorer through the model path (eccv_metric.models.pairs): known answers on the synthetic world.
 
 Checks: an exhaustive run gives the numbers of a score matrix of every pair computed here from the pixels and
-texts; a rerank gives LAVIS's numbers (its loop re-implemented in tests/unit/pair_world.py) on every metric that
+texts; a rerank gives LAVIS's numbers (its loop re-implemented in tests/unit/pair_answers.py) on every metric that
 reads no deeper than k, both directions; blocks are cached and a rerun scores no pair; bad input is one line.
 """
 
@@ -13,10 +13,13 @@ import pytest
 from eccv_metric import EvaluationError
 from eccv_metric import ScoreMatrix
 from eccv_metric import evaluate
+from tests.unit.model_world import caption_text
 from tests.unit.model_world import run_model
 from tests.unit.pair_answers import DotPairs
+from tests.unit.pair_answers import DotPairsWithFirst
 from tests.unit.pair_answers import TorchPairs
 from tests.unit.pair_answers import brute_scores
+from tests.unit.pair_answers import lavis
 
 COCO = ["coco_5k", "coco_1k", "eccv", "cxc", "pm", "cxc_sits"]
 
@@ -168,3 +171,66 @@ def test_a_block_that_does_not_match_is_scored_again(world, data, tmp_path, monk
     assert any("unreadable" in m for m in found)
     assert again.results.means() == clean.results.means()
     assert again.provenance["pairs"]["blocks_computed"] == 3
+
+
+def _first_stage(world):  # noqa: ANN001, ANN202
+    """The first stage's similarity of every (image, caption) pair as the engine computes it (its cosine of the
+    model's embeddings, one product), read through the public pair_scores."""
+    from eccv_metric import Embeddings
+    from tests.unit.pair_answers import first_image
+    from tests.unit.pair_answers import first_text
+    from tests.unit.pair_answers import pil
+
+    images = np.stack([first_image(pil(i)) for i in world.image_ids])
+    texts = np.stack([first_text(caption_text(c)) for c in world.caption_ids])
+    emb = Embeddings(images, texts, world.image_ids, world.caption_ids, normalize=True)
+    collection = world.resources().collection("coco_5k")
+    dense_i, dense_c = np.meshgrid(np.arange(len(images)), np.arange(len(texts)), indexing="ij")
+    sims = emb.pair_scores(collection, ("image", "caption"), dense_i.ravel(), dense_c.ravel(), "first stage")
+    return sims.reshape(len(images), len(texts)).astype(np.float32)
+
+
+LAVIS_SAME = {  # metric -> directions LAVIS's loop decides at k = 20 in this world (what it reads is within the k)
+    "coco_5k_r1": ("i2t", "t2i"), "coco_5k_r5": ("i2t", "t2i"), "coco_5k_r10": ("i2t", "t2i"),
+    "eccv_map_at_r": ("i2t", "t2i"), "eccv_rprecision": ("i2t", "t2i"), "eccv_r1": ("i2t", "t2i"),
+    "cxc_r1": ("i2t", "t2i"), "cxc_r5": ("i2t", "t2i"), "cxc_r10": ("i2t", "t2i"), "pmrp": ("t2i",),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("rule", ["itm+itc", "itm"])
+def test_rerank_gives_lavis_numbers(world, data, tmp_path, rule):
+    """A k=20 rerank (the t2i gallery whole, 20 of i2t's 100 captions) against LAVIS's compute_sim_matrix
+    re-implemented on the same first stage, k and score rule: every metric reading no deeper than k is equal, both
+    directions; t2i, every item reranked, is equal on every metric; each metric reading deeper is warned about."""
+    from eccv_metric.models.pairs.options import RerankWarning
+
+    model = DotPairsWithFirst()
+    benches = ["coco_5k", "eccv", "cxc", "pm"]
+    with pytest.warns(RerankWarning) as caught:
+        out = _run(model, data, world, tmp_path, benchmarks=benches, rerank_k=20, score_rule=rule, cache=False)
+    deep = {str(w.message).split(" reads")[0].split(" items ")[-1] for w in caught if w.category is RerankWarning}
+    assert "pmrp (i2t)" in deep and not any("t2i" in d for d in deep)
+    assert out.provenance["protocol"] | {"first_stage": None} == {
+        "name": "rerank", "rerank_k": 20, "score_rule": rule, "coco_1k": "restrict", "first_stage": None,
+        "max_pairs": 20_000_000,
+    }  # fmt: skip
+    assert model.pairs == len(np.unique(_candidate_pairs(world, 20)))
+    i2t, t2i = lavis(brute_scores(world), _first_stage(world), 20, 20, rule)
+    res = world.resources()
+    lav_i2t = evaluate(ScoreMatrix(i2t), benchmarks=benches, directions="i2t", resources=res).means()
+    lav_t2i = evaluate(ScoreMatrix(t2i.T), benchmarks=benches, directions="t2i", resources=res).means()
+    ours = out.results.means()
+    for metric, directions in LAVIS_SAME.items():
+        for d in directions:
+            assert ours[metric][d] == (lav_i2t if d == "i2t" else lav_t2i)[metric][d], (metric, d)
+    assert {m: v["t2i"] for m, v in ours.items()} == {m: v["t2i"] for m, v in lav_t2i.items()}
+
+
+def _candidate_pairs(world, k):  # noqa: ANN001, ANN202
+    """The (image, caption) pairs a k rerank scores, as keys image * n_captions + caption."""
+    first = _first_stage(world)
+    n_c = first.shape[1]
+    i2t = np.argsort(-first, axis=1, kind="stable")[:, :k]
+    t2i = np.argsort(-first.T, axis=1, kind="stable")[:, :k]
+    keys = [i * n_c + i2t[i] for i in range(first.shape[0])] + [t2i[c] * n_c + c for c in range(n_c)]
+    return np.concatenate(keys)

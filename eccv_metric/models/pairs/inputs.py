@@ -35,16 +35,16 @@ def rows_of(collection: Collection, kind: str, ids: np.ndarray) -> np.ndarray:
     return out
 
 
-def pair_rows(cands: Candidates, pairs: PairSet) -> tuple[np.ndarray, np.ndarray]:
-    """(image rows, caption rows), shaped like the candidates, of each (query, candidate) pair."""
+def pair_rows(cands: Candidates, image_ids: np.ndarray, caption_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(image rows, caption rows), in item sets of these ids, of each (query, candidate) pair (the candidates'
+    shape)."""
     view = cands.view
     queries = np.broadcast_to(cands.queries[:, None], cands.items.shape)
-    q = rows_of(view.collection, view.query_kind, pairs.image_ids if view.query_kind == "image" else pairs.caption_ids)
-    g = rows_of(
-        view.collection, view.gallery_kind, pairs.caption_ids if view.query_kind == "image" else pairs.image_ids
-    )
-    qrows, grows = q[queries], g[cands.items]
-    return (qrows, grows) if view.query_kind == "image" else (grows, qrows)
+    image = rows_of(view.collection, "image", image_ids)
+    caption = rows_of(view.collection, "caption", caption_ids)
+    if view.query_kind == "image":
+        return image[queries], caption[cands.items]
+    return image[cands.items], caption[queries]
 
 
 def final(raw: np.ndarray, sims: np.ndarray | None, rule: str) -> np.ndarray:
