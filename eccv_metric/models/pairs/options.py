@@ -115,8 +115,8 @@ def check_depth(jobs: list[Job], k: int, galleries: dict[str, int]) -> None:
             deep[job.metric] = (depth, job.direction)
     for metric, (depth, direction) in deep.items():
         warnings.warn(
-            f"rerank_k= {k} is below the {depth} items {metric} ({direction}) reads: past the {k}th its ranking is "
-            "the first stage's order, not the pair scorer's (raise rerank_k= to rerank them)",
+            f"rerank_k= {k} is below the {depth} items {metric} ({direction}) reads: past its first {k} items a "
+            "ranking is the first stage's order, not the pair scorer's (raise rerank_k= to rerank them)",
             RerankWarning,
             stacklevel=3,
         )
