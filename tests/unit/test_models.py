@@ -252,7 +252,7 @@ class Bad:
         ("clip:ViT-B-32", r"^unknown model spec 'clip:ViT-B-32': use hf:<repo or folder>, open_clip:"),
         (Bad(nan=True), r"returned NaN or inf for 1 of 8 items of a batch$"),
         (Bad(image_dim=3), r"image embeddings have 3 dimensions but caption embeddings 4"),
-        (object(), r"has neither encode_images nor encode_texts"),
+        (object(), r"has neither encode_images / encode_texts nor score_pairs"),
     ],
 )
 def test_bad_models_are_one_line(model, match, world, data, tmp_path):
@@ -343,7 +343,8 @@ def test_cli_words(world, data, clip, tmp_path, capsys):
     from eccv_metric.cli.main import main
 
     base = ["evaluate", "--model", "hf:nowhere", "--data", str(data)]
-    spec = "hf:<repo or folder>, open_clip:<arch>/<pretrained>, open_clip:hf-hub:<repo> or st:<name or folder>"
+    spec = "hf:<repo or folder>, open_clip:<arch>/<pretrained>, open_clip:hf-hub:<repo>, st:<name or folder> or "
+    spec += "hf-itm:<repo or folder>"
     nowhere = tmp_path / "no"
     built = "a folder built by `eccv-caption build`"
     cases = [

@@ -1,5 +1,7 @@
 """``hf:<repo or folder>``: a transformers model with ``get_image_features`` / ``get_text_features`` and its own
-``AutoProcessor`` (the model's preprocessing, never ours): CLIPModel, SiglipModel and the like.
+``AutoProcessor`` (the model's preprocessing, never ours): CLIPModel, SiglipModel and the like. A model whose
+config names a registered pair head (``BlipForImageTextRetrieval``, ...: the registry's ``PAIR_HEADS``, filled by
+:mod:`eccv_metric.models.pairs.heads`) loads as that pair scorer instead.
 
 Text: the processor's tokenizer, cut to the smaller of its ``model_max_length`` and the text model's
 ``max_position_embeddings``; SigLIP-family models pad to ``max_length`` as they were trained (their model
@@ -17,6 +19,7 @@ from eccv_metric.models.encoding.decode import hf_tensor_preprocessing
 from eccv_metric.models.encoding.decode import load_image_processor
 from eccv_metric.models.encoding.decode import pil_image_processor
 from eccv_metric.models.families.identity import saved_digest
+from eccv_metric.models.families.registry import PAIR_HEADS
 from eccv_metric.models.families.registry import Family
 from eccv_metric.models.families.registry import LoadOptions
 from eccv_metric.models.families.registry import register
@@ -39,6 +42,12 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
     commit = options.revision or main_commit(name, ask=not at.local_only)  # every file from one Hub commit
     pin = {"revision": commit} if commit else {}
     with at.errors():
+        config = transformers.AutoConfig.from_pretrained(name, local_files_only=at.local_only, **pin)
+    named = getattr(config, "architectures", None) or []
+    head = next((PAIR_HEADS[a] for a in named if a in PAIR_HEADS), None)
+    if head is not None:  # a pair head (an ITM model): scored pair by pair
+        return head.load(name, spec, options, at, commit, False)
+    with at.errors():
         model, loading = transformers.AutoModel.from_pretrained(
             name, local_files_only=at.local_only, output_loading_info=True, **pin
         )
@@ -52,7 +61,12 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
     has_images = callable(getattr(model, "get_image_features", None)) and image_processor is not None
     has_texts = callable(getattr(model, "get_text_features", None)) and tokenizer is not None
     if not (has_images or has_texts):
-        raise EvaluationError(f"{spec}: {type(model).__name__} has neither get_image_features nor get_text_features")
+        model_type = str(getattr(config, "model_type", ""))
+        pairs = any(h.model_type == model_type for h in PAIR_HEADS.values())
+        hint = f"; to score pairs with its ITM head: hf-itm:{name}" if pairs else ""
+        raise EvaluationError(
+            f"{spec}: {type(model).__name__} has neither get_image_features nor get_text_features{hint}"
+        )
     padding: Any = "max_length" if "siglip" in str(getattr(model.config, "model_type", "")) else True
     max_length = text_length(model, tokenizer)
 
@@ -165,11 +179,13 @@ def features(output: Any) -> Any:
 FAMILY = register(
     Family(
         "hf",
-        (("hf:<repo or folder>", "transformers AutoModel + AutoProcessor: CLIPModel, SiglipModel, ..."),),
+        (("hf:<repo or folder>", "transformers AutoModel + AutoProcessor: CLIPModel, SiglipModel, ...; a pair "
+          "head its config names"),),
         load,
         EXTRA,
+        kinds=("encoder", "pair scorer"),
         image_key=image_key,
         folder=snapshot,  # the folder load reads and its commit
         worker_modules=WORKER_MODULES,
     )
-)
+)  # fmt: skip

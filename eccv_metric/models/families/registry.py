@@ -1,14 +1,19 @@
 """Model families as registry entries: what a spec prefix means, declared before anything loads.
 
-A :class:`Family` is one library's way to a model: its ``prefix`` (``hf``, ``st``, ``open_clip``), the spec
-forms it accepts (each with what it means: the help text and the "unknown spec" error are made from them),
-the extra that installs its library, the modalities it can encode and the similarity it ranks by (as MTEB's
-``ModelMeta`` declares them), and ``load(name, spec, options)`` -> an
-:class:`~eccv_metric.models.families.encoder.Encoder`. Each family is one module that calls :func:`register` when
+A :class:`Family` is one library's way to a model: its ``prefix`` (``hf``, ``hf-itm``, ``st``, ``open_clip``), the
+spec forms it accepts (each with what it means: the help text and the "unknown spec" error are made from them),
+the extra that installs its library, what it loads (``kinds``: dual encoders, pair scorers or both), the modalities
+it can encode and the similarity it ranks by (as MTEB's ``ModelMeta`` declares them), and ``load(name, spec,
+options)`` -> an :class:`~eccv_metric.models.families.encoder.Encoder` or a
+:class:`~eccv_metric.models.pairs.scorer.PairScorer`. Each family is one module that calls :func:`register` when
 imported (:mod:`eccv_metric.models.families.hf`, :mod:`~eccv_metric.models.families.st`,
 :mod:`~eccv_metric.models.families.openclip`; :mod:`eccv_metric.models.families.spec` imports them); a new one
 (an ONNX or a JAX family) is one more such module and its extra in ``pyproject.toml``, and works in Python and in
 the CLI, whose help lists it.
+
+A :class:`PairHead` is one transformers class whose model scores (image, caption) pairs (an ITM head: BLIP's,
+ViLT's, ...): the ``hf:`` family loads a model whose config names it as a pair scorer through its ``load``
+(:mod:`eccv_metric.models.pairs.heads` registers the built-in ones with :func:`register_head`).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any
 
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.models.families.encoder import Encoder
+from eccv_metric.models.pairs.scorer import PairScorer
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,11 @@ class LoadOptions:
     digests: Any = None  # a FileDigests remembering the weight files' digests (None: each file hashed)
     workers: int | None = None  # image decoding processes (None: by the device; 0: none: no fork server)
     revision: str | None = None  # the Hub commit to load (None: the one its main ref names now)
+    # a pair scorer's caption length, in the unit of the code it follows (PairScorer.text_length; None: that code's)
+    text_length: int | None = None
+    # where a pair scorer's model and its library's port differ, whose code it follows: "original" (the model's own
+    # repository, the default) or "transformers" (the port); see models.pairs.heads
+    reference: str = "original"
 
 
 @dataclass(frozen=True)
@@ -44,7 +55,7 @@ class Family:
 
     prefix: str
     forms: tuple[tuple[str, str], ...]  # (form, what it names), e.g. ("hf:<repo or folder>", "transformers ...")
-    load: Callable[[str, str, LoadOptions], Encoder]
+    load: Callable[[str, str, LoadOptions], Encoder | PairScorer]
     extra: str | None = None  # the pip install line that brings the library (None: nothing to install)
     modalities: tuple[str, ...] = ("image", "caption")
     similarity: str = "cosine"
@@ -58,6 +69,24 @@ class Family:
     # what unpickling its image preprocessing imports in a DataLoader worker: a fork server imports it once
     # (models.encoding.workers.start_early), before the first model of a run loads
     worker_modules: tuple[str, ...] = ()
+    # what its models are: "encoder" (a dual encoder: images and captions embedded apart) and / or "pair scorer"
+    # (one score per (image, caption) pair: models.pairs.scorer)
+    kinds: tuple[str, ...] = ("encoder",)
+
+
+@dataclass(frozen=True)
+class PairHead:
+    """A transformers class whose model scores pairs (see the module docstring): ``architecture`` (the class name a
+    config's ``architectures`` gives), its ``model_type`` (what ``hf-itm:`` maps a checkpoint of another class to),
+    what its head gives (``head``: the score it reads, for the help and the docs) and ``load(name, spec, options, at,
+    commit, forced)`` -> a :class:`~eccv_metric.models.pairs.scorer.PairScorer` (``at``: the family's
+    :class:`~eccv_metric.models.families.torchutil.Loading`, ``commit``: the Hub commit it loads; ``forced``: the
+    config names another class, so the head's weights must be checked to be in the checkpoint)."""
+
+    architecture: str
+    model_type: str
+    head: str
+    load: Callable[..., PairScorer]
 
 
 FAMILIES: dict[str, Family] = {}
@@ -69,6 +98,17 @@ def register(family: Family) -> Family:
         raise ValueError(f"a model family with prefix {family.prefix!r} is registered already")
     FAMILIES[family.prefix] = family
     return family
+
+
+PAIR_HEADS: dict[str, PairHead] = {}
+
+
+def register_head(head: PairHead) -> PairHead:
+    """Add a pair head (its class name must be new); returns it."""
+    if head.architecture in PAIR_HEADS and PAIR_HEADS[head.architecture] is not head:
+        raise ValueError(f"a pair head for {head.architecture} is registered already")
+    PAIR_HEADS[head.architecture] = head
+    return head
 
 
 def forms_text() -> str:

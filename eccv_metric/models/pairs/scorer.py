@@ -42,7 +42,14 @@ class PairScorer(Protocol):
     Optional, read with ``getattr``: ``tokenize(texts: list of str) -> tokens`` (a set's captions tokenised once,
     on the host) with ``score_tokens(states, image_index, tokens, text_index) -> scores``: the scores
     :meth:`score_pairs` gives for ``texts[i]`` = the caption at ``text_index[i]``, without tokenising a caption once
-    per pair (a rerank pairs each caption with many queries).
+    per pair (a rerank pairs each caption with many queries). ``text_unit``: ``"words"`` or ``"tokens"``, what
+    ``text_length`` counts (absent: tokens). ``first_stage_note``: where ``first_stage`` is None, why (BLIP-2's
+    ITC ranks by a maximum over query vectors, which no single embedding gives), for the error that asks for
+    another first stage. ``head``: what its score is (e.g. "itm_score[:, 1]: the match logit of the 2-way ITM head").
+
+    States: ``image_states`` gives one entry per image along the first dimension (the hf adapters: a torch tensor
+    on the model's device; a user's object: the list of its PIL images); :func:`join_states` joins the states of
+    several batches, so a gallery's states can be made batch by batch and indexed as one.
     """
 
     spec: str
@@ -96,6 +103,29 @@ class ObjectPairScorer:
 
     def score_pairs(self, states: Any, image_index: np.ndarray, texts: list[str]) -> Any:
         return self.model.score_pairs([states[int(i)] for i in image_index], texts)  # type: ignore[attr-defined]
+
+
+def join_states(parts: list) -> Any:
+    """The states of several image batches as one, in order: lists joined; torch tensors concatenated along the
+    first dimension, zero-padded along the second where batches differ there (ViLT's images have their own
+    numbers of tokens: its states mark padding with zeros, mask channel included); numpy arrays concatenated."""
+    if not parts:
+        raise ValueError("join_states: no states")
+    if isinstance(parts[0], list):
+        return [state for part in parts for state in part]
+    if isinstance(parts[0], np.ndarray):
+        return np.concatenate(parts)
+    if len(parts) == 1:
+        return parts[0]
+    import torch
+
+    width = max(p.shape[1] for p in parts) if parts[0].dim() > 1 else 0
+    padded = [
+        torch.nn.functional.pad(p, (0, 0) * (p.dim() - 2) + (0, width - p.shape[1])) if width and p.shape[1] < width
+        else p
+        for p in parts
+    ]  # fmt: skip
+    return torch.cat(padded)
 
 
 def is_pair_scorer(model: object) -> bool:
