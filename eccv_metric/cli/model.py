@@ -49,6 +49,8 @@ MODEL_WORDS = {
     "first_stage": "--first-stage",
     "max_pairs": "--max-pairs",
     "pair_batch_size": "--pair-batch-size",
+    "text_length": "--text-length",
+    "reference": "--reference",
     "shard": "--shard",
 }
 INPUT_FLAGS = ("rankings", "run", "scores", "demo", "image_embeddings", "caption_embeddings", "caption_scores",
@@ -159,6 +161,19 @@ def add_pair_args(p: argparse.ArgumentParser) -> None:
         default=PAIR_BATCH_SIZE,
         help=f"pairs per forward pass of the pair head ({PAIR_BATCH_SIZE})",
     )
+    g.add_argument(
+        "--text-length",
+        type=positive_int,
+        help="a caption's length in the unit of the code the pair head follows (default: that code's: BLIP's own "
+        "30 words, LAVIS's and BLIP-2's 50; then 35 tokens)",
+    )
+    g.add_argument(
+        "--reference",
+        choices=["original", "transformers"],
+        default="original",
+        help="where a model's transformers port differs from its own code, follow the original (default: e.g. "
+        "BLIP's ITM reads its [ENC] token) or the port",
+    )
 
 
 def run_model(args: argparse.Namespace) -> int:
@@ -209,6 +224,8 @@ def run_model(args: argparse.Namespace) -> int:
                 first_stage=args.first_stage,
                 max_pairs=args.max_pairs,
                 pair_batch_size=args.pair_batch_size,
+                text_length=args.text_length,
+                reference=args.reference,
             )
             runs = (
                 [evaluate_model_request(models[0], args.data, request, **options)]  # type: ignore[arg-type]

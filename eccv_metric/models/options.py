@@ -30,6 +30,8 @@ from eccv_metric.models.pairs.options import RERANK_K
 from eccv_metric.models.pairs.options import PairOptions
 from eccv_metric.models.parallel.world import Shard
 
+REFERENCES = ("original", "transformers")  # whose code a pair scorer follows where its library's port differs
+
 
 @dataclass
 class ModelResults:
@@ -63,7 +65,10 @@ class RunOptions:
     ``rerank_k``, ``score_rule`` (``itm`` or ``itm+itc``), ``coco_1k`` (``restrict`` or ``within``),
     ``first_stage`` (a dual encoder spec or object ranking before a rerank), ``max_pairs`` (the pairs a run
     scores unless asked for more), ``pair_batch_size`` (pairs per forward pass): see
-    :mod:`eccv_metric.models.pairs.options`. ``shard``: ``"i/N"`` (this job does its share of the blocks and
+    :mod:`eccv_metric.models.pairs.options`; ``text_length`` (a caption's length in the unit of the code the
+    scorer follows: BLIP's 30 words, LAVIS's 50; None: that code's) and ``reference`` (``original``: the model's
+    own code where its library's port differs, e.g. BLIP's ``[ENC]`` token; ``transformers``: the port):
+    :mod:`eccv_metric.models.pairs.heads`. ``shard``: ``"i/N"`` (this job does its share of the blocks and
     stops; a run without it scores: :mod:`eccv_metric.models.parallel.world`).
     """
 
@@ -87,6 +92,8 @@ class RunOptions:
     first_stage: object = None
     max_pairs: int = MAX_PAIRS
     pair_batch_size: int = PAIR_BATCH_SIZE
+    text_length: int | None = None
+    reference: str = "original"
     shard: object = None
     cache_folder: CacheFolder | None = field(default=None, init=False, repr=False)  # made by source()
 
@@ -104,6 +111,12 @@ class RunOptions:
                                  self.max_pairs, self.pair_batch_size)  # fmt: skip
         if self.shard is not None:
             self.shard = Shard.parse(self.shard)
+        if self.reference not in REFERENCES:
+            raise EvaluationError(f"reference= must be one of {', '.join(REFERENCES)}, not {self.reference!r:.30}")
+        if self.text_length is not None and (
+            not isinstance(self.text_length, int) or isinstance(self.text_length, bool) or self.text_length < 1
+        ):
+            raise EvaluationError(f"text_length= must be a positive integer, not {self.text_length!r:.20}")
 
     def source(self, data: str | Path) -> DataSource:
         """The run's items: ``data`` with these ``images`` and ``token``, its files' digests remembered under
@@ -116,7 +129,8 @@ class RunOptions:
 
     def load(self, digests: FileDigests) -> LoadOptions:
         """How the model loads (``digests``: the run's file-digest memo, for its weight files)."""
-        return LoadOptions(self.device, self.precision, self.batch_size, self.text_batch_size, digests, self.workers)
+        return LoadOptions(self.device, self.precision, self.batch_size, self.text_batch_size, digests, self.workers,
+                           text_length=self.text_length, reference=self.reference)  # fmt: skip
 
     def store(self, encoder: Encoder, decoder: Decoder | None) -> EmbeddingStore:
         """The store of ``encoder``'s embeddings in this run (workers and caption batches by its device unless

@@ -104,6 +104,8 @@ def evaluate_model(
     first_stage: object = None,
     max_pairs: int = MAX_PAIRS,
     pair_batch_size: int = PAIR_BATCH_SIZE,
+    text_length: int | None = None,
+    reference: str = "original",
     shard: object = None,
 ) -> ModelResults:
     """Encode what the benchmarks need with ``model`` (a spec, an Encoder, a pair scorer or an object) and
@@ -115,7 +117,8 @@ def evaluate_model(
     ``save_embeddings``: a folder receiving ``<set>/{image,caption}_embeddings.npy`` and ids. A model that scores
     pairs (an ITM head, a cross-encoder, an object with ``score_pairs``) is reranked or scored exhaustively
     (``protocol``, ``rerank_k``, ``score_rule``, ``coco_1k``, ``first_stage``, ``max_pairs``,
-    ``pair_batch_size``: :mod:`eccv_metric.models.pairs.options`). ``shard``: ``"i/N"``, this job's share of the
+    ``pair_batch_size``: :mod:`eccv_metric.models.pairs.options`; ``text_length``, ``reference``:
+    :class:`~eccv_metric.models.options.RunOptions`). ``shard``: ``"i/N"``, this job's share of the
     work (:mod:`eccv_metric.models.parallel.world`; under torchrun the ranks share it by themselves). The other
     keywords: :class:`~eccv_metric.models.options.RunOptions`.
     """
@@ -124,7 +127,8 @@ def evaluate_model(
         images=images, resources=resources, device=device, precision=precision, batch_size=batch_size,
         text_batch_size=text_batch_size, workers=workers, decode=decode, cache=cache, cache_dir=cache_dir,
         token=token, protocol=protocol, rerank_k=rerank_k, score_rule=score_rule, coco_1k=coco_1k,
-        first_stage=first_stage, max_pairs=max_pairs, pair_batch_size=pair_batch_size, shard=shard,
+        first_stage=first_stage, max_pairs=max_pairs, pair_batch_size=pair_batch_size, text_length=text_length,
+        reference=reference, shard=shard,
     )  # fmt: skip
     return evaluate_model_request(model, data, request, skip_unavailable=skip, save_embeddings=save_embeddings,
                                   **options)  # fmt: skip
@@ -217,8 +221,10 @@ class Opening:
         load, options = self.load, self.options
         device = rank_device(load.device)  # under torchrun: each rank its own GPU
         commit = self.key["commit"] if self.key is not None else None  # the Hub commit the key was made of
-        model = self.scorer or load_model(self.model, device, load.precision, load.batch_size, load.text_batch_size,
-                                          load.digests, load.workers, commit)  # fmt: skip
+        model = self.scorer or load_model(
+            self.model, device, load.precision, load.batch_size, load.text_batch_size, load.digests, load.workers,
+            commit, load.text_length, load.reference,
+        )  # fmt: skip
         if is_pair_scorer(model):
             return self.paired(model, device)  # type: ignore[arg-type]
         encoder: Encoder = model  # type: ignore[assignment]

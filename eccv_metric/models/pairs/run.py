@@ -37,7 +37,6 @@ from eccv_metric.measures.results import merge_results
 from eccv_metric.models.cache.store import EmbeddingStore
 from eccv_metric.models.data.items import ItemSet
 from eccv_metric.models.data.source import DataSource
-from eccv_metric.models.families.encoder import KIND_METHODS
 from eccv_metric.models.families.encoder import Encoder
 from eccv_metric.models.options import ModelResults
 from eccv_metric.models.options import RunOptions
@@ -72,21 +71,12 @@ from eccv_metric.models.score import group_sets
 
 
 def pair_scorer_of(model: object) -> PairScorer | None:
-    """A Python object as a pair scorer (itself, or :class:`ObjectPairScorer` around its ``score_pairs``); None for
-    a spec or an encoder; one error for an object that is neither."""
-    if isinstance(model, str):
+    """A Python object that scores pairs as a pair scorer (itself, or :class:`ObjectPairScorer` around its
+    ``score_pairs``); None for a spec (its kind is known once loaded) and anything else (loaded as an encoder, or
+    refused by :func:`~eccv_metric.models.families.spec.load_model`)."""
+    if isinstance(model, str) or not is_pair_scorer(model):
         return None
-    if isinstance(model, PairScorer):
-        return model
-    if is_pair_scorer(model):
-        return ObjectPairScorer(model)
-    if not any(callable(getattr(model, m, None)) for m in KIND_METHODS.values()):
-        raise EvaluationError(
-            f"model: a {type(model).__name__} has neither encode_images nor encode_texts (a dual encoder) nor "
-            "score_pairs (a pair scorer); give a spec, or an object with encode_images(list of PIL images) / "
-            "encode_texts(list of str), or with score_pairs(list of PIL images, list of str) -> one score per pair"
-        )
-    return None
+    return model if isinstance(model, PairScorer) else ObjectPairScorer(model)
 
 
 @dataclass
@@ -123,7 +113,8 @@ def open_pairs(
     own = first_stage is None and scorer.first_stage is not None
     first = first_stage if first_stage is not None else scorer.first_stage
     rules = tuple(scorer.score_rules) if own else ()
-    protocol, rule = options.pairs.decide(first is not None, rules, scorer.spec)
+    note = getattr(scorer, "first_stage_note", None)
+    protocol, rule = options.pairs.decide(first is not None, rules, scorer.spec + (f" ({note})" if note else ""))
     by_first = fit_pairs(plan, scorer.spec, first, protocol)
     needed = protocol == "rerank" or rule == "itm+itc" or bool(by_first)
     store = options.store(first, None) if first is not None and needed else None
