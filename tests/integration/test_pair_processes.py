@@ -33,6 +33,7 @@ def _settings(tmp_path: Path, data: Path, name: str, **extra: object) -> Path:
         "model": "torch-pairs",
         "benchmarks": BENCHES,
         "block": 300,
+        "rerank_k": 12,
         "pair_batch_size": 64,
         "batch_size": 8,
         "text_batch_size": 8,
@@ -86,27 +87,34 @@ def _embeddings(cache: Path) -> dict[str, np.ndarray]:
     return {p.parent.name: np.load(p) for p in sorted(cache.glob("*/embeddings.npy"))}
 
 
-@pytest.mark.parametrize("protocol", ["exhaustive", "rerank"])
-def test_two_processes_give_the_bits_of_one(world, data, tmp_path, protocol):
-    """torchrun with 2 ranks (gloo): every block and every first-stage embedding has the bits of a 1-process run,
-    and so have the numbers; rank 0 scores, the provenance says how."""
-    one = _run(_settings(tmp_path, data, "one", cache_dir=str(tmp_path / "c1"), protocol=protocol), 1)
-    two = _run(_settings(tmp_path, data, "two", cache_dir=str(tmp_path / "c2"), protocol=protocol), 2)
-    assert two["means"] == one["means"]
+@pytest.fixture(scope="module")
+def clean(world, data, tmp_path_factory):
+    """One process, a cold cache: the numbers, the pair blocks and the first stage's embeddings every other run
+    must give (a rerank of the tiny torch scorer with its own first stage, small blocks)."""
+    folder = tmp_path_factory.mktemp("clean")
+    out = _run(_settings(folder, data, "one", cache_dir=str(folder / "cache")), 1)
+    return out, _blocks(folder / "cache"), _embeddings(folder / "cache")
+
+
+def test_two_processes_give_the_bits_of_one(clean, data, tmp_path):
+    """torchrun with 2 ranks (gloo): every pair block and every first-stage embedding has the bits of a 1-process
+    run (each rank encodes its batches of the first stage, rank 0 assembles them, every rank picks the same
+    candidates, the blocks are dealt), and so have the numbers; rank 0 scores, the provenance says how."""
+    one, b1, e1 = clean
+    two = _run(_settings(tmp_path, data, "two", cache_dir=str(tmp_path / "c2")), 2)
+    assert two["means"] == one["means"] and one["provenance"]["protocol"]["name"] == "rerank"
     assert two["provenance"]["parallel"] == {"how": "torchrun", "world_size": 2, "rank": 0, "backend": "gloo"}
-    b1, b2 = _blocks(tmp_path / "c1"), _blocks(tmp_path / "c2")
-    assert len(b1) > 2 and b1.keys() == b2.keys()
-    assert all(np.array_equal(b1[k], b2[k]) for k in b1)
-    e1, e2 = _embeddings(tmp_path / "c1"), _embeddings(tmp_path / "c2")
+    b2, e2 = _blocks(tmp_path / "c2"), _embeddings(tmp_path / "c2")
+    assert len(b1) > 2 and b1.keys() == b2.keys() and all(np.array_equal(b1[k], b2[k]) for k in b1)
     assert e1 and e1.keys() == e2.keys() and all(np.array_equal(e1[k], e2[k]) for k in e1)
 
 
-def test_killed_two_process_run_resumes_on_one(world, data, tmp_path):
-    """A 2-process run killed (SIGKILL, the whole process group) once some blocks are written, then resumed by
-    one process: the blocks written are kept (not computed again), and every block and number equals a clean run."""
-    clean = _run(_settings(tmp_path, data, "clean", cache_dir=str(tmp_path / "clean"), protocol="exhaustive"), 1)
+def test_killed_two_process_run_resumes_on_one(clean, data, tmp_path):
+    """A 2-process run killed (SIGKILL, every process) once some blocks are written, then resumed by one process:
+    the blocks written are kept (not computed again), and every block and number equals a clean run."""
+    one, b1, _ = clean
     cache = tmp_path / "killed"
-    proc = _launch(_settings(tmp_path, data, "killed", cache_dir=str(cache), protocol="exhaustive", sleep=0.3), 2)
+    proc = _launch(_settings(tmp_path, data, "killed", cache_dir=str(cache), sleep=0.3), 2)
     deadline = time.monotonic() + 300
     while len(list(cache.glob("pairs/*/block-*.npz"))) < 2 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
@@ -117,11 +125,11 @@ def test_killed_two_process_run_resumes_on_one(world, data, tmp_path):
             pass
     proc.communicate(timeout=60)
     kept = len(_blocks(cache))
-    assert 2 <= kept < len(_blocks(tmp_path / "clean"))
-    resumed = _run(_settings(tmp_path, data, "resumed", cache_dir=str(cache), protocol="exhaustive"), 1)
+    assert 2 <= kept < len(b1)
+    resumed = _run(_settings(tmp_path, data, "resumed", cache_dir=str(cache)), 1)
     assert resumed["provenance"]["pairs"]["blocks_cached"] >= kept
-    assert resumed["means"] == clean["means"]
-    b1, b2 = _blocks(tmp_path / "clean"), _blocks(cache)
+    assert resumed["means"] == one["means"]
+    b2 = _blocks(cache)
     assert b1.keys() == b2.keys() and all(np.array_equal(b1[k], b2[k]) for k in b1)
 
 
@@ -136,18 +144,17 @@ def test_a_dual_encoder_on_two_processes(world, data, clip, tmp_path):
     assert len(e1) == 2 and e1.keys() == e2.keys() and all(np.array_equal(e1[k], e2[k]) for k in e1)
 
 
-def test_two_runs_writing_one_cache_at_once(world, data, tmp_path):
+def test_two_runs_writing_one_cache_at_once(clean, data, tmp_path):
     """Two independent runs started together on one cache folder: both finish with the numbers of a clean run, and
     every block file left holds one run's whole block (files appear by rename only: nothing stale is served)."""
-    clean = _run(_settings(tmp_path, data, "clean", cache_dir=str(tmp_path / "clean"), protocol="exhaustive"), 1)
+    one, b1, _ = clean
     shared = str(tmp_path / "shared")
-    procs = [_launch(_settings(tmp_path, data, f"r{k}", cache_dir=shared, protocol="exhaustive", sleep=0.05), 1)
-             for k in range(2)]  # fmt: skip
+    procs = [_launch(_settings(tmp_path, data, f"r{k}", cache_dir=shared, sleep=0.05), 1) for k in range(2)]
     for proc in procs:
         out, err = proc.communicate(timeout=600)
         assert proc.returncode == 0, (out + err)[-3000:]
     for k in range(2):
-        assert json.loads((tmp_path / f"r{k}.json").read_text())["means"] == clean["means"]
-    b1, b2 = _blocks(tmp_path / "clean"), _blocks(tmp_path / "shared")
+        assert json.loads((tmp_path / f"r{k}.json").read_text())["means"] == one["means"]
+    b2 = _blocks(tmp_path / "shared")
     assert b1.keys() == b2.keys() and all(np.array_equal(b1[k], b2[k]) for k in b1)
     assert not list((tmp_path / "shared").glob("pairs/*/.*.tmp"))
