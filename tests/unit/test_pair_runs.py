@@ -234,3 +234,32 @@ def _candidate_pairs(world, k):  # noqa: ANN001, ANN202
     t2i = np.argsort(-first.T, axis=1, kind="stable")[:, :k]
     keys = [i * n_c + i2t[i] for i in range(first.shape[0])] + [t2i[c] * n_c + c for c in range(n_c)]
     return np.concatenate(keys)
+
+
+@pytest.mark.parametrize("family", ["blip", "vilt", "bridgetower"])
+def test_tiny_transformers_heads_exhaustive_equal_every_pair(family, world, data, tmp_path):
+    """A tiny random BLIP / ViLT / BridgeTower (built from configs): the raw scores of an exhaustive run (its blocks
+    in the cache) are the scorer's own scores of every pair, image by image (2e-5 of the largest), and the numbers
+    are the engine's on that matrix."""
+    import tests.unit.pair_world as heads
+    from eccv_metric.models.families.spec import load_model
+    from tests.unit.pair_answers import pil
+
+    folder = getattr(heads, f"tiny_{family}")(tmp_path / family)
+    benches = ["coco_5k", "eccv"]
+    out = _run(f"hf:{folder}", data, world, tmp_path, benchmarks=benches, protocol="exhaustive", score_rule="itm")
+    ours = next(iter(_blocks(tmp_path / "cache").values())).reshape(len(world.image_ids), len(world.caption_ids))
+    scorer = load_model(f"hf:{folder}", "cpu")
+    import torch
+
+    prepared = [scorer.prepare_image(pil(i)) for i in world.image_ids]
+    states = scorer.image_states(torch.stack(prepared) if hasattr(prepared[0], "shape") else prepared)
+    texts = [caption_text(c) for c in world.caption_ids]
+    brute = np.stack([
+        np.asarray(scorer.score_pairs(states, np.full(len(texts), i), texts), np.float32)
+        for i in range(len(world.image_ids))
+    ])  # fmt: skip
+    assert np.abs(ours - brute).max() <= 2e-5 * np.abs(brute).max()
+    expected = evaluate(ScoreMatrix(brute), benchmarks=benches, resources=world.resources(), n_resamples=20)
+    assert out.results.means() == expected.means()
+    assert out.provenance["pairs"]["pairs"] == brute.size
