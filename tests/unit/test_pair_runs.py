@@ -263,3 +263,18 @@ def test_tiny_transformers_heads_exhaustive_equal_every_pair(family, world, data
     expected = evaluate(ScoreMatrix(brute), benchmarks=benches, resources=world.resources(), n_resamples=20)
     assert out.results.means() == expected.means()
     assert out.provenance["pairs"]["pairs"] == brute.size
+
+
+def test_exhaustive_itm_plus_itc_adds_the_first_stage(world, data, tmp_path):
+    """Exhaustive under itm+itc (the default of a scorer with its own first stage): every pair's score plus the
+    first stage's similarity, the numbers of that brute-force matrix; CxC SITS alone is scored too."""
+    benches = ["coco_5k", "eccv", "cxc_sits"]
+    out = _run(DotPairsWithFirst(), data, world, tmp_path, benchmarks=benches, protocol="exhaustive", cache=False)
+    assert out.provenance["protocol"]["score_rule"] == "itm+itc"
+    matrix = brute_scores(world) + _first_stage(world)
+    expected = evaluate(ScoreMatrix(matrix), benchmarks=benches, resources=world.resources(), n_resamples=20)
+    assert out.results.means() == expected.means()
+    alone = _run(
+        DotPairsWithFirst(), data, world, tmp_path, benchmarks=["cxc_sits"], protocol="exhaustive", cache=False
+    )
+    assert alone.results.means() == {k: v for k, v in expected.means().items() if k.startswith("cxc_sits")}

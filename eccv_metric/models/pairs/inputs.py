@@ -75,12 +75,14 @@ def two_stage(first: Embeddings, tables: dict[str, Candidates], pairs: PairSet, 
     return TwoStage(first, **{d: reranked(c, pairs, raw, rule) for d, c in tables.items()})
 
 
-def score_matrix(pairs: PairSet, raw: np.ndarray, rule: str, first: Embeddings | None, view: View) -> ScoreMatrix:
+def score_matrix(
+    pairs: PairSet, raw: np.ndarray, rule: str, first: Embeddings | None, collection: Collection
+) -> ScoreMatrix:
     """Every image x caption score (an exhaustive run), plus the first stage's similarity under ``itm+itc`` (its
     rows are the pair set's: the same item sets)."""
     matrix = raw.reshape(pairs.n_images, pairs.n_captions)
     if rule == "itm+itc" and first is not None:
-        scorer = first.scorer(View("i2t", view.collection))
+        scorer = first.scorer(View("i2t", collection))
         step = max(1, scorer.rows_per_block(scorer.n_gallery, False))
         sims = np.empty_like(matrix)
         for start in range(0, pairs.n_images, step):

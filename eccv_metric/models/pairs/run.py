@@ -252,8 +252,9 @@ def score(run: PairRun, groups: list[tuple[Group, Embeddings | None]], sides: di
         side: Side | None = sides.get(group.name)
         mine = tables.get(group.name, {})
         if side is not None and run.protocol == "exhaustive":
-            view = next(j.view for j in group.jobs if j.view is not None) if group.jobs else None
-            scored(score_matrix(side.pairs, side.scores, rule, emb, view), group.ranked, group)  # type: ignore[arg-type]
+            job = group.jobs[0]
+            collection = job.view.collection if job.view is not None else job.collection
+            scored(score_matrix(side.pairs, side.scores, rule, emb, collection), group.ranked, group)  # type: ignore[arg-type]
         elif side is not None and emb is not None:
             whole = {d: c for (d, within), c in mine.items() if within is None}
             folds = {d: c for (d, within), c in mine.items() if within is not None}
