@@ -12,7 +12,10 @@ the :class:`~eccv_metric.benchmarks.request.Request` a front end built), the mod
 (:mod:`eccv_metric.models.families.spec`), the plan says what to encode and what cannot be scored
 (:mod:`eccv_metric.models.plan`: no torch), the store gives every item set's embeddings, each item encoded
 once and cached (:mod:`eccv_metric.models.cache.store`), and the score step ranks them by the model's similarity
-with :func:`eccv_metric.evaluate`, one call per Embeddings group (:mod:`eccv_metric.models.score`).
+with :func:`eccv_metric.evaluate`, one call per Embeddings group (:mod:`eccv_metric.models.score`). A model that
+scores pairs (an ITM head, a cross-encoder) takes its own path from the load on (:mod:`eccv_metric.models.pairs.run`:
+first stage, candidates, pair blocks, the same engine call). Under torchrun or with ``shard=`` the batches and
+blocks are dealt to the processes (:mod:`eccv_metric.models.parallel`) and one of them scores.
 """
 
 from __future__ import annotations

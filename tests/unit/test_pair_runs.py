@@ -278,3 +278,33 @@ def test_exhaustive_itm_plus_itc_adds_the_first_stage(world, data, tmp_path):
         DotPairsWithFirst(), data, world, tmp_path, benchmarks=["cxc_sits"], protocol="exhaustive", cache=False
     )
     assert alone.results.means() == {k: v for k, v in expected.means().items() if k.startswith("cxc_sits")}
+
+
+def test_candidates_are_the_first_stage_top_k(world):
+    """Each query's candidates: its k first gallery items under a stable sort of the first stage's scores (ties in
+    the gallery's order), with those scores; within COCO 1K's folds, the same among the fold's items."""
+    from eccv_metric import Embeddings
+    from eccv_metric.benchmarks.definitions import REGISTRY
+    from eccv_metric.models.pairs.candidates import candidates
+    from tests.unit.pair_answers import first_image
+    from tests.unit.pair_answers import first_text
+    from tests.unit.pair_answers import pil
+
+    res = world.resources()
+    images = np.stack([first_image(pil(i)) for i in world.image_ids])
+    texts = np.stack([first_text(caption_text(c)) for c in world.caption_ids])
+    emb = Embeddings(images, texts, world.image_ids, world.caption_ids, normalize=True)
+    first = _first_stage(world)
+    for bench in ("coco_5k", "coco_1k"):
+        for direction, scores in (("i2t", first), ("t2i", first.T)):
+            view = res.view(REGISTRY.get(bench), REGISTRY.get(bench).task(direction))
+            queries = np.arange(len(view.queries))
+            got = candidates(emb, view, queries, 3, view.restriction)
+            for q in queries:
+                pool = np.arange(scores.shape[1])
+                if view.restricted:
+                    qgroup = 0 if view.query_group is None else view.query_group[q]
+                    pool = np.flatnonzero(view.gallery_group == qgroup)
+                expected = pool[np.argsort(-scores[q, pool], kind="stable")[:3]]
+                assert got.items[q].tolist() == expected.tolist(), (bench, direction, q)
+                assert np.array_equal(got.sims[q], scores[q, expected])
