@@ -6,7 +6,8 @@ tests' tiny CLIP; ``b32``: ViT-B/32's shape, 49,408-token vocabulary), then prin
 
 - ours, whole process (a fresh Python running ``evaluate_model``: imports, model load, items, encoding,
   scoring), for ``--benchmarks`` with a cold cache, for ``coco_5k`` alone with a cold cache, and again for
-  ``--benchmarks`` from the warm cache (the model not loaded: ``eccv_metric.models.cache.recall``), then once more
+  ``--benchmarks`` from the warm cache (the model not loaded: ``eccv_metric.models.cache.recall``; beside it the
+  embeddings path alone on the same arrays, ``--warm-repeat`` times each, medians), then once more
   with the model's memo removed (the model loaded, the embeddings read from the cache: the start-up a run
   that must encode pays);
 - CLIP_benchmark's ``clip_benchmark.metrics.zeroshot_retrieval.evaluate``, whole process and its call, fed as
@@ -81,7 +82,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--image-repeat", type=int, default=3, help="interleaved rounds of the image rows (best kept)")
     p.add_argument("--skip", nargs="*", default=[], choices=["processes", "clip_benchmark", "floors", "pil_images"])
     more.add_args(p)
-    p.add_argument("--child", choices=["ours", "clip_benchmark", "many", "startup"], help=argparse.SUPPRESS)
+    children = ["ours", "clip_benchmark", "many", "startup", "embeddings"]
+    p.add_argument("--child", choices=children, help=argparse.SUPPRESS)
     p.add_argument("--cache", help=argparse.SUPPRESS)
     p.add_argument("--profile-this", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -290,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(args.folder) if args.folder else Path(tempfile.mkdtemp(prefix="eccv_models_bench_"))
     if args.child:
         child = {"ours": child_ours, "many": more.child_many, "clip_benchmark": child_clip_benchmark,
-                 "startup": more.child_startup}[args.child]  # fmt: skip
+                 "startup": more.child_startup, "embeddings": more.child_embeddings}[args.child]  # fmt: skip
         result = child(args, root)
         print("RESULT " + json.dumps(result))
         return 0
@@ -374,7 +376,8 @@ def report(args: argparse.Namespace, runs: dict[str, dict], m: dict) -> None:
           f"{m['ours_captions'] * (1 / m['bare_captions'] + 1 / m['tokenize']):.2f}")  # fmt: skip
     for line in images_rows.report_ratios(m, decoders):
         print(line)
-    for line in [*(more.clip_benchmark_ratios(ours, theirs) if theirs else []), *more.startup_ratios(ours, theirs)]:
+    for line in [*(more.clip_benchmark_ratios(ours, theirs) if theirs else []), *more.startup_ratios(ours, theirs),
+                 *more.warm_ratio(ours)]:  # fmt: skip
         print(line)
     shared, alone = (ours.get(f"ours, {args.models} models, decode {w}, cold cache") for w in ("shared", "per model"))
     if shared and alone:

@@ -1,7 +1,9 @@
 """More rows of ``scripts/benchmark_models.py``, each in a fresh Python:
 
-- the warm-cache rows (:func:`warm_rows`): the model not loaded (every embedding cached), then loaded (its
-  memo removed: the start-up a run that must encode pays);
+- the warm-cache rows (:func:`warm_rows`): the model not loaded (every embedding cached), beside the embeddings
+  path alone on the same arrays (:func:`child_embeddings`; ``--warm-repeat N``: both N times, interleaved,
+  medians kept: the README's warm-rerun ratio), then loaded (its memo removed: the start-up a run that must
+  encode pays);
 
 - ``--models K``: K models of the preset's shape (random weights, seeds 0..K-1, one image processor) in one
   ``evaluate_models`` call, images decoded once for all of them (the default) and decoded per model
@@ -34,6 +36,8 @@ from pathlib import Path
 import benchmark_models_world as world
 
 STARTUP = "start-up floor: torch + transformers imported, the model loaded, no items"
+WARM = "ours, --benchmarks, warm cache"
+ALONE = "the embeddings path alone on the warm run's arrays (whole process: read and scored, no model)"
 COLD_RUNS = ("ours, coco_5k, cold cache", "ours, --benchmarks, cold cache")  # the rows of benchmark_models.main
 
 
@@ -163,6 +167,7 @@ def profiled(fn: object) -> tuple[object, str]:
 def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--models", type=int, default=1, help="K > 1: K models in one call, shared / per-model decode")
     p.add_argument("--profile", action="store_true", help="warm and cold runs under cProfile (top 40)")
+    p.add_argument("--warm-repeat", type=int, default=1, help="the warm row and the embeddings path: N each, medians")
     p.add_argument("--share", choices=["yes", "no"], help=argparse.SUPPRESS)
 
 
@@ -201,13 +206,52 @@ def warm_up(root: Path, passed: list[str], run_child: object) -> None:
     print(f"warm-up (untimed): {time.perf_counter() - started:.1f} s{failed}", file=sys.stderr)
 
 
+def child_embeddings(args: argparse.Namespace, root: Path) -> dict:
+    """The embeddings path alone: a fresh Python reading the image and caption arrays a warm run of
+    ``--benchmarks`` reads (the cold run's cache entries) and scoring them with ``eccv_metric.evaluate`` (cosine,
+    as the CLIP scores them): no model, no torch. What a warm rerun is measured against."""
+    import json
+    import warnings
+
+    start = time.perf_counter()
+    import numpy as np
+
+    from eccv_metric import Embeddings
+    from eccv_metric import evaluate
+
+    found = {json.loads(m.read_text())["key"]["items"]: m.parent for m in Path(args.cache).glob("*/meta.json")}
+    if set(found) != {"images.image", "captions.caption"}:
+        raise SystemExit(f"the embeddings row takes the COCO test images and captions only, not {sorted(found)}")
+    images, captions = (np.load(found[label] / "embeddings.npy") for label in ("images.image", "captions.caption"))
+    with warnings.catch_warnings():  # random weights: numbers at chance level
+        warnings.simplefilter("ignore")
+        evaluate(Embeddings(images, captions, normalize=True), benchmarks=args.benchmarks,
+                 resources=world.resources(root / "world"), n_resamples=1000)  # fmt: skip
+    return {"call": time.perf_counter() - start}
+
+
+def median_row(runs: list[dict]) -> dict:
+    """Of several processes of one row, the one of median wall (the others' walls noted)."""
+    good = sorted((r for r in runs if "error" not in r), key=lambda r: r["wall"])
+    if not good:
+        return runs[0]
+    kept = good[(len(good) - 1) // 2]
+    return {**kept, "walls": [round(r["wall"], 2) for r in good], "kept": "median"} if len(good) > 1 else kept
+
+
 def warm_rows(args: argparse.Namespace, passed: list[str], cache: Path, run_child: object) -> dict[str, dict]:
     """The warm-cache rows of ``--benchmarks`` (``cache``: the cold run's): the model not loaded (its memo
-    remembered, eccv_metric.models.cache.recall), then loaded (the memo removed); with ``--profile``, once more loaded,
-    under cProfile (a run of its own: the profiler slows what it measures, the rows above stay unprofiled)."""
+    remembered, eccv_metric.models.cache.recall) and the embeddings path alone on its arrays, ``--warm-repeat``
+    times each, interleaved (medians kept), then loaded (the memo removed); with ``--profile``, once more
+    loaded, under cProfile (a run of its own: the profiler slows what it measures, the rows above stay
+    unprofiled)."""
     import shutil
 
-    rows = {"ours, --benchmarks, warm cache": run_child("ours", passed, ["--cache", str(cache)])}  # type: ignore[operator]
+    warm, alone = [], []
+    for _ in range(max(1, args.warm_repeat)):  # interleaved: this machine's speed drifts between minutes
+        warm.append(run_child("ours", passed, ["--cache", str(cache)]))  # type: ignore[operator]
+        alone.append(run_child("embeddings", passed, ["--cache", str(cache)]))  # type: ignore[operator]
+    rows = {WARM: median_row(warm), ALONE: median_row(alone)}
     shutil.rmtree(cache / "models", ignore_errors=True)
     name = "ours, --benchmarks, warm cache, the model loaded (its memo removed)"
     rows[name] = run_child("ours", passed, ["--cache", str(cache)])  # type: ignore[operator]
@@ -227,7 +271,7 @@ def clip_benchmark_ratios(ours: dict[str, dict], theirs: dict) -> list[str]:
     """Our whole runs against CLIP_benchmark's process and its call; and our embed + score steps (the run once
     the libraries are imported and the model loaded, as its call starts) against its call (lines of the ratios)."""
     lines = []
-    for name in (*COLD_RUNS, "ours, --benchmarks, warm cache"):
+    for name in (*COLD_RUNS, WARM):
         if name in ours:
             lines.append(f"  {name}: {ours[name]['wall'] / theirs['wall']:.2f} of CLIP_benchmark's process, "
                          f"{ours[name]['wall'] / theirs['call']:.2f} of its call")  # fmt: skip
@@ -241,6 +285,16 @@ def clip_benchmark_ratios(ours: dict[str, dict], theirs: dict) -> list[str]:
     return lines
 
 
+def warm_ratio(ours: dict[str, dict]) -> list[str]:
+    """The warm rerun against the embeddings path alone on its arrays (lines of the ratio)."""
+    if WARM not in ours or ALONE not in ours:
+        return []
+    rounds = len(ours[WARM].get("walls") or [0])
+    return [f"  {WARM} / the embeddings path alone: {ours[WARM]['wall'] / ours[ALONE]['wall']:.2f} "
+            f"({ours[WARM]['wall']:.2f} s / {ours[ALONE]['wall']:.2f} s, {'medians of ' if rounds > 1 else ''}"
+            f"{rounds} process{'es' if rounds > 1 else ''} each; README: 1.10x)"]  # fmt: skip
+
+
 def steps_note(row: dict, note: str) -> str:
     """A row's note: whether the model loaded, the run's steps (provenance ``step_seconds``; embed: per item
     set), its batch times, the walls of a row kept as the fastest of several processes, and ``note``."""
@@ -252,11 +306,8 @@ def steps_note(row: dict, note: str) -> str:
              for c in row.get("batches") or []]  # fmt: skip
     stepped = ["steps: " + ", ".join(parts)] if parts else []
     paced = ["batches: " + ", ".join(paces)] if paces else []
-    rounds = (
-        [f"fastest of {len(row['walls'])} processes (walls {', '.join(map(str, row['walls']))} s)"]
-        if row.get("walls")
-        else []
-    )
+    walls = ", ".join(map(str, row.get("walls") or []))
+    rounds = [f"{row.get('kept', 'fastest')} of {len(row['walls'])} processes (walls {walls} s)"] if walls else []
     return "; ".join([*loaded, *stepped, *paced, *rounds, *([note] if note else [])])
 
 

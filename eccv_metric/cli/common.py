@@ -60,7 +60,11 @@ def non_negative_int(text: str) -> int:
 
 def add_quiet(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--quiet", "-q", action="store_true", help="no progress bars and no status lines (errors still print)"
+        "--quiet",
+        "-q",
+        action="store_true",
+        help="no progress bars (also transformers' and huggingface_hub's) and no status lines (warnings and errors "
+        "still print)",
     )
 
 

@@ -4,6 +4,7 @@ leaderboard."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Callable
@@ -65,7 +66,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     saved = progress.configure(quiet=True) if args.quiet else None
     try:
-        return int(args.func(args))
+        with progress.libraries_quiet() if args.quiet else contextlib.nullcontext():  # the libraries' bars too
+            return int(args.func(args))
     except BrokenPipeError:  # the reader (e.g. `| head`) left: stop quietly, as Unix tools do
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

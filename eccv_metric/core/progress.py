@@ -6,14 +6,18 @@ A bar is drawn when its stream (stderr) is a terminal and the step has lasted
 :func:`configure` (``quiet=True``: the CLI's ``--quiet``) turns every bar off
 for the process. Bars only count: they never change a result. Bars are
 cleared when their step ends (``leave=False``), so tables printed afterwards
-stay clean.
+stay clean. :func:`libraries_quiet` (the CLI's ``--quiet`` too) turns the
+Hugging Face libraries' own bars off while it lasts.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import os
 import sys
 import threading
+import warnings
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Iterator
@@ -185,3 +189,61 @@ def above_bars(log: Callable[[str], None]) -> Callable[[str], None]:
             log(text)
 
     return write
+
+
+@contextlib.contextmanager
+def libraries_quiet() -> Iterator[None]:
+    """While it lasts, no progress bars from the libraries a run calls; afterwards each as it was.
+
+    huggingface_hub's (downloads, uploads, ``Fetching N files``) and, through them, transformers' (``Loading
+    weights``: transformers takes huggingface_hub's setting when it is imported, and is switched itself when
+    it already is; sentence-transformers loads through it), and datasets' when it is imported. Only bars: the
+    libraries' warnings and errors still print. Importing huggingface_hub's small ``utils`` is all it costs;
+    nothing else is imported. Where ``HF_HUB_DISABLE_PROGRESS_BARS=0`` is set, that setting wins, as the
+    libraries document.
+    """
+    hub = importlib.import_module("huggingface_hub.utils.tqdm")
+    states = dict(hub.progress_bar_states)  # every group's setting, put back as it was
+    before = {name: _bars_on(name) for name in LIBRARY_BARS if name in sys.modules}
+    with warnings.catch_warnings():  # an environment variable that wins says so in a warning: not for --quiet
+        warnings.simplefilter("ignore")
+        hub.disable_progress_bars()
+        for name in before:
+            _switch(name, False)
+    try:
+        yield
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            hub.progress_bar_states.clear()
+            hub.progress_bar_states.update(states)
+            for name in LIBRARY_BARS:  # imported inside: as its import would have set it without this context
+                if name in sys.modules:
+                    _switch(name, before[name] if name in before else LIBRARY_BARS[name]())
+            hub.progress_bar_states.clear()  # transformers' switch also sets huggingface_hub's: put back last
+            hub.progress_bar_states.update(states)
+
+
+def _transformers_default() -> bool:
+    """transformers' bars as its import sets them: on unless huggingface_hub's are off."""
+    return not importlib.import_module("huggingface_hub.utils").are_progress_bars_disabled()
+
+
+def _datasets_default() -> bool:
+    """datasets' bars as its import sets them: on unless ``HF_DATASETS_DISABLE_PROGRESS_BARS`` is true."""
+    return not importlib.import_module("datasets.config").HF_DATASETS_DISABLE_PROGRESS_BARS
+
+
+LIBRARY_BARS: dict[str, Callable[[], bool]] = {  # the module that holds a library's switch -> its default
+    "transformers.utils.logging": _transformers_default,
+    "datasets.utils.tqdm": _datasets_default,
+}
+
+
+def _bars_on(name: str) -> bool:
+    return bool(sys.modules[name].is_progress_bar_enabled())  # both modules name their switches alike
+
+
+def _switch(name: str, on: bool) -> None:
+    module = sys.modules[name]
+    (module.enable_progress_bar if on else module.disable_progress_bar)()

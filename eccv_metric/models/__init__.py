@@ -12,6 +12,7 @@ spec string naming a registered family (:mod:`eccv_metric.models.families.regist
 (``pip install "eccv-caption-hf[models]"``); ``import eccv_metric`` never imports them.
 """
 
+from eccv_metric.models.cache.folder import CacheWarning
 from eccv_metric.models.families.encoder import Encoder
 from eccv_metric.models.families.registry import Family
 from eccv_metric.models.families.registry import register
@@ -22,6 +23,7 @@ from eccv_metric.models.run import evaluate_model
 from eccv_metric.models.run import evaluate_model_request
 
 __all__ = [
+    "CacheWarning",
     "Encoder",
     "Family",
     "ModelResults",

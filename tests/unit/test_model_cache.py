@@ -1,6 +1,7 @@
 """The embedding cache never scores what it does not hold: its key covers everything that changes an embedding
 (the tokenizer in full, the items' contents), and an entry is checked before use (its stored key, rows,
-dimensions, readable files); one that does not match is named in one warning line and encoded afresh.
+dimensions, readable files, the checksum of its array); one that does not match is named in one warning line
+and encoded afresh.
 
 Each reference number is a run without the cache (``cache=False``) on the same model and items.
 """
@@ -17,6 +18,7 @@ import numpy as np
 import pytest
 
 from eccv_metric.models.cache.entries import CacheWarning
+from eccv_metric.models.cache.entries import batch_name
 from tests.unit.model_world import Counting
 from tests.unit.model_world import png
 from tests.unit.model_world import run_model
@@ -129,21 +131,39 @@ def _damage(kind: str, entry: Path, other: Path) -> str:
     if kind == "meta":
         (entry / "meta.json").write_text("{not json")
         return r"its files \(unreadable: JSONDecodeError\)"
+    if kind in ("rolled", "flipped"):  # a valid, finite array of the right shape, meta.json intact: not what was kept
+        values = np.load(entry / "embeddings.npy")
+        if kind == "rolled":  # rows moved by one
+            np.save(entry / "embeddings.npy", np.roll(values, 1, axis=0))
+        else:  # one bit of one value changed on disk (the lowest of its mantissa: still finite, nearly equal)
+            data = bytearray((entry / "embeddings.npy").read_bytes())
+            data[len(data) - values.nbytes + 4 * 17] ^= 1
+            (entry / "embeddings.npy").write_bytes(bytes(data))
+        return r"its checksum \(the array's sha256 is not the one meta\.json records: its rows or bytes changed\)"
+    if kind == "earlier":  # written by the version before checksums: re-encoded once
+        meta = json.loads((entry / "meta.json").read_text())
+        del meta["array_sha256"]
+        (entry / "meta.json").write_text(json.dumps(meta))
+        return r"its checksum \(none recorded: written by an earlier version\)"
     values = np.load(entry / "embeddings.npy")  # "nan": a finite array no longer
     values[3, 0] = np.nan
     np.save(entry / "embeddings.npy", values)
     return r"finite embeddings \(NaN or inf rows\)"
 
 
-@pytest.mark.parametrize("kind", ["items", "rows", "short", "meta", "nan"])
+@pytest.mark.parametrize("kind", ["items", "rows", "short", "meta", "nan", "rolled", "flipped", "earlier"])
 def test_an_entry_of_other_items_or_damaged_is_not_used(kind, world, data, clip, tmp_path):
     first = _means(f"hf:{clip}", data, world, tmp_path)
     entry = _entry(first, "images.image")
     why = _damage(kind, entry, _entry(first, "captions.caption"))
-    with pytest.warns(CacheWarning, match=rf"^cache {entry} does not match {why}: re-encoding$"):
+    with pytest.warns(CacheWarning, match=rf"^cache {entry} does not match {why}: re-encoding$") as caught:
         again = _means(f"hf:{clip}", data, world, tmp_path)
+    assert len([w for w in caught if w.category is CacheWarning]) == 1
     assert again.results.means() == first.results.means()
     assert not again.provenance["items"]["images.image"]["cached"]
+    if kind == "earlier":  # re-encoded once: the entry written again, with its checksum, is used
+        third = _means(f"hf:{clip}", data, world, tmp_path)
+        assert third.provenance["items"]["images.image"]["cached"] and third.results.means() == first.results.means()
 
 
 def test_a_damaged_or_foreign_batch_of_an_interrupted_run_is_encoded_again(world, data, clip, tmp_path):
@@ -164,12 +184,29 @@ def test_a_damaged_or_foreign_batch_of_an_interrupted_run_is_encoded_again(world
             else:
                 np.save(entry / "partial" / name, content)
 
-    interrupted(payload, {"000000000-000000008.npy": values[:8], "000000008-000000016.npy": b"\x93NUMPY broken"})
+    first_batch, second = batch_name((0, 8), values[:8]), batch_name((8, 16), values[8:16])
+    interrupted(payload, {first_batch: values[:8], second: b"\x93NUMPY broken"})
     with pytest.warns(CacheWarning, match=r"does not match a finished batch \(unreadable: ValueError\): re-encoding$"):
         again = _means(f"hf:{clip}", data, world, tmp_path)
     assert again.provenance["items"]["images.image"]["resumed"] == 8
     assert again.results.means() == first.results.means()
-    interrupted({**payload, "precision": "bf16"}, {"000000000-000000008.npy": values[:8]})  # another run's batches
+    # a valid batch whose rows moved (the checksum in its name is the kept rows'): encoded again, the other kept
+    interrupted(payload, {first_batch: np.roll(values[:8], 1, axis=0), second: values[8:16]})
+    with pytest.warns(CacheWarning, match=rf"{first_batch} does not match its checksum \(the array's sha256 is not the "
+                      r"one its file name records: its rows or bytes changed\): re-encoding$") as caught:  # fmt: skip
+        again = _means(f"hf:{clip}", data, world, tmp_path)
+    assert len([w for w in caught if w.category is CacheWarning]) == 1
+    assert again.provenance["items"]["images.image"]["resumed"] == 8
+    assert again.results.means() == first.results.means()
+    # an earlier version's batches (no checksum in their names): the folder named once, every batch encoded again
+    interrupted(payload, {"000000000-000000008.npy": values[:8], "000000008-000000016.npy": values[8:16]})
+    with pytest.warns(CacheWarning, match=r"partial does not match its batches' checksums \(none recorded: written by "
+                      r"an earlier version\): re-encoding$") as caught:  # fmt: skip
+        again = _means(f"hf:{clip}", data, world, tmp_path)
+    assert len([w for w in caught if w.category is CacheWarning]) == 1
+    assert again.provenance["items"]["images.image"]["resumed"] == 0
+    assert again.results.means() == first.results.means()
+    interrupted({**payload, "precision": "bf16"}, {first_batch: values[:8]})  # another run's batches
     with pytest.warns(CacheWarning, match=r"partial does not match the model and items it stands for \(key\.precision"):
         again = _means(f"hf:{clip}", data, world, tmp_path)
     assert again.provenance["items"]["images.image"]["resumed"] == 0

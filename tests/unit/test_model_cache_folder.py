@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.models import CacheWarning
 from eccv_metric.models.cache.folder import CacheFolder
-from eccv_metric.models.cache.folder import CacheWarning
 from tests.unit.model_world import run_model
 
 BENCH = ["coco_5k"]

@@ -96,8 +96,9 @@ def test_interrupted_captions_resume_bit_identical(world, data, clip, tmp_path, 
     monkeypatch.setattr(CLIPModel, "get_text_features", dies_after_two)
     with pytest.raises(KeyboardInterrupt):
         _run(f"hf:{clip}", data, world, tmp_path, text_batch_size=16)
-    partial = sorted(p.name for p in (tmp_path / "cache").glob("*/partial/*.npy"))
-    assert partial == ["000000000-000000016.npy", "000000016-000000032.npy"]  # two caption batches of the 100
+    partial = sorted(p.name.split(".") for p in (tmp_path / "cache").glob("*/partial/*.npy"))
+    assert [p[0] for p in partial] == ["000000000-000000016", "000000016-000000032"]  # two caption batches of 100
+    assert all(len(p[1]) == 64 for p in partial)  # each named with its checksum
     monkeypatch.setattr(CLIPModel, "get_text_features", real)
     resumed = _run(f"hf:{clip}", data, world, tmp_path, text_batch_size=16, save_embeddings=tmp_path / "resumed")
     assert resumed.provenance["items"]["captions.caption"]["resumed"] == 32

@@ -2,14 +2,17 @@
 
 The cache: ``$ECCV_CAPTION_CACHE`` or ``<huggingface_hub HF_HOME>/eccv_caption/embeddings``, one folder per
 key, named by its sha256 (:class:`EmbeddingCache`; what the key holds: :mod:`eccv_metric.models.cache.store`).
-Each finished batch is written at once (``partial/<start>-<stop>.npy``, atomically, beside
-``partial/key.json``); when every batch is there they become ``embeddings.npy`` and ``meta.json`` (what
-made them, with the key), and the partial files go. Nothing half-written is ever read: files appear by
-rename only. An entry is used only when it is what the key says: ``meta.json``'s key equals the key
-expected, the array has one finite row per item and the dimensions ``meta.json`` records, and every file
-reads. Anything else (a folder copied from another model or data, a damaged file) is named in one
-:class:`CacheWarning` line and encoded afresh; an entry that cannot be replaced (a read-only cache) is left
-alone and not written. Every write goes through the run's
+Each finished batch is written at once (``partial/<start>-<stop>.<sha256>.npy``, atomically, beside
+``partial/key.json``; the name carries the checksum of the array it holds, so the two appear in one rename);
+when every batch is there they become ``embeddings.npy`` and ``meta.json`` (what made them, with the key and
+the checksum of the array, :data:`CHECKSUM`), and the partial files go. Nothing half-written is ever read:
+files appear by rename only. An entry is used only when it is what the key says: ``meta.json``'s key equals
+the key expected, the array has one finite row per item and the dimensions ``meta.json`` records, its
+checksum (:func:`array_digest`: its dtype, shape and bytes) is the one recorded (rows moved, bytes changed on
+disk), and every file reads; a finished batch likewise, against the checksum in its name. Anything else (a
+folder copied from another model or data, a damaged file, an entry or batch of an earlier version, which
+recorded no checksum) is named in one :class:`CacheWarning` line and encoded afresh; an entry that cannot be
+replaced (a read-only cache) is left alone and not written. Every write goes through the run's
 :class:`~eccv_metric.models.cache.folder.CacheFolder` (a full disk: one warning, the run goes on without
 writing).
 """
@@ -32,7 +35,9 @@ from eccv_metric.models.cache.folder import CacheFolder
 from eccv_metric.models.cache.folder import CacheWarning
 from eccv_metric.models.encoding.encode import Bounds
 
-BATCH = re.compile(r"(\d{9})-(\d{9})\.npy")  # a finished batch's file name
+CHECKSUM = "array_sha256"  # meta.json's field: array_digest of embeddings.npy's array
+BATCH = re.compile(r"(\d{9})-(\d{9})(?:\.([0-9a-f]{64}))?\.npy")  # a batch file's name (no checksum: earlier versions)
+EARLIER = "its checksum (none recorded: written by an earlier version)"
 
 
 def cache_root() -> Path:
@@ -61,6 +66,11 @@ def array_digest(values: np.ndarray) -> str:
     digest = hashlib.sha256(f"{values.dtype.str}{values.shape}".encode())
     digest.update(memoryview(values).cast("B"))
     return digest.hexdigest()
+
+
+def batch_name(bounds: Bounds, values: np.ndarray) -> str:
+    """The file name of a finished batch: its rows ``[start, stop)`` and the checksum of its array."""
+    return f"{bounds[0]:09d}-{bounds[1]:09d}.{array_digest(values)}.npy"
 
 
 def difference(stored: object, expected: object, at: str = "key") -> str | None:
@@ -113,11 +123,17 @@ class EmbeddingCache:
         if not isinstance(meta, dict) or meta.get("key") != self.expected:
             where = difference(meta.get("key") if isinstance(meta, dict) else None, self.expected)
             return None, {}, f"the model and items it stands for ({where} differs)"
-        return values, meta, self.check_rows(values, self.rows, meta.get("dimensions"))
+        recorded = meta.get(CHECKSUM)
+        recorded = recorded if isinstance(recorded, str) else ""  # "": none (an earlier version's entry)
+        why = self.check_rows(values, self.rows, meta.get("dimensions"), recorded, "meta.json")
+        return values, {k: v for k, v in meta.items() if k != CHECKSUM}, why
 
     @staticmethod
-    def check_rows(values: np.ndarray, rows: int | None, dims: object = None) -> str | None:
-        """Why an array is not ``rows`` finite float32 embeddings (of ``dims`` dimensions when known), or None."""
+    def check_rows(
+        values: np.ndarray, rows: int | None, dims: object = None, checksum: str | None = None, where: str = ""
+    ) -> str | None:
+        """Why an array is not ``rows`` finite float32 embeddings (of ``dims`` dimensions when known) whose
+        :func:`array_digest` is ``checksum`` (recorded in ``where``; "": none recorded), or None."""
         if values.dtype != np.float32 or values.ndim != 2:
             return f"an array of embeddings ({values.dtype} of shape {values.shape})"
         if rows is not None and len(values) != rows:
@@ -126,6 +142,10 @@ class EmbeddingCache:
             return f"its meta.json ({values.shape[1]} dimensions, not {dims})"
         if not np.isfinite(values).all():
             return "finite embeddings (NaN or inf rows)"
+        if checksum == "":
+            return EARLIER
+        if checksum is not None and array_digest(values) != checksum:
+            return f"its checksum (the array's sha256 is not the one {where} records: its rows or bytes changed)"
         return None
 
     def discard(self, path: Path, why: str) -> None:
@@ -139,8 +159,8 @@ class EmbeddingCache:
         warnings.warn(f"cache {path} does not match {why}: {tail}", CacheWarning, stacklevel=4)
 
     def resumed(self, bounds: list[Bounds]) -> dict[Bounds, np.ndarray]:
-        """The batches of ``bounds`` an interrupted run of this key finished (each checked; one that does not
-        match is warned about and removed: encoded again)."""
+        """The batches of ``bounds`` an interrupted run of this key finished (each checked against the checksum
+        in its name; one that does not match is warned about and removed: encoded again)."""
         if not self.partial.is_dir():
             return {}
         names = sorted(p.name for p in self.partial.iterdir())
@@ -154,19 +174,26 @@ class EmbeddingCache:
             where = difference(stored, self.expected)
             self.discard(self.partial, f"the model and items it stands for ({where} differs)")
             return {}
+        wanted = set(bounds)
+        files: dict[Bounds, list[tuple[Path, str]]] = {}
+        for name in names:
+            path, named = self.partial / name, BATCH.fullmatch(name)
+            if named and not named[3]:  # an earlier version's batches: the folder is warned about once
+                self.discard(self.partial, EARLIER.replace("its checksum", "its batches' checksums"))
+                return {}
+            if named and (int(named[1]), int(named[2])) in wanted:
+                files.setdefault((int(named[1]), int(named[2])), []).append((path, named[3]))
         out = {}
-        for start, stop in bounds:
-            path = self.partial / f"{start:09d}-{stop:09d}.npy"
-            if not path.is_file():
-                continue
-            try:
-                values = np.load(path, allow_pickle=False)
-                why = self.check_rows(values, stop - start)
-            except (OSError, ValueError, EOFError) as exc:
-                why = f"a finished batch (unreadable: {type(exc).__name__})"
-            if why is None:
-                out[(start, stop)] = values
-            else:
+        for (start, stop), found in sorted(files.items()):
+            for path, checksum in found:  # two runs at once may each have written one: the first that matches
+                try:
+                    values = np.load(path, allow_pickle=False)
+                    why = self.check_rows(values, stop - start, None, checksum, "its file name")
+                except (OSError, ValueError, EOFError) as exc:
+                    why = f"a finished batch (unreadable: {type(exc).__name__})"
+                if why is None:
+                    out[(start, stop)] = values
+                    break
                 self.discard(path, why)
         return out
 
@@ -176,16 +203,16 @@ class EmbeddingCache:
             self.folder.write(lambda: write_json_atomic(self.partial / "key.json", self.expected))
 
     def keep(self, bounds: Bounds, values: np.ndarray) -> None:
-        """One finished batch, named by its rows (a killed run resumes from it)."""
+        """One finished batch, named by its rows and its checksum (a killed run resumes from it)."""
         if self.writable:
-            self.folder.write(lambda: save_array(self.partial / f"{bounds[0]:09d}-{bounds[1]:09d}.npy", values))
+            self.folder.write(lambda: save_array(self.partial / batch_name(bounds, values), values))
 
     def finish(self, values: np.ndarray, meta: dict) -> None:
-        """The finished entry: its array, then ``meta.json`` (with the key; written last: the mark of a finished
-        entry); the partial files go."""
+        """The finished entry: its array, then ``meta.json`` (with the key and the array's checksum; written last:
+        the mark of a finished entry); the partial files go."""
         if not self.writable or not self.folder.write(lambda: save_array(self.dir / "embeddings.npy", values)):
             return
-        made = {**meta, "key": self.expected}
+        made = {**meta, "key": self.expected, CHECKSUM: array_digest(values)}
         if self.folder.write(lambda: write_json_atomic(self.dir / "meta.json", made)):
             shutil.rmtree(self.partial, ignore_errors=True)
 

@@ -9,7 +9,7 @@ description from the files the model loads from, the libraries that load it and 
 a load it is remembered under the digest of exactly those (:func:`files_key`:
 ``<cache root>/models/<sha256>.json``, written atomically through the run's cache folder). A later run with
 the same digest is scored from the cache without loading the model when every item set it needs is a
-finished cache entry (checked as the store checks every entry: its stored key, rows, dimensions,
+finished cache entry (checked as the store checks every entry: its stored key, rows, dimensions, checksum,
 finite values); anything else loads the model.
 
 The digest (:func:`files_key`) covers:
