@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from eccv_metric.api.chance import chance_notes
-from eccv_metric.api.chance import tie_notes
 from eccv_metric.api.chance import warn_chance
+from eccv_metric.api.tie_notes import tie_notes
 from eccv_metric.benchmarks.request import Request
 from eccv_metric.benchmarks.request import directions_given
 from eccv_metric.benchmarks.resource_options import ResourceOptions
@@ -35,6 +35,7 @@ from eccv_metric.engine.plan import Job
 from eccv_metric.engine.plan import plan
 from eccv_metric.engine.plan import refuse_unservable
 from eccv_metric.engine.run import run
+from eccv_metric.engine.ties import Tally
 from eccv_metric.inputs.given import Rankings
 from eccv_metric.inputs.scored import ScoredInput
 from eccv_metric.measures.results import Results
@@ -146,13 +147,14 @@ def plan_request(source: Rankings | ScoredInput, request: Request, resources: Re
 def score_jobs(source: Rankings | ScoredInput, request: Request, jobs: list[Job]) -> Results:
     """Run planned jobs on one input: per-query values, the chance and tie notes, whether queries were left out."""
     left_out = False
+    tally = Tally()
     if request.partial and source.kind == "lists":
         try:  # lists that give every query are scored (and labelled) as full, whatever partial says
             per_query = run(jobs, source, False, request.n_resamples, request.seed)
         except EvaluationError:  # scored again over the queries given: fails again unless queries were missing
             per_query, left_out = run(jobs, source, True, request.n_resamples, request.seed), True
     else:
-        per_query = run(jobs, source, False, request.n_resamples, request.seed)
-    notes = chance_notes(jobs, per_query, source) + tie_notes(source)
+        per_query = run(jobs, source, False, request.n_resamples, request.seed, tally)
+    notes = chance_notes(jobs, per_query, source) + tie_notes(source, tally, jobs, per_query)
     warn_chance(notes)
     return Results(per_query, notes, partial=left_out)
