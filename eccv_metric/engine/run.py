@@ -171,7 +171,8 @@ def _run_view(
 
     by_rank = _rank_jobs(view, jobs, source)
     by_depth = [j for j in jobs if j not in by_rank]
-    extra = int(tally is not None and source.exact_ranks)  # one item past the cut: does a tie group straddle it?
+    # two items past the cut: does a group of equal scores straddle it, and does the group at the list's end go on?
+    extra = 2 if tally is not None and source.exact_ranks else 0
     if by_depth:
         rels = {id(r): rel_of(r) for j in by_depth for r in j.relevances}
         needed = np.zeros(len(view.queries), dtype=bool)  # a mask, not np.unique: ~1 ms less per view
@@ -238,6 +239,9 @@ def _tally_parts(
 ) -> None:
     """Record a depth job's flagged queries (``out_ids``: the job's); a job over several relations (PMRP over
     zeta): flagged in any of them."""
+    if len(parts) == 1:
+        tally.add(job.metric, job.direction, out_ids, *flags[0])  # type: ignore[arg-type]
+        return
     tied = np.zeros(len(out_ids), dtype=bool)
     tail = None if flags[0][1] is None else np.zeros(len(out_ids), dtype=bool)
     for part, (part_tied, part_tail) in zip(parts, flags, strict=True):

@@ -16,10 +16,12 @@ the order inside such a group is the tie rule's, not the scores'. Per kind of me
 - mAP@R (cut ``c = min(R, gallery size)``): a group starting within the first ``c`` items holds a positive
   and a non-positive (inside the cut, swapping them moves a positive; across it, it changes the hits).
 
-Positives tied only with each other decide nothing. The lists are read one item past the deepest cut, with
-each item's tie group (:attr:`~eccv_metric.inputs.lists.RankedLists.ties`); a group that reaches the end of
-a list (it may go on past it) is counted in full from the scores (``Input.tie_totals``), only for the
-queries whose verdict needs it. Ranked lists (given in order) have no ties.
+Positives tied only with each other decide nothing. The lists are read two items past the deepest cut, with
+each item's tie group (:attr:`~eccv_metric.inputs.lists.RankedLists.ties`): the first tells whether a group
+straddles a cut, the second whether the group at the list's end goes on past it; only such a group (it ties
+with the last item read: rare but for tie-heavy scores) is counted in full from the scores
+(``Input.tie_totals``: the query's row read again), and only for the queries whose verdict needs it. Ranked
+lists (given in order) have no ties.
 
 *Decided by the first stage* (two-stage inputs, :mod:`eccv_metric.inputs.twostage`): ``m`` = the query's
 reranked candidates in the view; a rank ``> m``; R@K with no positive among the candidates and ``c > m``;
@@ -91,85 +93,103 @@ def past_on_lists(kind: str, cuts: np.ndarray, first: np.ndarray, reranked: np.n
 class Groups:
     """The tie groups of one relevance's lists (see the module docstring): per listed position, the start, the
     listed members and the listed positives of its group; the last listed group when the ranking goes on past
-    the list (``last``, -1: none), counted in full from the input on demand."""
+    the list (``last``, -1: none), counted in full from the input on demand. Only the lists that hold a tie, or
+    stop short, are looked at (``sub``): in the others no value is decided by tie order."""
 
     def __init__(
         self, source: Input, view: View, rel: Relevance, lists: RankedLists, rows: np.ndarray, hits: np.ndarray
     ):
-        labels = lists.ties[rows, : hits.shape[1]]  # type: ignore[index]
-        n, width = labels.shape
-        known = labels >= 0
+        every = lists.ties[rows, : hits.shape[1]]  # type: ignore[index]
+        self.n, width = every.shape
+        known = (every >= 0).sum(axis=1)
+        sizes = np.broadcast_to(np.asarray(lists.gallery_size), (len(lists.query),))[rows]
+        short = (known > 0) & (known < width) & (known < sizes)
+        tied = ((every[:, 1:] == every[:, :-1]) & (every[:, 1:] >= 0)).any(axis=1) if width > 1 else short
+        self.sub = np.flatnonzero(tied | short)
+        labels, hits, sizes = every[self.sub], hits[self.sub], sizes[self.sub]
+        n = len(self.sub)
+        listed = labels >= 0
         at = np.arange(width)
-        starts = known.copy()
+        starts = listed.copy()
         starts[:, 1:] &= labels[:, 1:] != labels[:, :-1]
-        ends = known.copy()
+        ends = listed.copy()
         ends[:, :-1] &= labels[:, 1:] != labels[:, :-1]
         self.start = np.maximum.accumulate(np.where(starts, at, 0), axis=1) if width else labels
         end = np.minimum.accumulate(np.where(ends, at, width)[:, ::-1], axis=1)[:, ::-1] if width else labels
         end = np.minimum(end, width - 1)
         cum = np.zeros((n, width + 1), np.int64)
-        np.cumsum(hits & known, axis=1, out=cum[:, 1:])
+        np.cumsum(hits & listed, axis=1, out=cum[:, 1:])
         self.size = end - self.start + 1
         self.hits = np.take_along_axis(cum, end + 1, axis=1) - np.take_along_axis(cum, self.start, axis=1)
-        self.known = known.sum(axis=1)
+        self.known = known[self.sub]
         self.labels = labels
-        sizes = np.broadcast_to(np.asarray(lists.gallery_size), (len(lists.query),))[rows]
-        is_open = (self.known > 0) & (self.known < sizes)
+        # the last listed group may go on past the list: a list cut short (it holds fewer items than were ranked
+        # before its end), or a full list whose last item (read past the cut for this) ties with the one before
+        tail = labels[:, -1] == labels[:, -2] if width >= 2 else np.zeros(n, dtype=bool)
+        is_open = (self.known > 0) & (self.known < sizes) & ((self.known < width) | tail)
         self.last = np.where(is_open, self.start[np.arange(n), np.maximum(self.known - 1, 0)], -1)
         self._fetch = (source, view, rel, lists, rows)
         self._totals: dict[int, tuple[int, int]] = {}
 
     def totals(self, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(members, positives) of the last listed group of ``members`` (ascending), in full."""
+        """(members, positives) of the last listed group of ``members`` (positions in :attr:`sub`), in full."""
         missing = np.array([m for m in members.tolist() if m not in self._totals], dtype=np.int64)
         if len(missing):
             source, view, rel, lists, rows = self._fetch
-            n_tied, n_pos = source.tie_totals(view, rel, missing, lists, rows[missing], self.last[missing])
+            full = self.sub[missing]
+            n_tied, n_pos = source.tie_totals(view, rel, full, lists, rows[full], self.last[missing])
             self._totals.update(zip(missing.tolist(), zip(n_tied.tolist(), n_pos.tolist(), strict=True), strict=True))
         got = [self._totals[m] for m in members.tolist()]
         return np.array([g[0] for g in got], np.int64), np.array([g[1] for g in got], np.int64)
 
-    def group_at(self, pos: np.ndarray, where: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(start, members, positives) of the group at position ``pos`` of each row where ``where`` (others: -1),
-        in full: a group still open at the list's end is counted from the input."""
-        n = len(pos)
-        safe = np.clip(pos, 0, max(self.labels.shape[1] - 1, 0))
-        rows = np.arange(n)
-        start = np.where(where, self.start[rows, safe], -1) if self.labels.shape[1] else np.full(n, -1)
-        size = np.where(where, self.size[rows, safe], 0) if self.labels.shape[1] else np.zeros(n, np.int64)
-        hits = np.where(where, self.hits[rows, safe], 0) if self.labels.shape[1] else np.zeros(n, np.int64)
-        return self.complete(start, size, hits, where)
-
-    def complete(
-        self, start: np.ndarray, size: np.ndarray, hits: np.ndarray, where: np.ndarray
+    def group_at(
+        self, pos: np.ndarray, where: np.ndarray, settled: object
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The counts of the open last group in full, where ``start`` is it."""
-        open_ = where & (self.last >= 0) & (start == self.last)
+        """(start, members, positives) of the group at position ``pos`` of each row where ``where`` (others: -1); a
+        group still open at the list's end is counted in full from the input where ``settled(start, members,
+        positives)`` (its listed part) does not already decide the verdict."""
+        n = len(pos)
+        if not self.labels.shape[1]:
+            return np.full(n, -1), np.zeros(n, np.int64), np.zeros(n, np.int64)
+        safe = np.clip(pos, 0, self.labels.shape[1] - 1)
+        rows = np.arange(n)
+        start = np.where(where, self.start[rows, safe], -1)
+        size = np.where(where, self.size[rows, safe], 0)
+        hits = np.where(where, self.hits[rows, safe], 0)
+        open_ = where & (self.last >= 0) & (start == self.last) & ~settled(start, size, hits)  # type: ignore[operator]
         if open_.any():
-            size, hits = size.copy(), hits.copy()
             members = np.flatnonzero(open_)
             size[members], hits[members] = self.totals(members)
         return start, size, hits
 
     def decided(self, kind: str, cuts: np.ndarray, first: np.ndarray) -> np.ndarray:
         """Queries whose value of a depth job (its cut per query) the tie order decides (module docstring)."""
+        out = np.zeros(self.n, dtype=bool)
+        if len(self.sub):
+            out[self.sub] = self._decided(kind, cuts[self.sub], first[self.sub])
+        return out
+
+    def _decided(self, kind: str, cuts: np.ndarray, first: np.ndarray) -> np.ndarray:
         n = len(cuts)
         if kind == "recall":
             listed = first < self.known
             where = listed | (self.last >= 0)  # no listed positive: the open group may hold the first one
             pos = np.where(listed, first, np.maximum(self.known - 1, 0))
-            start, size, hits = self.group_at(pos, where)
-            where &= (start >= 0) & (start < cuts)
-            if not where.any():
-                return where
-            return where & (hits >= 1) & (cuts <= start + size - hits)
+            width = max(self.labels.shape[1] - 1, 0)
+            where &= self.start[np.arange(n), np.clip(pos, 0, width)] < cuts if self.labels.shape[1] else False
+
+            def pushed(start: np.ndarray, size: np.ndarray, hits: np.ndarray) -> np.ndarray:
+                return (hits >= 1) & (cuts <= start + size - hits)  # more members only add non-positives here
+
+            start, size, hits = self.group_at(pos, where, pushed)
+            return where & pushed(start, size, hits)
         if kind in CUT_KINDS:
             inside = (cuts >= 1) & (cuts < self.known)
             at = np.clip(cuts, 1, max(self.labels.shape[1] - 1, 1))
             rows = np.arange(n)
             straddles = inside & (self.labels[rows, at - 1] == self.labels[rows, at])
-            start, size, hits = self.group_at(cuts - 1, straddles)
-            return straddles & (hits >= 1) & (size - hits >= 1)
+            start, size, hits = self.group_at(cuts - 1, straddles, mixes)
+            return straddles & mixes(start, size, hits)
         # mAP@R: any group starting before the cut that mixes positives and non-positives
         width = self.labels.shape[1]
         ends = np.ones(self.labels.shape, dtype=bool)
@@ -179,6 +199,11 @@ class Groups:
         found = mixed.any(axis=1) if width else np.zeros(n, dtype=bool)
         check = ~found & (self.last >= 0) & (self.last < cuts)
         if check.any():
-            start, size, hits = self.group_at(np.maximum(self.known - 1, 0), check)
-            found |= check & (hits >= 1) & (size - hits >= 1)
+            start, size, hits = self.group_at(np.maximum(self.known - 1, 0), check, mixes)
+            found |= check & mixes(start, size, hits)
         return found
+
+
+def mixes(start: np.ndarray, size: np.ndarray, hits: np.ndarray) -> np.ndarray:
+    """Groups holding a positive and a non-positive (their listed part is enough to say yes)."""
+    return (hits >= 1) & (size - hits >= 1)
