@@ -60,15 +60,18 @@ def evaluate(
 ) -> Results:
     """Per-query values of every requested metric in every direction the input gives (see the module docstring).
 
-    ``source``: :class:`~eccv_metric.inputs.given.Rankings`, :class:`~eccv_metric.inputs.scored.ScoreMatrix` or
-    :class:`~eccv_metric.inputs.scored.Embeddings`. ``resources``: where the ground truth comes from (default:
-    the ``eccv_caption`` wheel; CxC and FG files downloaded once). ``directions``: the image-caption directions
+    ``source``: :class:`~eccv_metric.inputs.given.Rankings`, :class:`~eccv_metric.inputs.matrix.ScoreMatrix`,
+    :class:`~eccv_metric.inputs.embeddings.Embeddings` or :class:`~eccv_metric.inputs.twostage.TwoStage`.
+    ``resources``: where the ground truth comes from (default: the ``eccv_caption`` wheel; CxC and FG files
+    downloaded once). ``directions``: the image-caption directions
     to score (default: both, or those the ranked lists give). ``partial``: score only the queries that have
     a ranked list (means over those: not comparable with full results); by default a missing query is an
     error. ``n_resamples`` / ``seed``: the bootstrap of the CxC correlations.
 
     When every metric of a direction is at chance level (:mod:`eccv_metric.api.chance`), ``results.notes`` says
-    so and a :class:`~eccv_metric.core.errors.ChanceLevelWarning` is issued (at the caller's line), with common causes.
+    so and a :class:`~eccv_metric.core.errors.ChanceLevelWarning` is issued (at the caller's line), with common causes;
+    so do values the order of equal scores decides, and a two-stage input's values its first stage decides
+    (:mod:`eccv_metric.api.tie_notes`).
     """
     check_input(source, "the input")
     request = request_for(
@@ -115,7 +118,7 @@ def check_input(source: object, what: str) -> None:
     """Refuse what is none of the input types; ``what`` names it in the error."""
     if not isinstance(source, (Rankings, ScoredInput)):
         raise EvaluationError(
-            f"{what} must be Rankings, ScoreMatrix or Embeddings (eccv_metric.inputs), not {type(source).__name__}"
+            f"{what} must be Rankings, ScoreMatrix, Embeddings or TwoStage (eccv_metric), not {type(source).__name__}"
         )
 
 
