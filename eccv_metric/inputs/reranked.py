@@ -25,38 +25,42 @@ class Reranked:
     ``query_ids`` (nq): the queries that were reranked; ``candidate_ids`` (nq x k): each query's candidates
     (gallery ids, distinct within a row), in the first stage's order, best first; ``scores`` (nq x k): the
     final score of each candidate (higher is better; finite). The ranking they define, with the first stage,
-    is :class:`~eccv_metric.inputs.twostage.TwoStage`'s. ``what`` prefixes every error (e.g. a file name).
+    is :class:`~eccv_metric.inputs.twostage.TwoStage`'s. ``what`` prefixes every error (e.g. a file name);
+    ``in_file``: errors name the arrays of a file (``the scores array``), not keywords (``scores=``).
     """
 
-    def __init__(self, query_ids: object, candidate_ids: object, scores: object, *, what: str = ""):
+    def __init__(
+        self, query_ids: object, candidate_ids: object, scores: object, *, what: str = "", in_file: bool = False
+    ):
         head = f"{what}: " if what else ""
-        self.query_ids = int_ids(query_ids, f"{head}query_ids=", ndim=1)
-        candidates = int_ids(candidate_ids, f"{head}candidate_ids=")
+        q_name, c_name, s_name = (f"the {f} array" if in_file else f"{f}=" for f in FIELDS)
+        self.query_ids = int_ids(query_ids, head + q_name, ndim=1)
+        candidates = int_ids(candidate_ids, head + c_name)
         if candidates.ndim != 2 or candidates.shape[1] == 0:
             raise EvaluationError(
-                f"{head}candidate_ids= must be 2-D (one row of candidate ids per query, at least one column), "
-                f"got shape {candidates.shape}"
+                f"{head}{c_name} must be 2-D (one row of candidate ids per query, at least one column), got shape "
+                f"{candidates.shape}"
             )
-        values = final_scores(scores, head)
+        values = final_scores(scores, head + s_name)
         n = len(self.query_ids)
-        for name, arr in (("candidate_ids=", candidates), ("scores=", values)):
+        for name, arr in ((c_name, candidates), (s_name, values)):
             if arr.shape[0] != n:
-                raise EvaluationError(f"{head}{name} has {arr.shape[0]} rows but query_ids= {n}: one row per query")
+                raise EvaluationError(f"{head}{name} has {arr.shape[0]} rows but {q_name} {n}: one row per query")
         if values.shape != candidates.shape:
             raise EvaluationError(
-                f"{head}scores= has shape {values.shape} but candidate_ids= {candidates.shape}: one final score per "
+                f"{head}{s_name} has shape {values.shape} but {c_name} {candidates.shape}: one final score per "
                 "candidate"
             )
         uniq, counts = np.unique(self.query_ids, return_counts=True)
         if (counts > 1).any():
-            raise EvaluationError(f"{head}query_ids= names queries more than once: {preview(uniq[counts > 1])}")
+            raise EvaluationError(f"{head}{q_name} names queries more than once: {preview(uniq[counts > 1])}")
         ordered = np.sort(candidates, axis=1)
         repeated = (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
         if repeated.any():
             row = int(np.flatnonzero(repeated)[0])
             twice = ordered[row][1:][ordered[row][1:] == ordered[row][:-1]]
             raise EvaluationError(
-                f"{head}candidate_ids= of query {self.query_ids[row]} names candidates more than once: "
+                f"{head}{c_name} of query {self.query_ids[row]} names candidates more than once: "
                 f"{preview(np.unique(twice))} ({int(repeated.sum())} query(ies) in all)"
             )
         bad = ~np.isfinite(values).all(axis=1)
@@ -64,7 +68,7 @@ class Reranked:
             row = int(np.flatnonzero(bad)[0])
             col = int(np.flatnonzero(~np.isfinite(values[row]))[0])
             raise EvaluationError(
-                f"{head}scores= of query {self.query_ids[row]} hold {values[row, col]} (candidate "
+                f"{head}{s_name} of query {self.query_ids[row]} hold {values[row, col]} (candidate "
                 f"{candidates[row, col]}; {int(bad.sum())} query(ies) in all): every final score must be finite"
             )
         self.candidate_ids = candidates
@@ -79,7 +83,7 @@ class Reranked:
         return f"Reranked({len(self.query_ids)} queries x {self.k} candidates)"
 
     @classmethod
-    def of(cls, value: object, what: str) -> Reranked:
+    def of(cls, value: object, what: str, in_file: bool = False) -> Reranked:
         """A :class:`Reranked` from itself, a mapping with its three fields (e.g. ``np.load`` of an ``.npz``), or a
         tuple ``(query_ids, candidate_ids, scores)``; ``what`` names it in errors."""
         if isinstance(value, Reranked):
@@ -94,15 +98,15 @@ class Reranked:
                 wrong = [f"missing {missing}"] if missing else []
                 wrong += [f"unknown {extra}"] if extra else []
                 raise EvaluationError(f"{what} must hold exactly {', '.join(FIELDS)}: {'; '.join(wrong)}")
-            return cls(*(value[f] for f in FIELDS), what=what)  # type: ignore[index]
+            return cls(*(value[f] for f in FIELDS), what=what, in_file=in_file)  # type: ignore[index]
         raise EvaluationError(
             f"{what} must be a Reranked(query_ids, candidate_ids, scores), a mapping of those three arrays (an .npz) "
             f"or a tuple of them, not {type(value).__name__}"
         )
 
 
-def final_scores(scores: object, head: str) -> np.ndarray:
-    """The final scores as a 2-D float64 array (numpy or torch; bfloat16 / float16 upcast)."""
+def final_scores(scores: object, what: str) -> np.ndarray:
+    """The final scores as a 2-D float64 array (numpy or torch; bfloat16 / float16 upcast); ``what`` names them."""
     if hasattr(scores, "detach") and hasattr(scores, "cpu"):
         tensor = scores.detach().cpu()  # type: ignore[attr-defined]
         if str(getattr(tensor, "dtype", "")) in ("torch.bfloat16", "torch.float16"):
@@ -110,7 +114,7 @@ def final_scores(scores: object, head: str) -> np.ndarray:
         scores = tensor.numpy()
     arr = np.asarray(scores)
     if arr.dtype.kind != "f":
-        raise EvaluationError(f"{head}scores= must be float16, float32 or float64, not {arr.dtype}")
+        raise EvaluationError(f"{what} must be float16, float32 or float64, not {arr.dtype}")
     if arr.ndim != 2:
-        raise EvaluationError(f"{head}scores= must be 2-D (one row per query), got shape {arr.shape}")
+        raise EvaluationError(f"{what} must be 2-D (one row per query), got shape {arr.shape}")
     return arr.astype(np.float64)
