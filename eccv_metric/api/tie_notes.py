@@ -23,9 +23,9 @@ RULES = {
     "trec_eval": 'ties="trec_eval": equal scores by item id descending as strings',
 }
 CAUSE = (
-    "common causes: scores clipped, rounded or set to one value, such as LAVIS's -100 for the pairs outside the "
-    "reranked top-k (give such a result as a two-stage input, TwoStage / rerank=, to rank those pairs by the first "
-    "stage)"
+    "a few queries: float scores equal by chance; many: scores clipped, rounded or set to one value, such as "
+    "LAVIS's -100 for the pairs outside the reranked top-k (give such a result as a two-stage input, TwoStage / "
+    "rerank=, to rank those pairs by the first stage)"
 )
 
 
@@ -61,9 +61,9 @@ def tie_notes(source: Input, tally: Tally | None, jobs: list[Job], per_query: Pe
         past = counts(tally.tail if tally else {}, direction, order, per_query)
         if past:
             notes.append(
-                f"{direction}: past each query's reranked candidates the first stage ranks: {past} read it (their "
-                "best positive is not among the candidates, or the metric reads deeper: MedR, MeanR, uncapped PMRP, "
-                "R@K with K beyond the candidates); these values are the first stage's order, not the reranker's"
+                f"{direction}: the first stage's order past each query's reranked candidates decides {past}: the best "
+                "positive is not among the candidates, or the metric reads deeper (MedR, MeanR, uncapped PMRP, R@K "
+                "with K beyond the candidates); these values are the first stage's, not the reranker's"
             )
     return notes
 
@@ -74,6 +74,9 @@ def counts(found: dict[tuple[str, str], np.ndarray], direction: str, order: dict
     if not rows:
         return ""
     rows.sort(key=lambda row: order.get(row[0], len(order)))
-    shown = ", ".join(f"{m} {len(ids):,} of {len(per_query[m][direction].values):,} queries" for m, ids in rows)
+    same: dict[tuple[int, int], list[str]] = {}  # metrics with the same count of the same queries: named together
+    for m, ids in rows:
+        same.setdefault((len(ids), len(per_query[m][direction].values)), []).append(m)
+    shown = "; ".join(f"{', '.join(names)}: {n:,} of {total:,} queries" for (n, total), names in same.items())
     most = max(rows, key=lambda row: len(row[1]))[1]
     return f"{shown} (e.g. {preview(sorted(most.tolist()), 3)})"

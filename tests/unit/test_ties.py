@@ -156,7 +156,7 @@ def test_queries_whose_scores_all_tie_are_noted(world, res):
     expected = ((world.image_ids[3], "coco_5k_r5"), (world.caption_ids[5], "cxc_t2t_r1"))
     for note, (ident, metric) in zip(notes, expected, strict=True):
         # one note per direction: the values the tie order decides, and the queries whose every score is equal
-        assert note.startswith(f"{note[:3]}: the order of equal scores decides {metric} 1 of "), note
+        assert note.startswith(f"{note[:3]}: the order of equal scores decides {metric}: 1 of "), note
         assert note.endswith(
             f"; every score of 1 query(ies) is equal ({ident}): their rankings are the rows' given order, not the "
             "model's (check the scores of these queries)"

@@ -79,7 +79,9 @@ def test_files_round_trip_and_score_as_in_memory(world, res, tmp_path, world_eva
     assert main(argv) == 0
     out = capsys.readouterr()
     assert json.loads(out.out) == want.means()
-    tail = [line for line in out.err.splitlines() if "past each query's reranked candidates" in line]
+    tail = [
+        line for line in out.err.splitlines() if "the first stage's order past each query's reranked candidates" in line
+    ]
     assert [line[:14] for line in tail] == ["warning: i2t: ", "warning: t2i: "], out.err
     assert "coco_5k_medr" in tail[0]
 
