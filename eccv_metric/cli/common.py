@@ -17,6 +17,7 @@ CLI_WORDS = {
     "image_ids": "--image-ids",
     "caption_ids": "--caption-ids",
     "normalize": "--normalize",
+    "rerank": "--rerank",
     "instances_json": "--instances-json",
     "extra_file_dir": "--extra-file-dir",
     "cxc_source": "--cxc-source or --source-dir",
