@@ -3,7 +3,7 @@
 The candidates come from the engine's own top-k kernel (:func:`eccv_metric.kernels.topk.top_ranked`: exact,
 ties in the gallery's given order) over the first stage's :class:`~eccv_metric.inputs.embeddings.Embeddings`,
 the input the two-stage ranking then reads for every other item, so the candidates are that ranking's first k
-items and their similarities its scores (read from the same blocks: the same bits). One table per collection
+items and their similarities its scores (as the ranking's blocks held them: the same bits). One table per collection
 and direction serves every benchmark ranking that collection's whole gallery (the 5K split's: coco_5k, cxc,
 eccv, pm*, and coco_1k restricted to its folds); ``coco_1k="within"`` adds a table of each query's top k within
 its fold. Only the queries a requested metric reads are reranked (MSCOCO-FG's i2t: its 5,000 annotated images,
@@ -82,25 +82,21 @@ def candidates(emb: Embeddings, view: View, queries: np.ndarray, k: int, within:
     if (rows < 0).any():
         raise EvaluationError(f"{view.direction}: the first stage has no row for queries {preview(queries[rows < 0])}")
     top = np.empty((len(queries), k), np.int64)
+    sims = np.empty((len(queries), k), np.float32)
     if within is None:
-        found, bad = top_ranked(scorer, rows, k)
+        found, bad, values = top_ranked(scorer, rows, k)
         if not bad.any():
-            top[:] = found
+            top[:], sims[:] = found, values
     else:
         bad = np.zeros(len(queries), bool)
         qgroup = np.zeros(len(view.queries), np.int64) if view.query_group is None else view.query_group
         for group in np.unique(qgroup[queries]).tolist():
             members = np.flatnonzero(qgroup[queries] == group)
             pool = np.sort(grow[view.gallery_group == group])
-            found, bad[members] = top_ranked(scorer, rows[members], k, pool)
+            found, bad[members], values = top_ranked(scorer, rows[members], k, pool)
             if not bad[members].any():
-                top[members] = found
+                top[members], sims[members] = found, values
     if bad.any():
         ids = view.queries.ids[queries[bad]]
         raise EvaluationError(f"{view.direction}: the first stage's scores of queries {preview(ids)} are not finite")
-    sims = np.empty((len(queries), k), np.float32)
-    step = max(1, scorer.rows_per_block(scorer.n_gallery, False))
-    for start in range(0, len(queries), step):
-        block = scorer.block(rows[start : start + step], None)
-        sims[start : start + step] = np.take_along_axis(block, top[start : start + step], axis=1)
     return Candidates(view.direction, view, queries, gdense[top], sims, within)

@@ -4,8 +4,8 @@ and so the same table, as a dual encoder's embeddings.
 - a rerank: a :class:`eccv_metric.TwoStage` per collection (the first stage's embeddings, each direction's
   :class:`eccv_metric.Reranked`: the candidates and their final scores), and one per ``coco_1k="within"`` table;
 - an exhaustive run: a :class:`~eccv_metric.inputs.matrix.ScoreMatrix` of every image x caption score;
-- CxC SITS under a rerank: :class:`RatedPairs`, the final scores of the rated pairs themselves (each scored by the
-  pair scorer whatever the first stage ranks).
+- CxC SITS under a rerank: :func:`rated_scores`, the final scores of the rated pairs themselves (each scored by the
+  pair scorer whatever the first stage ranks), as :class:`~eccv_metric.inputs.pairs.PairScores`.
 
 The final score: the pair head's raw score (``itm``), plus the first stage's similarity (``itm+itc``: LAVIS's
 ``score + topk_sim``, float32).
@@ -21,7 +21,9 @@ from eccv_metric.core.view import Collection
 from eccv_metric.core.view import View
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.inputs.matrix import ScoreMatrix
-from eccv_metric.inputs.scored import ScoredInput
+from eccv_metric.inputs.pairs import PairScores
+from eccv_metric.inputs.reranked import Reranked
+from eccv_metric.inputs.twostage import TwoStage
 from eccv_metric.models.pairs.candidates import Candidates
 from eccv_metric.models.pairs.pairset import PairSet
 
@@ -58,20 +60,16 @@ def final(raw: np.ndarray, sims: np.ndarray | None, rule: str) -> np.ndarray:
     return out
 
 
-def reranked(cands: Candidates, pairs: PairSet, raw: np.ndarray, rule: str) -> object:
+def reranked(cands: Candidates, pairs: PairSet, raw: np.ndarray, rule: str) -> Reranked:
     """One direction's :class:`eccv_metric.Reranked`: the candidates (ids, first-stage order) and final scores."""
-    from eccv_metric import Reranked
-
     images, captions = pair_rows(cands, pairs.image_ids, pairs.caption_ids)
     scores = raw[pairs.positions(images.ravel(), captions.ravel())].reshape(cands.items.shape)
     view = cands.view
     return Reranked(view.queries.ids[cands.queries], view.gallery.ids[cands.items], final(scores, cands.sims, rule))
 
 
-def two_stage(first: Embeddings, tables: dict[str, Candidates], pairs: PairSet, raw: np.ndarray, rule: str) -> object:
+def two_stage(first: Embeddings, tables: dict[str, Candidates], pairs: PairSet, raw: np.ndarray, rule: str) -> TwoStage:
     """The :class:`eccv_metric.TwoStage` of a collection's candidate tables (``{direction: Candidates}``)."""
-    from eccv_metric import TwoStage
-
     return TwoStage(first, **{d: reranked(c, pairs, raw, rule) for d, c in tables.items()})
 
 
@@ -91,47 +89,21 @@ def score_matrix(
     return ScoreMatrix(matrix, pairs.image_ids, pairs.caption_ids)
 
 
-class RatedPairs(ScoredInput):
-    """The final scores of given (caption, image) pairs (dense items of one collection), and nothing else: what
-    CxC SITS's Spearman correlation reads of a pair scorer under a rerank (every rated pair scored by it, whatever
-    the first stage ranks)."""
+def rated_scores(collection: Collection, captions: np.ndarray, images: np.ndarray, scores: np.ndarray) -> PairScores:
+    """CxC SITS's rated (caption, image) pairs (dense items of ``collection``) with their final scores, as the
+    engine's :class:`~eccv_metric.inputs.pairs.PairScores`: every rated pair scored by the pair scorer itself,
+    whatever the first stage ranks."""
+    n_images = len(collection.index("image"))
+    keys = np.asarray(captions, np.int64) * n_images + np.asarray(images, np.int64)
+    order = np.argsort(keys, kind="stable")
+    keys, values = keys[order], np.asarray(scores)[order]
 
-    kind = "scores"
+    def lookup(caption_ids: np.ndarray, image_ids: np.ndarray) -> np.ndarray:
+        wanted = collection.index("caption").positions(caption_ids).astype(np.int64) * n_images
+        wanted += collection.index("image").positions(image_ids)
+        at = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
+        if not len(keys) or not np.array_equal(keys[at], wanted):
+            raise EvaluationError(f"cxc_sits: rated pairs were not scored (captions {preview(caption_ids)})")
+        return values[at]
 
-    def __init__(self, captions: np.ndarray, images: np.ndarray, scores: np.ndarray, n_images: int):
-        super().__init__({"image": None, "caption": None})
-        self.n_images = n_images
-        keys = np.asarray(captions, np.int64) * n_images + np.asarray(images, np.int64)
-        order = np.argsort(keys, kind="stable")
-        self.keys, self.scores = keys[order], np.asarray(scores)[order]
-
-    def n_rows(self, kind: str) -> int | None:
-        return None
-
-    def shape_error(self, kind: str, n_rows: int, n_ids: int) -> str:
-        return "rated pairs have no rows"
-
-    def cannot_direction(self, direction: str) -> str | None:
-        return "a pair scorer's rated pairs rank nothing (its rankings are a two-stage input)"
-
-    def cannot_pairs(self, kinds: tuple[str, str]) -> str | None:
-        return None if kinds == ("caption", "image") else "a pair scorer scores caption-image pairs only"
-
-    def constant_scores(self, kinds: tuple[str, str]) -> tuple[str, bool] | None:
-        return None
-
-    def pair_scores(
-        self, collection: Collection, kinds: tuple[str, str], dense_1: np.ndarray, dense_2: np.ndarray, what: str
-    ) -> np.ndarray:
-        reason = self.cannot_pairs(kinds)
-        if reason is not None:
-            raise EvaluationError(f"{what}: {reason}")
-        keys = np.asarray(dense_1, np.int64) * self.n_images + np.asarray(dense_2, np.int64)
-        at = np.minimum(np.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
-        found = self.keys[at] == keys if len(self.keys) else np.zeros(len(keys), bool)
-        if not found.all():
-            ids = collection.index(kinds[0]).ids[np.asarray(dense_1)[~found]]
-            raise EvaluationError(
-                f"{what}: {int((~found).sum())} rated pair(s) were not scored (captions {preview(ids)})"
-            )
-        return self.scores[at]
+    return PairScores(lookup)

@@ -46,9 +46,9 @@ from eccv_metric.models.pairs.candidates import candidates
 from eccv_metric.models.pairs.candidates import gallery_sizes
 from eccv_metric.models.pairs.candidates import reranked_views
 from eccv_metric.models.pairs.compute import compute_all
-from eccv_metric.models.pairs.inputs import RatedPairs
 from eccv_metric.models.pairs.inputs import final
 from eccv_metric.models.pairs.inputs import pair_rows
+from eccv_metric.models.pairs.inputs import rated_scores
 from eccv_metric.models.pairs.inputs import rows_of
 from eccv_metric.models.pairs.inputs import score_matrix
 from eccv_metric.models.pairs.inputs import two_stage
@@ -273,7 +273,7 @@ def score(run: PairRun, groups: list[tuple[Group, Embeddings | None]], sides: di
     return Results({m: dict(merged[m]) for m in merged}, list(dict.fromkeys(notes)), merged.partial)
 
 
-def rated(group: Group, side: Side, emb: Embeddings, rule: str) -> RatedPairs:
+def rated(group: Group, side: Side, emb: Embeddings, rule: str) -> object:
     """CxC SITS's rated (caption, image) pairs with their final scores."""
     job = next(j for j in group.jobs if j.view is None and j.pairs is not None)
     collection = job.collection
@@ -281,7 +281,7 @@ def rated(group: Group, side: Side, emb: Embeddings, rule: str) -> RatedPairs:
     images = rows_of(collection, "image", side.pairs.image_ids)[job.pairs[1]]  # type: ignore[index]
     raw = side.scores[side.pairs.positions(images, captions)]  # type: ignore[index]
     sims = emb.pair_scores(collection, ("caption", "image"), job.pairs[0], job.pairs[1], job.metric)  # type: ignore[index,arg-type]
-    return RatedPairs(job.pairs[0], job.pairs[1], final(raw, sims, rule), len(collection.index("image")))  # type: ignore[index,union-attr]
+    return rated_scores(collection, job.pairs[0], job.pairs[1], final(raw, sims, rule))  # type: ignore[arg-type,index]
 
 
 def describe(run: PairRun, workers: Workers, report: dict, pairs: dict) -> dict:
