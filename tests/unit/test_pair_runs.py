@@ -7,6 +7,8 @@ reads no deeper than k, both directions; blocks are cached and a rerun scores no
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -120,6 +122,10 @@ class TextsOnly:
         ({"first_stage": TextsOnly()}, r"^first_stage= python:.*TextsOnly encodes texts only: a rerank's first stage"),
         ({"model": DotPairs(), "score_rule": "itm+itc", "protocol": "exhaustive"}, r"^score_rule= itm\+itc adds"),
         ({"save_embeddings": "x"}, r"^save_embeddings= keeps a dual encoder's embeddings"),
+        (
+            {"model": DotPairsWithFirst(), "rerank_k": 50},
+            r"^rerank_k= 50 is above the gallery of coco_5k t2i \(20 items\)",
+        ),
         ({"model": DotPairs(), "shard": "1/2"}, r"several processes \(torchrun or shard=\) meet in the cache"),
     ],
 )
@@ -197,17 +203,29 @@ LAVIS_SAME = {  # metric -> directions LAVIS's loop decides at k = 20 in this wo
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("rule", ["itm+itc", "itm"])
-def test_rerank_gives_lavis_numbers(world, data, tmp_path, rule):
+class FirstOnly:
+    """A dual encoder (a Python object): DotPairsWithFirst's first stage alone, to give as first_stage=."""
+
+    def encode_images(self, images):  # noqa: ANN001, ANN201
+        return DotPairsWithFirst().encode_images(images)
+
+    def encode_texts(self, texts):  # noqa: ANN001, ANN201
+        return DotPairsWithFirst().encode_texts(texts)
+
+
+@pytest.mark.parametrize(("rule", "given"), [("itm+itc", False), ("itm", False), ("itm", True)])
+def test_rerank_gives_lavis_numbers(world, data, tmp_path, rule, given):
     """A k=20 rerank (the t2i gallery whole, 20 of i2t's 100 captions) against LAVIS's compute_sim_matrix
     re-implemented on the same first stage, k and score rule: every metric reading no deeper than k is equal, both
-    directions; t2i, every item reranked, is equal on every metric; each metric reading deeper is warned about."""
+    directions; t2i, every item reranked, is equal on every metric; each metric reading deeper is warned about. The
+    first stage the scorer's own, or another model's (first_stage=)."""
     from eccv_metric.models.pairs.options import RerankWarning
 
-    model = DotPairsWithFirst()
+    model = DotPairs() if given else DotPairsWithFirst()
     benches = ["coco_5k", "eccv", "cxc", "pm"]
+    extra = {"first_stage": FirstOnly()} if given else {}
     with pytest.warns(RerankWarning) as caught:
-        out = _run(model, data, world, tmp_path, benchmarks=benches, rerank_k=20, score_rule=rule, cache=False)
+        out = _run(model, data, world, tmp_path, benchmarks=benches, rerank_k=20, score_rule=rule, cache=False, **extra)
     deep = {str(w.message).split(" reads")[0].split(" items ")[-1] for w in caught if w.category is RerankWarning}
     assert "pmrp (i2t)" in deep and not any("t2i" in d for d in deep)
     assert out.provenance["protocol"] | {"first_stage": None} == {
@@ -308,3 +326,71 @@ def test_candidates_are_the_first_stage_top_k(world):
                 expected = pool[np.argsort(-scores[q, pool], kind="stable")[:3]]
                 assert got.items[q].tolist() == expected.tolist(), (bench, direction, q)
                 assert np.array_equal(got.sims[q], scores[q, expected])
+
+
+def test_coco_1k_within_reranks_each_fold(world, data, tmp_path):
+    """coco_1k="within": each query's top k within its fold; with k = a fold's 4 images, t2i reranks every image of
+    its fold, so its numbers are those of every pair scored (an exhaustive run restricted to the folds); the
+    default, restrict, reads the 5K ranking per fold (other numbers here). Recorded in the provenance."""
+    within = _run(DotPairsWithFirst(), data, world, tmp_path, benchmarks=["coco_1k"], rerank_k=4, score_rule="itm",
+                  coco_1k="within", cache=False)  # fmt: skip
+    every = _run(DotPairs(), data, world, tmp_path, benchmarks=["coco_1k"], protocol="exhaustive", cache=False)
+    restrict = _run(DotPairsWithFirst(), data, world, tmp_path, benchmarks=["coco_1k"], rerank_k=4, score_rule="itm",
+                    cache=False)  # fmt: skip
+    t2i = {m: v["t2i"] for m, v in within.results.means().items()}
+    assert t2i == {m: v["t2i"] for m, v in every.results.means().items()}
+    assert t2i != {m: v["t2i"] for m, v in restrict.results.means().items()}
+    assert within.provenance["protocol"]["coco_1k"] == "within"
+    assert restrict.provenance["protocol"]["coco_1k"] == "restrict"
+
+
+def test_a_tiny_blip_rerank_gives_lavis_numbers(world, data, tmp_path):
+    """A tiny random BLIP (from its config), its own ITC first stage, k = 20 (t2i: every image; i2t: 20 of 100
+    captions), itm+itc: R@1/5/10, ECCV mAP@R / R-P (both directions) and capped PMRP (t2i) equal LAVIS's
+    compute_sim_matrix re-implemented (one forward pass per query's k pairs, -100 elsewhere); the provenance records
+    BLIP's [ENC] note and its caption length."""
+    import torch
+
+    from eccv_metric import Embeddings
+    from eccv_metric.models.families.spec import load_model
+    from tests.unit.pair_answers import pil
+    from tests.unit.pair_world import tiny_blip
+
+    folder = tiny_blip(tmp_path / "blip")
+    benches = ["coco_5k", "eccv", "pm"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = _run(f"hf:{folder}", data, world, tmp_path, benchmarks=benches, rerank_k=20)
+    provenance = out.provenance
+    assert provenance["protocol"]["score_rule"] == "itm+itc" and provenance["protocol"]["first_stage"]["own"]
+    assert any("[ENC]" in note for note in provenance["notes"]) and provenance["text_length"] == 30
+    scorer = load_model(f"hf:{folder}", "cpu")
+    prepared = torch.stack([scorer.prepare_image(pil(i)) for i in world.image_ids])
+    texts = [caption_text(c) for c in world.caption_ids]
+    first = scorer.first_stage
+    emb = Embeddings(np.asarray(first.encode_prepared(prepared)), np.asarray(first.encode_texts(texts)),
+                     world.image_ids, world.caption_ids, normalize=True)  # fmt: skip
+    collection = world.resources().collection("coco_5k")
+    dense_i, dense_c = np.meshgrid(np.arange(len(world.image_ids)), np.arange(len(texts)), indexing="ij")
+    sims = emb.pair_scores(collection, ("image", "caption"), dense_i.ravel(), dense_c.ravel(), "itc")
+    sims = sims.reshape(dense_i.shape).astype(np.float32)
+    states = scorer.image_states(prepared)
+    i2t = np.full(sims.shape, -100.0, np.float32)
+    for q in range(sims.shape[0]):  # LAVIS: one ITM pass over each image query's k captions
+        top = np.argsort(-sims[q], kind="stable")[:20]
+        itm = np.asarray(scorer.score_pairs(states, np.full(20, q), [texts[c] for c in top]), np.float32)
+        i2t[q, top] = itm + sims[q, top]
+    t2i = np.full(sims.T.shape, -100.0, np.float32)
+    for q in range(sims.shape[1]):  # and over each caption query's k images
+        top = np.argsort(-sims[:, q], kind="stable")[:20]
+        itm = np.asarray(scorer.score_pairs(states, top, [texts[q]] * 20), np.float32)
+        t2i[q, top] = itm + sims[top, q]
+    res = world.resources()
+    lav_i2t = evaluate(ScoreMatrix(i2t), benchmarks=benches, directions="i2t", resources=res).means()
+    lav_t2i = evaluate(ScoreMatrix(t2i.T), benchmarks=benches, directions="t2i", resources=res).means()
+    ours = out.results.means()
+    same = {"coco_5k_r1": "both", "coco_5k_r5": "both", "coco_5k_r10": "both", "eccv_map_at_r": "both",
+            "eccv_rprecision": "both", "eccv_r1": "both", "pmrp": "t2i"}  # fmt: skip
+    for metric, where in same.items():
+        for d in ("i2t", "t2i") if where == "both" else (where,):
+            assert ours[metric][d] == (lav_i2t if d == "i2t" else lav_t2i)[metric][d], (metric, d)

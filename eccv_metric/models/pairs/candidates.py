@@ -68,7 +68,7 @@ def gallery_sizes(views: dict[tuple[str, str | None], tuple[View, np.ndarray]], 
             out[name] = int(emb.n_rows(view.gallery_kind) or 0)
         else:
             sizes = view.gallery_sizes(queries, 0)
-            out[f"{name} within {within}"] = int(sizes.min(initial=0)) if len(sizes) else 0
+            out[f"{name} within {within}"] = int(sizes.min()) if len(sizes) else 0
     return out
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
+from eccv_metric.api.chance import outside_frames
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.engine.plan import Job
 from eccv_metric.measures.kinds import METRIC_KINDS
@@ -118,5 +119,5 @@ def check_depth(jobs: list[Job], k: int, galleries: dict[str, int]) -> None:
             f"rerank_k= {k} is below the {depth} items {metric} ({direction}) reads: past its first {k} items a "
             "ranking is the first stage's order, not the pair scorer's (raise rerank_k= to rerank them)",
             RerankWarning,
-            stacklevel=3,
+            stacklevel=outside_frames(),  # the user's line
         )
