@@ -101,3 +101,23 @@ def test_shard_jobs_then_a_scoring_run(cli, tmp_path, capsys, monkeypatch):
     assert cli("--model", "dotpairs:a", "--benchmarks", "coco_5k", "-o", str(out)) == 0
     assert capsys.readouterr().out == alone + f"wrote {out}\n"
     assert json.loads(out.read_text())["provenance"]["pairs"]["blocks_computed"] == 0
+
+
+def test_a_vilt_rerank_of_a_clip_first_stage(cli, world, data, clip, tmp_path, capsys):
+    """--model hf:<tiny ViLT> --first-stage hf:<tiny CLIP> --rerank-k 8: the table of the same run in Python, the
+    first stage's spec in the provenance, each metric reading deeper than k named in one warning line."""
+    from tests.unit.model_world import run_model
+    from tests.unit.pair_world import tiny_vilt
+
+    vilt = tiny_vilt(tmp_path / "vilt")
+    out = tmp_path / "res.json"
+    args = ["--model", f"hf:{vilt}", "--first-stage", f"hf:{clip}", "--rerank-k", "8", "--benchmarks", "coco_5k"]
+    assert cli(*args, "-o", str(out)) == 0
+    printed = capsys.readouterr()
+    python = run_model(f"hf:{vilt}", data, world, tmp_path / "py", benchmarks=["coco_5k"], first_stage=f"hf:{clip}",
+                       rerank_k=8, batch_size=64, text_batch_size=None)  # fmt: skip
+    assert printed.out == format_table(python.results.means()) + f"\nwrote {out}\n"
+    assert "warning: --rerank-k 8 is below the 10 items coco_5k_r10" in printed.err
+    protocol = json.loads(out.read_text())["provenance"]["protocol"]
+    assert protocol["name"] == "rerank" and protocol["first_stage"]["spec"] == f"hf:{clip}"
+    assert protocol["score_rule"] == "itm" and not protocol["first_stage"]["own"]

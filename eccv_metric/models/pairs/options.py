@@ -106,18 +106,20 @@ def check_depth(jobs: list[Job], k: int, galleries: dict[str, int]) -> None:
                 f"rerank_k= {k} is above the gallery of {what} ({size:,} items): give at most {size:,} (every item "
                 "reranked), or protocol= exhaustive"
             )
-    deep: dict[str, tuple[int, str]] = {}
+    deep: dict[str, tuple[int, list[str]]] = {}
     for job in jobs:
         kind = METRIC_KINDS[job.kind]
         if job.view is None or job.direction not in ("i2t", "t2i") or kind.depth is None:
             continue
         depth = kind.depth(job.k, job.cap, [rel.n_positives for rel in job.relevances])
-        if depth > k and depth > deep.get(job.metric, (0, ""))[0]:
-            deep[job.metric] = (depth, job.direction)
-    for metric, (depth, direction) in deep.items():
+        if depth > k:
+            most, directions = deep.get(job.metric, (0, []))
+            deep[job.metric] = (max(most, depth), [*directions, job.direction])
+    for metric, (depth, directions) in deep.items():
         warnings.warn(
-            f"rerank_k= {k} is below the {depth} items {metric} ({direction}) reads: past its first {k} items a "
-            "ranking is the first stage's order, not the pair scorer's (raise rerank_k= to rerank them)",
+            f"rerank_k= {k} is below the {depth} items {metric} ({', '.join(dict.fromkeys(directions))}) reads: past "
+            f"its first {k} items a ranking is the first stage's order, not the pair scorer's (raise rerank_k= to "
+            "rerank them)",
             RerankWarning,
             stacklevel=outside_frames(),  # the user's line
         )
