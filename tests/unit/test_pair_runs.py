@@ -394,3 +394,15 @@ def test_a_tiny_blip_rerank_gives_lavis_numbers(world, data, tmp_path):
     for metric, where in same.items():
         for d in ("i2t", "t2i") if where == "both" else (where,):
             assert ours[metric][d] == (lav_i2t if d == "i2t" else lav_t2i)[metric][d], (metric, d)
+
+
+def test_a_sweep_mixes_pair_scorers_and_dual_encoders(world, data, clip, tmp_path):
+    """evaluate_models with a pair scorer between dual encoders: each its own numbers, as a run of its own."""
+    from eccv_metric.models import evaluate_models
+
+    kwargs = {"benchmarks": ["coco_5k"], "resources": world.resources(), "workers": 0, "n_resamples": 20,
+              "cache_dir": tmp_path / "cache", "batch_size": 8, "text_batch_size": 8}  # fmt: skip
+    runs = evaluate_models([f"hf:{clip}", DotPairs(), f"hf:{clip}"], data, **kwargs)
+    assert runs[0].results.means() == runs[2].results.means()
+    assert runs[1].provenance["kind"] == "pair scorer"
+    assert runs[1].results.means() == _run(DotPairs(), data, world, tmp_path, benchmarks=["coco_5k"]).results.means()
