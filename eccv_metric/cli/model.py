@@ -103,6 +103,7 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--cache-dir", help="--model: the embedding cache (default: <HF_HOME>/eccv_caption/embeddings)")
     g.add_argument(
         "--shard",
+        metavar="I/N",
         help="--model: i/N (1-based): this job computes its share of the batches and pair blocks into the cache and "
         "stops; a later run without --shard scores (a SLURM array: --shard $((SLURM_ARRAY_TASK_ID+1))/N). Under "
         "torchrun the ranks share the work by themselves",
@@ -128,6 +129,7 @@ def add_pair_args(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--rerank-k",
         type=int,
+        metavar="K",
         default=RERANK_K,
         help=f"rerank: candidates per query ({RERANK_K}, as LAVIS for BLIP-2 and ALBEF; BLIP on COCO used 256); a "
         "warning names each metric that reads deeper",
@@ -135,7 +137,7 @@ def add_pair_args(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--score-rule",
         choices=["itm+itc", "itm"],
-        help="rerank: the final score: the pair head's logit plus the first stage's similarity (itm+itc: LAVIS, "
+        help="the final score of a pair: the pair head's logit plus the first stage's similarity (itm+itc: LAVIS, "
         "BLIP; the default when the model's own first stage has it) or the logit alone (itm: the original ALBEF, "
         "X-VLM)",
     )
@@ -146,10 +148,13 @@ def add_pair_args(p: argparse.ArgumentParser) -> None:
         help="rerank: COCO 1K reads the 5K two-stage ranking restricted to each fold (restrict, as the official "
         "package restricts ranked lists) or reranks each query's top k within its fold (within)",
     )
-    g.add_argument("--first-stage", help="rerank: a dual encoder spec whose ranking is reranked (any --model spec)")
+    g.add_argument(
+        "--first-stage", metavar="SPEC", help="rerank: a dual encoder spec whose ranking is reranked (any --model spec)"
+    )
     g.add_argument(
         "--max-pairs",
-        type=int,
+        type=positive_int,
+        metavar="N",
         default=MAX_PAIRS,
         help=f"pairs a run scores unless raised ({MAX_PAIRS:,}: a k={RERANK_K} rerank of every benchmark, about "
         "12.3M; an exhaustive 5K run is 125M); above it the run stops after its first blocks with the time it "
@@ -158,12 +163,14 @@ def add_pair_args(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--pair-batch-size",
         type=positive_int,
+        metavar="N",
         default=PAIR_BATCH_SIZE,
         help=f"pairs per forward pass of the pair head ({PAIR_BATCH_SIZE})",
     )
     g.add_argument(
         "--text-length",
         type=positive_int,
+        metavar="N",
         help="a caption's length in the unit of the code the pair head follows (default: that code's: BLIP's own "
         "30 words, LAVIS's and BLIP-2's 50; then 35 tokens)",
     )
