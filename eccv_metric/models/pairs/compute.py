@@ -36,17 +36,21 @@ class Tally:
     """What the pair stage did in this run (for the provenance)."""
 
     pairs: int = 0
-    pairs_computed: int = 0
+    to_score: int = 0  # not in the cache when the run began (every process's share)
+    pairs_computed: int = 0  # by this process
     blocks: int = 0
     blocks_computed: int = 0
     blocks_cached: int = 0
     seconds: float = 0.0
+    every_process: bool = False  # torchrun: the rate is the run's (every rank's pairs over the stage's time)
 
     def describe(self) -> dict:
-        rate = self.pairs_computed / self.seconds if self.seconds > 0 else None
+        done = self.to_score if self.every_process else self.pairs_computed
+        rate = done / self.seconds if self.seconds > 0 and done else None
         return {
             "pairs": self.pairs,
-            "pairs_scored_now": self.pairs_computed,
+            "pairs_to_score": self.to_score,
+            "pairs_scored_here": self.pairs_computed,
             "blocks": self.blocks,
             "blocks_computed": self.blocks_computed,
             "blocks_cached": self.blocks_cached,
@@ -67,8 +71,8 @@ def compute_all(sides: list[Side], stage: PairStage, workers: Workers, max_pairs
     work = [(side, b) for side in sides for b in range(side.pairs.n_blocks)]
     sizes = [side.pairs.bounds(b)[1] - side.pairs.bounds(b)[0] for side, b in work]
     present = [side.cache is not None and side.cache.has(b) for side, b in work]
-    tally = Tally(pairs=sum(sizes), blocks=len(work))
     todo = sum(n for n, p in zip(sizes, present, strict=True) if not p)
+    tally = Tally(pairs=sum(sizes), to_score=todo, blocks=len(work), every_process=workers.how == "torchrun")
     held = f" ({tally.pairs - todo:,} in the cache)" if todo < tally.pairs else ""
     share = "" if workers.alone else f", {workers.size} processes ({workers.describe()['how']})"
     blocks = f"{len(work):,} block" + ("s" if len(work) != 1 else "")
@@ -112,8 +116,8 @@ def compute_all(sides: list[Side], stage: PairStage, workers: Workers, max_pairs
             side.done.update(fresh)
             for b, scores in stage.run(side, again, done):
                 side.done[b] = scores
-    tally.seconds = pace.seconds
     workers.barrier()
+    tally.seconds = pace.seconds  # every process's share done
     if not workers.scores:
         return tally
     for side in sides:  # the scoring process: every other block from the cache, whatever is missing computed now
