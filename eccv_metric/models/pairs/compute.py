@@ -91,16 +91,19 @@ def compute_all(sides: list[Side], stage: PairStage, workers: Workers, max_pairs
         if told[0] or not (pace.blocks >= 2 or pace.seconds >= MEASURED_AFTER or pace.pairs >= pace.todo):
             return
         told[0] = True
-        rate = pace.rate * workers.size
+        ranks = workers.size if workers.how == "torchrun" else 1  # the ranks running now (shards: this job alone)
+        rate = pace.rate * ranks
         if over:
+            alone = " (one job)" if workers.how == "shard" else ""
             raise EvaluationError(
                 f"{what}: {todo:,} pairs to score is above max_pairs= {max_pairs:,}: at the {rate:,.0f} pairs/s "
-                f"measured here it would take about {duration(todo / max(rate, 1e-9))}; give max_pairs= {todo:,} "
-                f"(or more) to score them (the blocks scored so far are kept)"
+                f"measured here it would take about {duration(todo / max(rate, 1e-9))}{alone}; give max_pairs= "
+                f"{todo:,} (or more) to score them (the blocks scored so far are kept)"
             )
-        rest = max(todo - pace.pairs * workers.size, 0) / max(rate, 1e-9)
+        rest = max(pace.todo - pace.pairs, 0) / max(pace.rate, 1e-9)  # this process's share: the ranks run alike
         if rest >= 1:
-            say(f"{what}: {rate:,.0f} pairs/s measured; the rest: about {duration(rest)}", workers)
+            share = "" if workers.alone else " of this process's share"
+            say(f"{what}: {rate:,.0f} pairs/s measured; the rest{share}: about {duration(rest)}", workers)
 
     if over and not mine:
         raise EvaluationError(
