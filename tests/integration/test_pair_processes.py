@@ -1,6 +1,9 @@
 """A model run on several processes (torchrun, gloo on this CPU): the same numbers and the same block bits as one
 process, a pair scorer's and a dual encoder's; a run killed part-way (SIGKILL) resumes on one process to the same
-bits. Each test starts torchrun (two Python processes importing torch: seconds)."""
+bits. Each test starts torchrun (two Python processes importing torch: seconds). Every process runs torch on one
+thread (OMP_NUM_THREADS=1, what torchrun gives each rank): on a CPU, torch's kernels may round differently with
+another number of threads (measured here on the tiny CLIP: 2 threads and 1 give embeddings a few ulps apart), which
+is the library's, not the blocks'."""
 
 from __future__ import annotations
 
