@@ -24,8 +24,8 @@ prints, each as pairs per second and their ratio:
 
 Timings on a shared machine are noisy: run it on a quiet one. Usage::
 
-    python scripts/benchmark_pairs.py --preset tiny --n-images 5000 --n-captions 25000 --pair-batch-size 256
-    python scripts/benchmark_pairs.py --gpu --preset base --precision fp16 --images 64 --skip processes rerank
+    python scripts/benchmark_pair_runs.py --preset tiny --n-images 5000 --n-captions 25000 --pair-batch-size 256
+    python scripts/benchmark_pair_runs.py --gpu --preset base --precision fp16 --images 64 --skip processes rerank
 """
 
 from __future__ import annotations
