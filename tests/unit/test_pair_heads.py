@@ -289,3 +289,34 @@ def test_the_help_names_the_pair_heads_and_hf_itm():
 
     text = spec_help()
     assert "hf-itm:<repo or folder>" in text and "BlipForImageTextRetrieval" in text and "pair scorer" in text
+
+
+def test_an_empty_batch_scores_nothing_and_unequal_indices_are_refused(scorers):
+    scorer = scorers["blip"]
+    states = states_of(scorer, pictures("blip", 2))
+    tokens = scorer.tokenize(CAPTIONS[:2])
+    empty = np.zeros(0, dtype=np.int64)
+    assert tuple(scorer.score_tokens(states, empty, tokens, empty).shape) == (0,)
+    with pytest.raises(ValueError, match=r"\(2,\) image indices for \(1,\) text indices"):
+        scorer.score_tokens(states, np.array([0, 1]), tokens, np.array([0]))
+
+
+@pytest.mark.parametrize("kind", ["blip", "blip2"])
+def test_cross_attention_projects_each_distinct_image_of_a_batch_once(kind, scorers):
+    scorer = scorers[kind]
+    modules = dict(scorer.model.named_modules())
+    key = next(n for n in modules if "crossattention" in n and n.endswith(".key"))
+    rows: list[int] = []
+    handle = modules[key].register_forward_hook(lambda module, args, out: rows.append(args[0].shape[0]))
+    pics = pictures(kind, 3)
+    states = states_of(scorer, pics)
+    tokens = scorer.tokenize(CAPTIONS)
+    image_index, text_index = np.array([0, 0, 0, 0, 0, 0, 1, 0, 2, 1, 0]), np.array([0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4])
+    try:
+        one = np.asarray(scorer.score_tokens(states, image_index[:6], tokens, text_index[:6]))
+        mixed = np.asarray(scorer.score_tokens(states, image_index[6:], tokens, text_index[6:]))
+    finally:
+        handle.remove()
+    assert rows == [1, 3]  # one image's keys for six pairs; three images' for five
+    want = expected(kind, scorer, pics, image_index, text_index)
+    np.testing.assert_allclose(np.concatenate([one, mixed]), want, rtol=0, atol=ATOL * max(1.0, np.abs(want).max()))

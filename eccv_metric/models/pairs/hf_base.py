@@ -123,9 +123,11 @@ def load_parts(
 def token_limit(parts: Parts, default: int | None) -> int | None:
     """The tokens a caption keeps by default: ``default`` (the model's own evaluation code's), capped by what the
     text model can read (its ``max_position_embeddings``) and the tokenizer's ``model_max_length``."""
+    config = parts.model.config
     limits = [default, getattr(parts.tokenizer, "model_max_length", None)]
-    for part in ("text_config", "qformer_config"):
-        limits.append(getattr(getattr(parts.model.config, part, None), "max_position_embeddings", None))
+    texts = [getattr(config, part, None) for part in ("qformer_config", "text_config")]  # BLIP-2's text: its Q-Former
+    for text in [t for t in texts if t is not None][:1] or [config]:  # one config (ViLT's: the model's)
+        limits.append(getattr(text, "max_position_embeddings", None))
     known = [int(x) for x in limits if isinstance(x, (int, float)) and 0 < x < 1_000_000]
     return min(known) if known else None
 
@@ -188,17 +190,32 @@ class HFPairScorer:
         return self.score_tokens(states, image_index, self.tokenize(texts), np.arange(len(texts)))
 
     def score_tokens(self, states: Any, image_index: np.ndarray, tokens: Tokens, text_index: np.ndarray) -> Any:
+        """The head's score of each pair (``states[image_index[i]]``, caption ``text_index[i]`` of ``tokens``), a
+        float32 tensor on the model's device. ``states`` may live on another device than the model (the host,
+        pinned: a gallery's states need not fit beside the model); each batch's rows are moved."""
+        import torch
+
+        image_index, text_index = np.asarray(image_index, dtype=np.int64), np.asarray(text_index, dtype=np.int64)
+        if image_index.shape != text_index.shape or image_index.ndim != 1:
+            raise ValueError(f"{self.spec}: {image_index.shape} image indices for {text_index.shape} text indices")
+        if not len(image_index):
+            return torch.empty(0, dtype=torch.float32, device=self.device)
+        return self.head_scores(states, image_index, tokens, text_index)
+
+    def head_scores(self, states: Any, image_index: np.ndarray, tokens: Tokens, text_index: np.ndarray) -> Any:
         raise NotImplementedError
 
     def image_states(self, prepared: Any) -> Any:
         raise NotImplementedError
 
-    def gather(self, states: Any, image_index: np.ndarray) -> Any:
-        """``states[image_index]`` on the model's device (one batch of pairs' image states)."""
+    def gather(self, states: Any, image_index: np.ndarray, part: int | None = None) -> Any:
+        """``states[image_index]`` (``part``: of ``states[:, part]``) on the model's device: one batch of pairs'
+        image states, gathered where the states are, then moved."""
         import torch
 
         rows = torch.from_numpy(np.asarray(image_index, dtype=np.int64)).to(states.device)
-        return states.index_select(0, rows)
+        source = states if part is None else states[:, part]
+        return source.index_select(0, rows).to(self.device, non_blocking=True)
 
     def pixels(self, prepared: Any) -> Any:
         """A batch of prepared images (stacked) on the model's device."""

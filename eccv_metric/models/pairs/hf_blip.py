@@ -32,6 +32,10 @@ tokens: ``[CLS]`` first (no ``[ENC]``), LAVIS's ``pre_caption`` at 50 words, 35 
 stage here: its ITC scores a pair by the maximum over the 32 query embeddings (``sim_q2t.max(0)``), which no
 single embedding per image gives, so the engine's embedding ranking cannot compute it; rerank with another
 model's first stage (``first_stage=``) or score every pair.
+
+In both, the cross-attention layers' keys and values of the image states are computed once per distinct image
+of a batch of pairs (:mod:`~eccv_metric.models.pairs.shared_kv`): a batch pairing one image with many captions
+does not project that image once per pair, as the model's own forward does.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from eccv_metric.models.pairs.hf_base import Parts
 from eccv_metric.models.pairs.hf_base import TextRule
 from eccv_metric.models.pairs.hf_base import load_parts
 from eccv_metric.models.pairs.hf_base import token_limit
+from eccv_metric.models.pairs.shared_kv import SharedProjections
 from eccv_metric.models.pairs.text import Tokens
 
 BLIP = "BlipForImageTextRetrieval"
@@ -126,16 +131,16 @@ class BlipScorer(HFPairScorer):
         super().__init__(parts, itm, BLIP_HEAD, notes)
         self.first_stage = itc_encoder(self, itc)
         self.score_rules = ("itm", "itm+itc")
+        self.shared = SharedProjections(self.model.text_encoder)  # keys / values once per distinct image
 
     def image_states(self, prepared: Any) -> Any:
         with self.parts.at.autocast():
             return self.model.vision_model(pixel_values=self.pixels(prepared)).last_hidden_state
 
-    def score_tokens(self, states: Any, image_index: np.ndarray, tokens: Tokens, text_index: np.ndarray) -> Any:
+    def head_scores(self, states: Any, image_index: np.ndarray, tokens: Tokens, text_index: np.ndarray) -> Any:
         import torch
 
-        with self.parts.at.autocast():
-            image = self.gather(states, image_index)
+        with self.parts.at.autocast(), self.shared.batch(states, image_index, self.gather) as image:
             ids, mask = tokens.take(text_index, self.device)
             atts = torch.ones(image.shape[:-1], dtype=torch.long, device=image.device)
             out = self.model.text_encoder(
@@ -185,16 +190,19 @@ def itc_encoder(scorer: BlipScorer, text: TextRule) -> FunctionEncoder:
 class Blip2Scorer(HFPairScorer):
     """BLIP-2's ITM head (the Q-Former with its queries and the caption) over cached vision states."""
 
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.shared = SharedProjections(self.model.qformer)  # keys / values once per distinct image
+
     def image_states(self, prepared: Any) -> Any:
         with self.parts.at.autocast():
             return self.model.vision_model(pixel_values=self.pixels(prepared)).last_hidden_state
 
-    def score_tokens(self, states: Any, image_index: np.ndarray, tokens: Tokens, text_index: np.ndarray) -> Any:
+    def head_scores(self, states: Any, image_index: np.ndarray, tokens: Tokens, text_index: np.ndarray) -> Any:
         import torch
 
         model = self.model
-        with self.parts.at.autocast():
-            image = self.gather(states, image_index)
+        with self.parts.at.autocast(), self.shared.batch(states, image_index, self.gather) as image:
             ids, mask = tokens.take(text_index, self.device)
             queries = model.query_tokens.expand(image.shape[0], -1, -1)
             n = queries.shape[1]

@@ -119,7 +119,7 @@ class BridgeTowerScorer(HFPairScorer):
             out.append(self.transform("text", hidden, link + 1) + token_type)
         return torch.stack(out, dim=1)
 
-    def score_tokens(self, states: Any, image_index: np.ndarray, tokens: Tokens, text_index: np.ndarray) -> Any:
+    def head_scores(self, states: Any, image_index: np.ndarray, tokens: Tokens, text_index: np.ndarray) -> Any:
         import torch
         from transformers.masking_utils import create_bidirectional_mask
 
@@ -132,10 +132,9 @@ class BridgeTowerScorer(HFPairScorer):
             text, mask = text.index_select(0, rows), mask.index_select(0, rows)
             first = text[:, 0, 0:1, :]
             extended = create_bidirectional_mask(config=bt.config, inputs_embeds=first, attention_mask=mask)
-            images = torch.from_numpy(np.asarray(image_index, dtype=np.int64)).to(states.device)
 
             def image(layer: int) -> Any:  # one layer's states of the batch at a time: a sixth of the memory
-                return states[:, layer].index_select(0, images)
+                return self.gather(states, image_index, layer)
 
             y_in = image(0)
             x = bt.cross_modal_text_layers[0](text[:, 0], y_in, attention_mask=extended)[0]

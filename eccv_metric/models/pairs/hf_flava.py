@@ -68,7 +68,7 @@ class FlavaScorer(HFPairScorer):
             out = flava.image_model(pixel_values=self.pixels(prepared), output_hidden_states=True)
             return flava.image_to_mm_projection(out.hidden_states[-1])
 
-    def score_tokens(self, states: Any, image_index: np.ndarray, tokens: Tokens, text_index: np.ndarray) -> Any:
+    def head_scores(self, states: Any, image_index: np.ndarray, tokens: Tokens, text_index: np.ndarray) -> Any:
         import torch
 
         flava = self.model.flava

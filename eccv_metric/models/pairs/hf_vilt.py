@@ -110,7 +110,7 @@ class ViltScorer(HFPairScorer):
             states[i, : r.shape[0]] = r
         return states
 
-    def score_tokens(self, states: Any, image_index: np.ndarray, tokens: Tokens, text_index: np.ndarray) -> Any:
+    def head_scores(self, states: Any, image_index: np.ndarray, tokens: Tokens, text_index: np.ndarray) -> Any:
         with self.parts.at.autocast():
             image = self.gather(states, image_index)
             width = int(image[:, :, -1].sum(dim=1).max())

@@ -47,9 +47,14 @@ class PairScorer(Protocol):
     ITC ranks by a maximum over query vectors, which no single embedding gives), for the error that asks for
     another first stage. ``head``: what its score is (e.g. "itm_score[:, 1]: the match logit of the 2-way ITM head").
 
+    ``tensor_preprocessing`` (as an Encoder's, for ``decode="gpu"``; None where images keep their own sizes).
+
     States: ``image_states`` gives one entry per image along the first dimension (the hf adapters: a torch tensor
-    on the model's device; a user's object: the list of its PIL images); :func:`join_states` joins the states of
-    several batches, so a gallery's states can be made batch by batch and indexed as one.
+    on the model's device, which the caller may move to the host, e.g. pinned: each batch's gathered rows are
+    moved to the model's device; a user's object: the list of its PIL images); :func:`join_states` joins the
+    states of several batches, so a gallery's states can be made batch by batch and indexed as one. The hf
+    adapters' ``score_pairs`` / ``score_tokens`` return a float32 tensor on the model's device; every output
+    goes through :mod:`eccv_metric.models.pairs.checks` where it is taken.
     """
 
     spec: str
@@ -97,6 +102,11 @@ class ObjectPairScorer:
         self.first_stage = wrap_object(model, identity) if encodes else None
         self.score_rules = ("itm", "itm+itc") if self.first_stage is not None else ("itm",)
         self.notes = ()
+        self.head = f"{type(model).__name__}.score_pairs"
+        self.first_stage_note = (
+            None if self.first_stage is not None else f"a {type(model).__name__} has no encode_images / encode_texts"
+        )
+        self.tensor_preprocessing = None
 
     def image_states(self, prepared: Any) -> Any:
         return list(prepared)
