@@ -1,6 +1,7 @@
-"""Regenerate the registry's tables in README.md and the metric card (``<!-- benchmark-table -->`` blocks).
+"""Regenerate the registry's tables in README.md, the docs site's pages and the metric card (``<!-- name -->``
+blocks of eccv_metric.benchmarks.docs).
 
-Usage: python scripts/readme_tables.py   (tests/unit/test_docs.py fails when the files are out of step)
+Usage: python scripts/readme_tables.py   (tests/unit/test_registry.py fails when the files are out of step)
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ sys.path.insert(0, str(ROOT))
 from eccv_metric import EVALUATE_MODULE_DIR  # noqa: E402
 from eccv_metric.benchmarks.docs import fill_tables  # noqa: E402
 
-FILES = (ROOT / "README.md", EVALUATE_MODULE_DIR / "README.md")
+FILES = (ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), EVALUATE_MODULE_DIR / "README.md")
 
 
 def main() -> int:

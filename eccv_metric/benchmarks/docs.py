@@ -1,7 +1,10 @@
-"""Tables about the benchmarks, made from the registry: the README, the metric card and the dataset card show
-the same text (a test keeps the README's copy in step)."""
+"""Tables about the benchmarks, made from the registry: the README, the docs site's pages, the metric card and the
+dataset card show the same text (tests keep the committed copies in step: ``python scripts/readme_tables.py``
+rewrites them)."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -112,15 +115,71 @@ def sizes(bench: Benchmark, resources: Resources) -> dict[str, tuple[int, int]] 
     return out
 
 
-MARKERS = {"benchmark-table": benchmark_table, "protocol-table": protocol_table}
+def summary_table() -> str:
+    """Every registered benchmark in one line: name, title, directions, default metrics (the README's table)."""
+    lines = ["| benchmark | what | directions | default metrics |", "|---|---|---|---|"]
+    for bench in REGISTRY:
+        default = ", ".join(f"`{name}`" for name in bench.default_metric_names())
+        lines.append(f"| `{bench.name}` | {bench.title} | {', '.join(bench.directions)} | {default} |")
+    return "\n".join(lines)
+
+
+def metric_names_table() -> str:
+    """Every metric name of every benchmark (R@K shown for K = 1, 5, 10: any K is a name)."""
+    lines = ["| benchmark | directions | metric names | default |", "|---|---|---|---|"]
+    for bench in REGISTRY:
+        names = ", ".join(f"`{name}`" for name in bench.metric_names((1, 5, 10)))
+        if "recall" in bench.kinds:
+            names += f"; `{bench.name}_r<K>` for any K, `{bench.name}_recalls` (R@K at every K asked)"
+        default = ", ".join(f"`{name}`" for name in bench.default_metric_names())
+        lines.append(f"| `{bench.name}` | {', '.join(bench.directions)} | {names} | {default} |")
+    return "\n".join(lines)
+
+
+def benchmark_entries(names: list[str]) -> str:
+    """One section per named benchmark: its definition, source, the paper's words and the official code's."""
+    out = []
+    for name in names:
+        bench = REGISTRY.get(name)
+        fields = [
+            ("directions", ", ".join(bench.directions)),
+            ("definition", bench.description),
+            ("default metrics", ", ".join(f"`{n}`" for n in bench.default_metric_names())),
+            ("every metric", ", ".join(f"`{n}`" for n in bench.metric_names((1, 5, 10)))),
+            ("source", bench.citation),
+            ("the paper's words", bench.paper),
+            ("the official code", bench.official),
+            ("needs", bench.needs),
+            ("dataset configs", ", ".join(f"`{c}`" for c in bench.configs)),
+            ("license", bench.license),
+        ]
+        out += [f"### `{bench.name}`: {bench.title}", ""]
+        out += [f"- **{label}**: {value}" for label, value in fields if value]
+        out.append("")
+    return "\n".join(out).rstrip()
+
+
+MARKERS = {
+    "benchmark-table": benchmark_table,
+    "protocol-table": protocol_table,
+    "benchmark-summary": summary_table,
+    "metric-names": metric_names_table,
+}
+ENTRIES = re.compile(r"(<!-- benchmarks: ([a-z0-9_ ]+) -->)\n.*?(<!-- /benchmarks -->)", re.S)
 
 
 def fill_tables(text: str) -> str:
-    """``text`` with every ``<!-- name -->...<!-- /name -->`` block of :data:`MARKERS` regenerated."""
+    """``text`` with every ``<!-- name -->...<!-- /name -->`` block of :data:`MARKERS` regenerated, and every
+    ``<!-- benchmarks: a b -->...<!-- /benchmarks -->`` block with those benchmarks' entries."""
     for name, make in MARKERS.items():
         start, end = f"<!-- {name} -->", f"<!-- /{name} -->"
         if start in text and end in text:
             head, rest = text.split(start, 1)
             _, tail = rest.split(end, 1)
             text = f"{head}{start}\n{make()}\n{end}{tail}"
-    return text
+    return ENTRIES.sub(lambda m: f"{m[1]}\n{benchmark_entries(m[2].split())}\n{m[3]}", text)
+
+
+def entry_names(text: str) -> list[str]:
+    """The benchmarks named by the ``<!-- benchmarks: ... -->`` markers of ``text``."""
+    return [name for match in ENTRIES.finditer(text) for name in match[2].split()]

@@ -16,7 +16,7 @@ def _commands() -> list[str]:
 def test_the_first_command_installs_the_package_alone_and_runs_the_demo():
     first, second = _commands()
     assert first == "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && eccv-caption evaluate --demo"
-    assert "chromium" in second and '".[dev,space]"' in second
+    assert "chromium" in second and '".[dev,space,docs]"' in second
     assert second.endswith("python -m pytest -n 2 --dist loadfile")
 
 

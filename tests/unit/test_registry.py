@@ -11,6 +11,7 @@ from eccv_metric import REGISTRY
 from eccv_metric import EvaluationError
 from eccv_metric.analysis.report import format_table
 from eccv_metric.analysis.report import shown
+from eccv_metric.benchmarks.docs import entry_names
 from eccv_metric.benchmarks.docs import fill_tables
 from eccv_metric.benchmarks.docs import protocol_table
 from eccv_metric.benchmarks.names import metric_info
@@ -74,10 +75,20 @@ def test_huge_k_is_a_name_like_any_other():
     assert request.k == int("9" * 30)
 
 
-@pytest.mark.parametrize("path", [ROOT / "README.md", EVALUATE_MODULE_DIR / "README.md"])
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), EVALUATE_MODULE_DIR / "README.md"]
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda path: str(path.relative_to(ROOT)))
 def test_docs_show_the_registry_as_it_is(path):
     text = path.read_text()
     assert fill_tables(text) == text, f"{path}: run python scripts/readme_tables.py"
+
+
+def test_every_benchmark_has_one_page_of_its_family():
+    """Each registry entry is shown on exactly one family page (``<!-- benchmarks: ... -->``), so a new
+    benchmark needs a place in the docs."""
+    named = [name for path in DOCS for name in entry_names(path.read_text())]
+    assert sorted(named) == sorted(bench.name for bench in REGISTRY)
 
 
 def test_texts_say_where_each_protocol_part_comes_from():
