@@ -1,7 +1,7 @@
 """Exact, fast image-text retrieval metrics for the ECCV Caption family: one engine, benchmarks as data.
 
 ``evaluate(input, metrics, ks)`` scores an input (:class:`Rankings`, :class:`ScoreMatrix`,
-:class:`Embeddings`) on any registered benchmark (``REGISTRY``: COCO 1K/5K, CxC, ECCV Caption,
+:class:`Embeddings`, :class:`TwoStage`) on any registered benchmark (``REGISTRY``: COCO 1K/5K, CxC, ECCV Caption,
 PMRP, CxC t2t/i2i and correlations, MSCOCO-FG, Flickr30K-FG and their paper variants);
 :class:`Metrics` is the official ``eccv_caption`` API, drop-in.
 """
@@ -25,6 +25,8 @@ from eccv_metric.groundtruth.split import GroundTruth
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.inputs.given import Rankings
 from eccv_metric.inputs.matrix import ScoreMatrix
+from eccv_metric.inputs.reranked import Reranked
+from eccv_metric.inputs.twostage import TwoStage
 from eccv_metric.measures.results import QueryScores
 from eccv_metric.measures.results import Results
 from eccv_metric.measures.results import means
@@ -42,10 +44,12 @@ __all__ = [
     "PlausibleMatch",
     "QueryScores",
     "Rankings",
+    "Reranked",
     "ResourceOptions",
     "Resources",
     "Results",
     "ScoreMatrix",
+    "TwoStage",
     "evaluate",
     "evaluate_benchmarks",
     "evaluate_many",

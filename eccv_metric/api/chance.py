@@ -42,7 +42,6 @@ from collections.abc import Callable
 import numpy as np
 
 from eccv_metric.core.errors import ChanceLevelWarning
-from eccv_metric.core.errors import preview
 from eccv_metric.core.view import View
 from eccv_metric.engine.plan import Job
 from eccv_metric.inputs.base import Input
@@ -169,19 +168,6 @@ def for_model(note: str) -> str:
         f"{head}; likely cause: {UNTRAINED} (e.g. a checkpoint whose parameter names do not match the architecture "
         "loads as random weights: check the spec and the loading messages), or a model not made for this task"
     )
-
-
-def tie_notes(source: Input) -> list[str]:
-    """A note per constant score matrix, and per direction with queries whose every score is equal: their
-    rankings are the rows' tie order, not the model's."""
-    notes = [f"{note}" for note in getattr(source, "constant_notes", {}).values()]
-    for direction, ids in sorted(getattr(source, "tied_queries", {}).items()):
-        shown = preview(sorted(ids))
-        notes.append(
-            f"{direction}: every score of {len(ids)} query(ies) is equal ({shown}): their rankings are the rows' "
-            "given order, not the model's (check the scores of these queries)"
-        )
-    return notes
 
 
 def outside_frames() -> int:

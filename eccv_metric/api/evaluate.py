@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from eccv_metric.api.chance import chance_notes
-from eccv_metric.api.chance import tie_notes
 from eccv_metric.api.chance import warn_chance
+from eccv_metric.api.tie_notes import tie_notes
 from eccv_metric.benchmarks.request import Request
 from eccv_metric.benchmarks.request import directions_given
 from eccv_metric.benchmarks.resource_options import ResourceOptions
@@ -35,6 +35,7 @@ from eccv_metric.engine.plan import Job
 from eccv_metric.engine.plan import plan
 from eccv_metric.engine.plan import refuse_unservable
 from eccv_metric.engine.run import run
+from eccv_metric.engine.ties import Tally
 from eccv_metric.inputs.given import Rankings
 from eccv_metric.inputs.scored import ScoredInput
 from eccv_metric.measures.results import Results
@@ -59,15 +60,18 @@ def evaluate(
 ) -> Results:
     """Per-query values of every requested metric in every direction the input gives (see the module docstring).
 
-    ``source``: :class:`~eccv_metric.inputs.given.Rankings`, :class:`~eccv_metric.inputs.scored.ScoreMatrix` or
-    :class:`~eccv_metric.inputs.scored.Embeddings`. ``resources``: where the ground truth comes from (default:
-    the ``eccv_caption`` wheel; CxC and FG files downloaded once). ``directions``: the image-caption directions
+    ``source``: :class:`~eccv_metric.inputs.given.Rankings`, :class:`~eccv_metric.inputs.matrix.ScoreMatrix`,
+    :class:`~eccv_metric.inputs.embeddings.Embeddings` or :class:`~eccv_metric.inputs.twostage.TwoStage`.
+    ``resources``: where the ground truth comes from (default: the ``eccv_caption`` wheel; CxC and FG files
+    downloaded once). ``directions``: the image-caption directions
     to score (default: both, or those the ranked lists give). ``partial``: score only the queries that have
     a ranked list (means over those: not comparable with full results); by default a missing query is an
     error. ``n_resamples`` / ``seed``: the bootstrap of the CxC correlations.
 
     When every metric of a direction is at chance level (:mod:`eccv_metric.api.chance`), ``results.notes`` says
-    so and a :class:`~eccv_metric.core.errors.ChanceLevelWarning` is issued (at the caller's line), with common causes.
+    so and a :class:`~eccv_metric.core.errors.ChanceLevelWarning` is issued (at the caller's line), with common causes;
+    so do values the order of equal scores decides, and a two-stage input's values its first stage decides
+    (:mod:`eccv_metric.api.tie_notes`).
     """
     check_input(source, "the input")
     check_values(source)
@@ -115,7 +119,7 @@ def check_input(source: object, what: str) -> None:
     """Refuse what is none of the input types; ``what`` names it in the error."""
     if not isinstance(source, (Rankings, ScoredInput)):
         raise EvaluationError(
-            f"{what} must be Rankings, ScoreMatrix or Embeddings (eccv_metric.inputs), not {type(source).__name__}"
+            f"{what} must be Rankings, ScoreMatrix, Embeddings or TwoStage (eccv_metric), not {type(source).__name__}"
         )
 
 
@@ -155,13 +159,14 @@ def score_jobs(source: Rankings | ScoredInput, request: Request, jobs: list[Job]
     """Run planned jobs on one input: per-query values, the input's notes (what reading it found), the chance and
     tie notes, whether queries were left out."""
     left_out = False
+    tally = Tally()
     if request.partial and source.kind == "lists":
         try:  # lists that give every query are scored (and labelled) as full, whatever partial says
             per_query = run(jobs, source, False, request.n_resamples, request.seed)
         except EvaluationError:  # scored again over the queries given: fails again unless queries were missing
             per_query, left_out = run(jobs, source, True, request.n_resamples, request.seed), True
     else:
-        per_query = run(jobs, source, False, request.n_resamples, request.seed)
-    notes = list(source.notes) + chance_notes(jobs, per_query, source) + tie_notes(source)
+        per_query = run(jobs, source, False, request.n_resamples, request.seed, tally)
+    notes = list(source.notes) + chance_notes(jobs, per_query, source) + tie_notes(source, tally, jobs, per_query)
     warn_chance(notes)
     return Results(per_query, notes, partial=left_out)

@@ -19,6 +19,7 @@ CLI_WORDS = {
     "image_ids": "--image-ids",
     "caption_ids": "--caption-ids",
     "normalize": "--normalize",
+    "rerank": "--rerank",
     **resource_words(),  # instances_json: --instances-json, cxc_source: --cxc-source or --source-dir, ...
     "ground_truth_dir": "--ground-truth",
     "target_metrics": "--metrics",

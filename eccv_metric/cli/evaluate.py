@@ -39,6 +39,7 @@ from eccv_metric.core.files import named_file
 from eccv_metric.core.files import write_json_atomic
 from eccv_metric.core.provenance import run_stamp
 from eccv_metric.core.provenance import with_digests
+from eccv_metric.core.view import DIRECTION_KINDS
 from eccv_metric.formats.mteb import PredictionRankings
 from eccv_metric.formats.mteb import is_json_object
 from eccv_metric.formats.mteb import not_rankings
@@ -46,6 +47,7 @@ from eccv_metric.formats.readers import IDS
 from eccv_metric.formats.readers import MTEB_PREDICTIONS
 from eccv_metric.formats.readers import NPY
 from eccv_metric.formats.readers import RANKINGS
+from eccv_metric.formats.readers import RERANKED
 from eccv_metric.formats.readers import TREC_RUN
 from eccv_metric.formats.readers import recognise
 from eccv_metric.formats.trec import TIES
@@ -55,13 +57,14 @@ from eccv_metric.inputs.choose import input_from_parts
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.inputs.given import Rankings
 from eccv_metric.inputs.matrix import ScoreMatrix
+from eccv_metric.inputs.twostage import TwoStage
 
 
 def add_evaluate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "evaluate",
-        help="score rankings, a TREC run, score matrices, embeddings or a model (--model SPEC --data BUILD) on any "
-        "benchmark",
+        help="score rankings, a TREC run, score matrices, embeddings (with --rerank: a two-stage result) or a model "
+        "(--model SPEC --data BUILD) on any benchmark",
     )
     src = p.add_mutually_exclusive_group()
     src.add_argument("--rankings", help='JSON {"i2t": {image id: [caption ids]}, "t2i": {caption id: [image ids]}}')
@@ -77,6 +80,15 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--caption-scores", help=".npy captions x captions matrix (over --caption-ids): t2t, STS")
     p.add_argument("--image-scores", help=".npy images x images matrix (over --image-ids): i2i, SIS")
     p.add_argument("--normalize", action="store_true", help="embeddings: cosine similarity instead of dot product")
+    p.add_argument(
+        "--rerank",
+        action="append",
+        metavar="DIRECTION=FILE",
+        help="a second stage over --scores or the embeddings (then its first stage): an .npz of query_ids, "
+        "candidate_ids (each query's candidates, gallery ids) and scores (their final scores), one per direction "
+        "(repeat: --rerank i2t=i2t.npz --rerank t2i=t2i.npz); ranked: the candidates by final score, then every "
+        "other item in the first stage's order",
+    )
     p.add_argument("--image-ids", help="image ids of the rows (.npy, .json or text); default: canonical order")
     p.add_argument("--caption-ids", help="caption ids of the rows / columns; default: canonical order")
     p.add_argument(
@@ -147,10 +159,10 @@ def resources_of(args: argparse.Namespace) -> Resources:
     return options_of(args).resources()
 
 
-def input_of(args: argparse.Namespace, resources: Resources) -> Rankings | ScoreMatrix | Embeddings:
+def input_of(args: argparse.Namespace, resources: Resources) -> Rankings | ScoreMatrix | Embeddings | TwoStage:
     """The one input the flags give (:func:`~eccv_metric.inputs.choose.input_from_parts`, in flag words)."""
     if args.demo:
-        others = [CLI_WORDS[name] for name in PARTS if name != "normalize" and _given(args, name)]
+        others = [CLI_WORDS[name] for name in (*PARTS, "rerank") if name != "normalize" and _given(args, name)]
         if others:
             raise EvaluationError(f"--demo is an input of its own: drop {', '.join(others)}")
         print(DEMO_NOTE, file=sys.stderr)
@@ -168,7 +180,31 @@ def input_of(args: argparse.Namespace, resources: Resources) -> Rankings | Score
             continue
         with named_file(CLI_WORDS[name]):
             parts[name] = (IDS if name.endswith("_ids") else NPY).read(path, name, None)
-    return input_from_parts({**parts, "normalize": args.normalize}, CLI_WORDS)
+    return input_from_parts({**parts, "normalize": args.normalize, "rerank": read_reranks(args.rerank)}, CLI_WORDS)
+
+
+def read_reranks(values: list[str] | None) -> dict[str, object] | None:
+    """``--rerank DIRECTION=FILE`` (repeated): each direction's second stage (:mod:`eccv_metric.formats.reranked`)."""
+    if not values:
+        return None
+    out: dict[str, object] = {}
+    for value in values:
+        direction, sep, path = value.partition("=")
+        if not sep or not path:
+            raise EvaluationError(f"--rerank takes DIRECTION=FILE (e.g. --rerank i2t=reranked_i2t.npz), not {value!r}")
+        if direction not in DIRECTION_KINDS:
+            raise EvaluationError(f"--rerank {value}: the direction must be i2t, t2i, t2t or i2i, not {direction!r}")
+        if direction in out:
+            raise EvaluationError(f"--rerank gives {direction} twice: one file per direction")
+        reader = recognise(path)
+        if reader is not None and reader is not RERANKED:
+            raise EvaluationError(
+                f"--rerank {value}: {reader.title}, not a two-stage result (an .npz of query_ids, candidate_ids "
+                f"and scores){'' if reader.name not in FLAG_OF else f': give it as {FLAG_OF[reader.name]}'}"
+            )
+        with named_file("--rerank"):
+            out[direction] = RERANKED.read(path, "rerank", None)
+    return out
 
 
 PARTIAL_NOTE = (

@@ -44,6 +44,16 @@ MODEL_WORDS = {
     "save_embeddings": "--save-embeddings",
     "cache_dir": "--cache-dir",
     "cache=False": "--no-cache",
+    "protocol": "--protocol",
+    "rerank_k": "--rerank-k",
+    "score_rule": "--score-rule",
+    "coco_1k": "--coco-1k",
+    "first_stage": "--first-stage",
+    "max_pairs": "--max-pairs",
+    "pair_batch_size": "--pair-batch-size",
+    "text_length": "--text-length",
+    "reference": "--reference",
+    "shard": "--shard",
 }
 INPUT_FLAGS = ("rankings", "run", "scores", "demo", "image_embeddings", "caption_embeddings", "caption_scores",
                "image_scores", "image_ids", "caption_ids")  # fmt: skip
@@ -93,6 +103,86 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--save-embeddings", help="--model: keep the embeddings here (re-score with --image-embeddings)")
     g.add_argument("--no-cache", action="store_true", help="--model: neither read nor write the embedding cache")
     g.add_argument("--cache-dir", help="--model: the embedding cache (default: <HF_HOME>/eccv_caption/embeddings)")
+    g.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="--model: i/N (1-based): this job computes its share of the batches and pair blocks into the cache and "
+        "stops; a later run without --shard scores (a SLURM array: --shard $((SLURM_ARRAY_TASK_ID+1))/N). Under "
+        "torchrun the ranks share the work by themselves",
+    )
+    add_pair_args(p)
+
+
+def add_pair_args(p: argparse.ArgumentParser) -> None:
+    from eccv_metric.models.pairs.options import MAX_PAIRS
+    from eccv_metric.models.pairs.options import PAIR_BATCH_SIZE
+    from eccv_metric.models.pairs.options import RERANK_K
+
+    g = p.add_argument_group(
+        "a --model that scores pairs (ITM heads, cross-encoders: BLIP, BLIP-2, ViLT, BridgeTower, FLAVA)"
+    )
+    g.add_argument(
+        "--protocol",
+        choices=["rerank", "exhaustive"],
+        help="rerank: each query's --rerank-k best items by a first stage (the model's own, e.g. BLIP's ITC, or "
+        "--first-stage) are scored by the pair head, the rest keep the first stage's order (default with a first "
+        "stage); exhaustive: every image-caption pair (default without one; 125M pairs for the 5K split)",
+    )
+    g.add_argument(
+        "--rerank-k",
+        type=int,
+        metavar="K",
+        default=RERANK_K,
+        help=f"rerank: candidates per query ({RERANK_K}, as LAVIS for BLIP-2 and ALBEF; BLIP on COCO used 256); a "
+        "warning names each metric that reads deeper",
+    )
+    g.add_argument(
+        "--score-rule",
+        choices=["itm+itc", "itm"],
+        help="the final score of a pair: the pair head's logit plus the first stage's similarity (itm+itc: LAVIS, "
+        "BLIP; the default when the model's own first stage has it) or the logit alone (itm: the original ALBEF, "
+        "X-VLM)",
+    )
+    g.add_argument(
+        "--coco-1k",
+        choices=["restrict", "within"],
+        default="restrict",
+        help="rerank: COCO 1K reads the 5K two-stage ranking restricted to each fold (restrict, as the official "
+        "package restricts ranked lists) or reranks each query's top k within its fold (within)",
+    )
+    g.add_argument(
+        "--first-stage", metavar="SPEC", help="rerank: a dual encoder spec whose ranking is reranked (any --model spec)"
+    )
+    g.add_argument(
+        "--max-pairs",
+        type=positive_int,
+        metavar="N",
+        default=MAX_PAIRS,
+        help=f"pairs a run scores unless raised ({MAX_PAIRS:,}: a k={RERANK_K} rerank of every benchmark, about "
+        "12.3M; an exhaustive 5K run is 125M); above it the run stops after its first blocks with the time it "
+        "would take",
+    )
+    g.add_argument(
+        "--pair-batch-size",
+        type=positive_int,
+        metavar="N",
+        default=PAIR_BATCH_SIZE,
+        help=f"pairs per forward pass of the pair head ({PAIR_BATCH_SIZE})",
+    )
+    g.add_argument(
+        "--text-length",
+        type=positive_int,
+        metavar="N",
+        help="a caption's length in the unit of the code the pair head follows (default: that code's: BLIP's own "
+        "30 words, LAVIS's and BLIP-2's 50; then 35 tokens)",
+    )
+    g.add_argument(
+        "--reference",
+        choices=["original", "transformers"],
+        default="original",
+        help="where a model's transformers port differs from its own code, follow the original (default: e.g. "
+        "BLIP's ITM reads its [ENC] token) or the port",
+    )
 
 
 def run_model(args: argparse.Namespace) -> int:
@@ -135,6 +225,16 @@ def run_model(args: argparse.Namespace) -> int:
                 cache=not args.no_cache,
                 cache_dir=args.cache_dir,
                 save_embeddings=args.save_embeddings,
+                shard=args.shard,
+                protocol=args.protocol,
+                rerank_k=args.rerank_k,
+                score_rule=args.score_rule,
+                coco_1k=args.coco_1k,
+                first_stage=args.first_stage,
+                max_pairs=args.max_pairs,
+                pair_batch_size=args.pair_batch_size,
+                text_length=args.text_length,
+                reference=args.reference,
             )
             runs = (
                 [evaluate_model_request(models[0], args.data, request, **options)]  # type: ignore[arg-type]
@@ -146,6 +246,12 @@ def run_model(args: argparse.Namespace) -> int:
     except EvaluationError as exc:
         raise EvaluationError(in_words(exc, MODEL_WORDS)) from None
     several = len(runs) > 1
+    if not all(out.scored for out in runs):  # a --shard job, or a torchrun rank other than 0
+        if args.shard and not args.quiet:
+            cache = runs[0].provenance.get("cache")
+            print(f"shard {args.shard}: its share is in the cache {cache}; when every shard is done, run the same "
+                  "command without --shard to score (it computes whatever is missing)", file=sys.stderr)  # fmt: skip
+        return 0
     shown = []
     for k, out in enumerate(runs):
         means = out.results.means()

@@ -177,7 +177,7 @@ def npy_problem(head: bytes, numpy_says: str) -> str:
     """What is wrong with a file np.load refused, in our words: numpy's own text may advise ``allow_pickle``
     (unsafe: a pickle runs code), which is never passed on."""
     if head[:2] == b"PK":
-        return "a .npz archive (save one array with np.save)"
+        return "a .npz archive (save one array with np.save; a two-stage result's .npz is given as rerank=)"
     if head != b"\x93NUMPY":
         return "not a .npy file (no .npy header)"
     if "pickle" in numpy_says.lower() or "python objects" in numpy_says.lower():

@@ -55,6 +55,11 @@ def reset(settings: dict[str, Any]) -> None:
         _SETTINGS.update(settings)
 
 
+def quiet() -> bool:
+    """Whether the process asked for no progress output (:func:`configure`, the CLI's ``--quiet``)."""
+    return bool(_SETTINGS["quiet"])
+
+
 def _stream() -> IO[str]:
     return _SETTINGS["file"] or sys.stderr
 

@@ -21,11 +21,14 @@ from eccv_metric.core.defaults import SEED
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import preview
 from eccv_metric.core.view import View
+from eccv_metric.engine import ties
 from eccv_metric.engine.plan import Job
 from eccv_metric.engine.plan import direction_order
+from eccv_metric.engine.ties import Tally
 from eccv_metric.inputs.base import Input
 from eccv_metric.inputs.base import Relevance
 from eccv_metric.inputs.lists import RankedLists
+from eccv_metric.kernels.ranks import Ranked
 from eccv_metric.measures import formulas
 from eccv_metric.measures.correlation import bootstrap_spearman
 from eccv_metric.measures.kinds import METRIC_KINDS
@@ -47,19 +50,27 @@ def refuse_unscorable(jobs: list[Job], source: Input) -> None:
 
 
 def run(
-    jobs: list[Job], source: Input, partial: bool = False, n_resamples: int = N_RESAMPLES, seed: int = SEED
+    jobs: list[Job],
+    source: Input,
+    partial: bool = False,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = SEED,
+    tally: Tally | None = None,
 ) -> PerQuery:
     """Per-query values ``out[metric][direction]`` of every job.
 
     ``partial``: score only the queries the input has a ranking for (ranked
     lists; means over those); by default a missing query is an error.
+    ``tally``: filled with the queries whose values the tie order, or a two-stage input's first stage, decides
+    (:mod:`eccv_metric.engine.ties`).
     """
     refuse_unscorable(jobs, source)  # what this input cannot give, before any work
     out: dict[tuple[str, str], QueryScores] = {}
     directions = sorted({j.direction for j in jobs if j.view is not None}, key=direction_order)
 
     def one(direction: str) -> None:
-        _run_direction([j for j in jobs if j.view is not None and j.direction == direction], source, partial, out)
+        chosen = [j for j in jobs if j.view is not None and j.direction == direction]
+        _run_direction(chosen, source, partial, out, tally)
 
     if len(directions) > 1 and source.kind != "lists":  # a direction's serial steps beside the other's ranking
         with ThreadPoolExecutor(len(directions)) as pool:
@@ -86,7 +97,7 @@ def run(
     return result
 
 
-def _run_direction(jobs: list[Job], source: Input, partial: bool, out: dict) -> None:
+def _run_direction(jobs: list[Job], source: Input, partial: bool, out: dict, tally: Tally | None) -> None:
     views: list[View] = []
     for job in jobs:
         if all(job.view is not v for v in views):
@@ -94,10 +105,10 @@ def _run_direction(jobs: list[Job], source: Input, partial: bool, out: dict) -> 
     views.sort(key=lambda v: v.restricted)  # unrestricted first: restricted views may filter its lists
     ranks = _shared_ranks(views, jobs, source)
     for view in views:
-        _run_view(view, [j for j in jobs if j.view is view], source, partial, out, ranks)
+        _run_view(view, [j for j in jobs if j.view is view], source, partial, out, ranks, tally)
 
 
-def _shared_ranks(views: list[View], jobs: list[Job], source: Input) -> dict[tuple[int, int], np.ndarray]:
+def _shared_ranks(views: list[View], jobs: list[Job], source: Input) -> dict[tuple[int, int], Ranked]:
     """The exact ranks every rank job of a direction reads, asked of a scored input at once: one pass over each
     computed product serves every relevance and view (the caption-caption product once for cxc_t2t and
     coco_t2t). Ranked lists (``exact_ranks`` False) are asked view by view, as their jobs run."""
@@ -125,7 +136,13 @@ def _rank_jobs(view: View, jobs: list[Job], source: Input) -> list[Job]:
 
 
 def _run_view(
-    view: View, jobs: list[Job], source: Input, partial: bool, out: dict, shared: dict[tuple[int, int], np.ndarray]
+    view: View,
+    jobs: list[Job],
+    source: Input,
+    partial: bool,
+    out: dict,
+    shared: dict[tuple[int, int], Ranked],
+    tally: Tally | None = None,
 ) -> None:
     """Score every job of one view (one ranking: direction, collection, restriction) into ``out[(metric, dir)]``.
 
@@ -140,7 +157,8 @@ def _run_view(
     With ``partial`` and an input that gives only some queries (ranked lists), every relevance is first
     restricted to the given queries (once per relevance), so means are over those queries only.
     Errors (lists too short to decide a value) name the metric, direction and queries. ``shared``: ranks
-    already found for (view, relevance) by :func:`_shared_ranks`.
+    already found for (view, relevance) by :func:`_shared_ranks`. ``tally``: see :func:`run` (lists of scores
+    are then read one item deeper, past the deepest cut: :mod:`eccv_metric.engine.ties`).
     """
     restricted: dict[int, Relevance] = {}
 
@@ -153,6 +171,8 @@ def _run_view(
 
     by_rank = _rank_jobs(view, jobs, source)
     by_depth = [j for j in jobs if j not in by_rank]
+    # two items past the cut: does a group of equal scores straddle it, and does the group at the list's end go on?
+    extra = 2 if tally is not None and source.exact_ranks else 0
     if by_depth:
         rels = {id(r): rel_of(r) for j in by_depth for r in j.relevances}
         needed = np.zeros(len(view.queries), dtype=bool)  # a mask, not np.unique: ~1 ms less per view
@@ -161,30 +181,76 @@ def _run_view(
         queries = np.flatnonzero(needed)
         depth = max(_depth(j, rel_of) for j in by_depth)
         only_hits = all(j.kind == "recall" for j in by_depth) and len(rels) == 1
-        lists = source.top(view, depth, queries, next(iter(rels.values())) if only_hits else None)
+        lists = source.top(view, depth + extra, queries, next(iter(rels.values())) if only_hits else None)
         cache: dict[int, _Hits] = {}
+        groups: dict[int, ties.Groups] = {}
         for job in by_depth:
-            parts = []
+            parts, flags = [], []
             for rel in (rel_of(r) for r in job.relevances):
                 if id(rel) not in cache:
                     deepest = max(_depth(j, rel_of) for j in by_depth if any(rel_of(r) is rel for r in j.relevances))
-                    cache[id(rel)] = _hits(view, lists, rel, deepest, job.metric)
+                    cache[id(rel)] = _hits(view, lists, rel, deepest + extra, job.metric)
                 parts.append(_score(view, job, rel, cache[id(rel)]))
+                if tally is not None and lists.ties is not None:
+                    flags.append(_depth_flags(view, job, rel, source, lists, cache[id(rel)], groups))
             out[(job.metric, job.direction)] = parts[0] if len(parts) == 1 else _mean_over(job, parts)
-    ranks: dict[int, np.ndarray] = {}
+            if flags:
+                _tally_parts(tally, job, out[(job.metric, job.direction)].query_ids, parts, flags)  # type: ignore[arg-type]
+    ranks: dict[int, Ranked | np.ndarray] = {}
     for job in by_rank:
         rel = rel_of(job.relevance)
         if id(rel) not in ranks:
             found = shared.get((id(view), id(rel)))
             ranks[id(rel)] = source.first_ranks(view, rel, job.metric) if found is None else found
+        got = ranks[id(rel)]
+        values = got.ranks if isinstance(got, Ranked) else got
         ids = view.queries.ids[rel.query]
         if job.kind == "recall":  # an exact rank is at most the gallery size: K needs no capping
-            values = formulas.recall_from_ranks(ranks[id(rel)], job.k, formulas.NO_HIT)  # type: ignore[arg-type]
-            out[(job.metric, job.direction)] = QueryScores(job.metric, job.direction, ids, values)
-        else:
-            out[(job.metric, job.direction)] = QueryScores(
-                job.metric, job.direction, ids, ranks[id(rel)], METRIC_KINDS[job.kind].aggregate
+            scores = QueryScores(
+                job.metric,
+                job.direction,
+                ids,
+                formulas.recall_from_ranks(values, job.k, formulas.NO_HIT),  # type: ignore[arg-type]
             )
+        else:
+            scores = QueryScores(job.metric, job.direction, ids, values, METRIC_KINDS[job.kind].aggregate)
+        out[(job.metric, job.direction)] = scores
+        if tally is not None and isinstance(got, Ranked):
+            reranked = source.reranked_depth(view, rel.query)
+            tail = None if reranked is None else ties.past_by_rank(job.kind, job.k, values, reranked)
+            tally.add(job.metric, job.direction, ids, ties.by_rank(job.kind, job.k, got), tail)
+
+
+def _depth_flags(
+    view: View, job: Job, rel: Relevance, source: Input, lists: RankedLists, found: _Hits, groups: dict
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """(decided by tie order, decided past a two-stage input's candidates) per query of ``rel`` for a depth job."""
+    if id(rel) not in groups:
+        groups[id(rel)] = ties.Groups(source, view, rel, lists, found.rows, found.hits)
+    sizes = np.broadcast_to(np.asarray(found.sizes), (len(found.ids),))
+    cuts = ties.cut(job.kind, job.k, job.cap, rel.n_positives, sizes)
+    tied = groups[id(rel)].decided(job.kind, cuts, found.first)
+    reranked = source.reranked_depth(view, rel.query)
+    return tied, None if reranked is None else ties.past_on_lists(job.kind, cuts, found.first, reranked)
+
+
+def _tally_parts(
+    tally: Tally, job: Job, out_ids: np.ndarray, parts: list[QueryScores], flags: list[tuple[np.ndarray, object]]
+) -> None:
+    """Record a depth job's flagged queries (``out_ids``: the job's); a job over several relations (PMRP over
+    zeta): flagged in any of them."""
+    if len(parts) == 1:
+        tally.add(job.metric, job.direction, out_ids, *flags[0])  # type: ignore[arg-type]
+        return
+    tied = np.zeros(len(out_ids), dtype=bool)
+    tail = None if flags[0][1] is None else np.zeros(len(out_ids), dtype=bool)
+    for part, (part_tied, part_tail) in zip(parts, flags, strict=True):
+        order = np.argsort(part.query_ids)
+        at = order[np.searchsorted(part.query_ids[order], out_ids)]  # every part scores the job's queries
+        tied |= part_tied[at]
+        if tail is not None:
+            tail |= part_tail[at]  # type: ignore[index]
+    tally.add(job.metric, job.direction, out_ids, tied, tail)
 
 
 def _depth(job: Job, rel_of: Callable[[Relevance], Relevance]) -> int:
@@ -194,13 +260,15 @@ def _depth(job: Job, rel_of: Callable[[Relevance], Relevance]) -> int:
 
 @dataclass(frozen=True)
 class _Hits:
-    """What the jobs of one relevance share: query ids, list lengths, gallery sizes, hit matrix, first hits."""
+    """What the jobs of one relevance share: query ids, list lengths, gallery sizes, hit matrix, first hits, and
+    the rows of the lists they came from."""
 
     ids: np.ndarray
     available: np.ndarray
     sizes: np.ndarray | int
     hits: np.ndarray
     first: np.ndarray
+    rows: np.ndarray
 
 
 def _hits(view: View, lists: RankedLists, rel: Relevance, depth: int, needed_by: str) -> _Hits:
@@ -208,7 +276,7 @@ def _hits(view: View, lists: RankedLists, rel: Relevance, depth: int, needed_by:
     hits = lists.hits(rel, rows, depth)
     sizes = lists.gallery_size if np.ndim(lists.gallery_size) == 0 else np.asarray(lists.gallery_size)[rows]
     ids = view.queries.ids[rel.query]
-    return _Hits(ids, lists.lengths[rows], sizes, hits, formulas.first_hit(hits))
+    return _Hits(ids, lists.lengths[rows], sizes, hits, formulas.first_hit(hits), rows)
 
 
 def _score(view: View, job: Job, rel: Relevance, found: _Hits) -> QueryScores:

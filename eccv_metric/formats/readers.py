@@ -18,10 +18,14 @@ npy                .npy                         the .npy magic bytes            
                                                                                               image scores,
                                                                                               embeddings
 ids                .npy .json .txt (any)        (named by its flag or box)                    image / caption ids
+reranked           .npz                         a zip holding query_ids, candidate_ids,       rerank (one
+                                                scores                                        direction's second
+                                                                                              stage)
 =================  ===========================  ===========================================  ===================
 
-The Space reads every reader but ``mteb_predictions`` (see its ``space`` line); of the ``npy`` parts it has
-boxes for ``scores`` and the embeddings (``caption_scores`` / ``image_scores``: the CLI's flags only).
+The Space reads every reader but ``mteb_predictions`` and ``reranked`` (see their ``space`` lines); of the
+``npy`` parts it has boxes for ``scores`` and the embeddings (``caption_scores`` / ``image_scores``: the CLI's
+flags only).
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ from eccv_metric.formats.mteb import is_mteb_predictions
 from eccv_metric.formats.mteb import is_rankings_json
 from eccv_metric.formats.mteb import read_predictions
 from eccv_metric.formats.rankings import load_rankings
+from eccv_metric.formats.reranked import is_reranked
+from eccv_metric.formats.reranked import load_reranked
 from eccv_metric.formats.trec import read_run_rankings
 
 NPY_MAGIC = b"\x93NUMPY"
@@ -132,7 +138,17 @@ IDS = Reader(
     ("image_ids", "caption_ids"),
     lambda path, part, ties: load_ids(path, part.replace("_", " ")),
 )
-READERS = (RANKINGS, MTEB_PREDICTIONS, TREC_RUN, NPY, IDS)
+RERANKED = Reader(
+    "reranked",
+    "a two-stage result (.npz)",
+    (".npz",),
+    is_reranked,
+    ("rerank",),
+    lambda path, part, ties: load_reranked(path),
+    space="the Space does not score two-stage results: use the CLI, eccv-caption evaluate --scores FIRST.npy "
+    "--rerank i2t={name}, or Python (eccv_metric.TwoStage)",
+)
+READERS = (RANKINGS, MTEB_PREDICTIONS, TREC_RUN, NPY, IDS, RERANKED)
 MAIN = (RANKINGS, MTEB_PREDICTIONS, TREC_RUN, NPY)  # the readers of one main input (ranked lists or scores)
 
 

@@ -51,6 +51,12 @@ def check_keywords(given: Iterable[str], compute: Callable) -> None:
     a ``TypeError`` from deep inside evaluate)."""
     accepted = [name for name in inspect.signature(compute).parameters if name != "self"]
     unknown = sorted(set(given) - set(accepted))
+    if "rerank" in unknown:  # a two-stage result: the library's and the CLI's, not the module's
+        raise EvaluationError(
+            "the evaluate module does not score two-stage results (rerank=): use Python, "
+            "eccv_metric.evaluate(eccv_metric.TwoStage(first_stage, i2t=...)), or the CLI, eccv-caption evaluate "
+            "--scores FIRST.npy --rerank i2t=FILE.npz"
+        )
     if unknown:
         raise EvaluationError(f"Bad inputs for evaluation module: {unknown}; compute() takes {', '.join(accepted)}")
 

@@ -1,8 +1,9 @@
 """The protocol every input answers: rank a view's queries, give exact ranks, score rated pairs.
 
-Three kinds of inputs implement it: ranked lists (:mod:`eccv_metric.inputs.given`:
+Four kinds of inputs implement it: ranked lists (:mod:`eccv_metric.inputs.given`:
 dicts, arrays, TREC runs), score matrices and embeddings
-(:mod:`eccv_metric.inputs.scored`: both scored block by block).
+(:mod:`eccv_metric.inputs.scored`: both scored block by block), and a two-stage
+result over one of them (:mod:`eccv_metric.inputs.twostage`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.view import Collection
 from eccv_metric.core.view import View
 from eccv_metric.inputs.lists import RankedLists
+from eccv_metric.kernels.ranks import Ranked
 
 
 class Relevance(Protocol):
@@ -77,9 +79,22 @@ class Input(Protocol):
         """1-based rank of each ``rel.query``'s best-ranked positive (float64); an error names undecidable queries."""
         ...
 
-    def first_ranks_many(self, wanted: list[tuple[View, Relevance, str]]) -> list[np.ndarray]:
+    def first_ranks_many(self, wanted: list[tuple[View, Relevance, str]]) -> list[Ranked]:
         """:meth:`first_ranks` of each (view, relevance, metric name), at once: what they share is done once
-        (scores: one pass over each scorer's blocks for every request on it)."""
+        (scores: one pass over each scorer's blocks for every request on it); with the best and worst rank any
+        order of equal scores gives (:class:`~eccv_metric.kernels.ranks.Ranked`: the tie note)."""
+        ...
+
+    def tie_totals(
+        self, view: View, rel: Relevance, members: np.ndarray, lists: RankedLists, rows: np.ndarray, at: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """For ``rel.query[members]``: the size of the group of equal scores holding the item at position ``at`` of
+        its list (``lists`` row ``rows``), past the list's end too, and its positives (lists that carry ``ties``)."""
+        ...
+
+    def reranked_depth(self, view: View, queries: np.ndarray) -> np.ndarray | None:
+        """How many reranked candidates each query (dense) has in its view gallery (a two-stage input, whose
+        ranking past them is the first stage's); None: the input is not one."""
         ...
 
     def pair_scores(

@@ -15,6 +15,7 @@ from eccv_metric.core.options import require_bool
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.inputs.given import Rankings
 from eccv_metric.inputs.matrix import ScoreMatrix
+from eccv_metric.inputs.twostage import TwoStage
 
 PARTS = (
     "rankings",
@@ -28,18 +29,41 @@ PARTS = (
     "normalize",
 )
 OPTIONS = ("ties",)  # how the parts are read, not parts: the tie rule of scores and embeddings
-PYTHON_WORDS = {name: name for name in PARTS + OPTIONS}
+SECOND = ("rerank",)  # a second stage over the scores or embeddings: {direction: Reranked} (inputs.twostage)
+PYTHON_WORDS = {name: name for name in PARTS + OPTIONS + SECOND}
 
 
 def input_from_parts(
     parts: Mapping[str, object], words: Mapping[str, str] = PYTHON_WORDS
-) -> Rankings | ScoreMatrix | Embeddings:
+) -> Rankings | ScoreMatrix | Embeddings | TwoStage:
     """Rankings (``rankings``: ``{direction: lists}`` or :class:`Rankings`), a score matrix (``scores`` and / or
     the square ``caption_scores`` / ``image_scores``) or embeddings; ids, ``normalize`` and ``ties`` (the tie rule
-    of scores: ``stable`` or ``trec_eval``) where they apply."""
-    unknown = set(parts) - set(PARTS) - set(OPTIONS)
+    of scores: ``stable`` or ``trec_eval``) where they apply. ``rerank`` (``{direction: Reranked}``, or a
+    mapping / tuple of its arrays): a second stage over the scores or embeddings, which are then its first stage
+    (:class:`TwoStage`)."""
+    unknown = set(parts) - set(PARTS) - set(OPTIONS) - set(SECOND)
     if unknown:
         raise ValueError(f"unknown input parts {sorted(unknown)}")
+    rerank = parts.get("rerank")
+    first = one_input({k: v for k, v in parts.items() if k != "rerank"}, words, bool(rerank))
+    if not rerank:
+        return first
+    said = words.get("rerank", "rerank")
+    if isinstance(first, Rankings):
+        raise EvaluationError(
+            f"{said} reranks a first stage of scores: give it with {words['scores']} or {words['image_embeddings']} / "
+            f"{words['caption_embeddings']}, not ranked lists ({words['rankings']})"
+        )
+    if not isinstance(rerank, Mapping):
+        raise EvaluationError(f"{said} must map directions (i2t, t2i, t2t, i2i) to reranked candidates")
+    return TwoStage(first, **{str(d): v for d, v in rerank.items()})
+
+
+def one_input(
+    parts: Mapping[str, object], words: Mapping[str, str], second: bool = False
+) -> Rankings | ScoreMatrix | Embeddings:
+    """The one input of the parts but ``rerank`` (see :func:`input_from_parts`); ``second``: a second stage was
+    given, these parts are its first stage."""
     if parts.get("normalize") is not None:
         require_bool(parts["normalize"], words["normalize"].strip("-=").replace("-", "_"))
     ties = parts.get("ties")
@@ -50,6 +74,11 @@ def input_from_parts(
         "embeddings": given & {"image_embeddings", "caption_embeddings"},
     }
     present = [k for k, names in kinds.items() if names]
+    if not present and second:
+        raise EvaluationError(
+            f"{words.get('rerank', 'rerank')} needs a first stage, a score for every query and gallery item: give "
+            f"{words['scores']} or {words['image_embeddings']} / {words['caption_embeddings']}"
+        )
     if not present:
         raise EvaluationError(
             f"nothing to score: give {words['rankings']}, {words['scores']} or "

@@ -25,6 +25,7 @@ from eccv_metric.inputs.flat import from_arrays
 from eccv_metric.inputs.flat import from_dict
 from eccv_metric.inputs.lists import RankedLists
 from eccv_metric.inputs.lists import restrict_lists
+from eccv_metric.kernels.ranks import Ranked
 from eccv_metric.measures.formulas import NO_HIT
 from eccv_metric.measures.formulas import first_hit
 
@@ -124,8 +125,21 @@ class Rankings:
             )
         return (first + 1).astype(np.float64)
 
-    def first_ranks_many(self, wanted: list[tuple[View, Relevance, str]]) -> list[np.ndarray]:
-        return [self.first_ranks(view, rel, name) for view, rel, name in wanted]
+    def first_ranks_many(self, wanted: list[tuple[View, Relevance, str]]) -> list[Ranked]:
+        """:meth:`first_ranks` of each request; a ranked list has no ties (``low`` = ``high`` = the rank)."""
+        out = []
+        for view, rel, name in wanted:
+            ranks = self.first_ranks(view, rel, name)
+            out.append(Ranked(ranks, np.zeros(len(ranks), dtype=bool), ranks, ranks))
+        return out
+
+    def reranked_depth(self, view: View, queries: np.ndarray) -> None:
+        return None
+
+    def tie_totals(
+        self, view: View, rel: Relevance, members: np.ndarray, lists: RankedLists, rows: np.ndarray, at: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        raise AssertionError("ranked lists carry no tie groups: nothing to count")
 
     def pair_scores(
         self, collection: Collection, kinds: tuple[str, str], dense_1: np.ndarray, dense_2: np.ndarray, what: str

@@ -39,6 +39,11 @@ class RankedLists:
     query ``query[k]``; ``lengths[k]`` is how long the whole list is (it may
     exceed ``depth``: the rest was not needed). ``gallery_size`` is the number
     of items that were ranked.
+
+    Lists made from scores also carry ``scores`` (the score each listed item was ranked by) and ``ties``
+    (a label per listed item: equal labels side by side are one group of equal scores, whose order the tie
+    rule decided; -1 past a list's end), which the tie note reads (:mod:`eccv_metric.engine.ties`); None for
+    ranked lists given in order.
     """
 
     direction: str
@@ -46,6 +51,8 @@ class RankedLists:
     items: np.ndarray
     lengths: np.ndarray
     gallery_size: int | np.ndarray  # per list when galleries differ (folds, a query's own item left out)
+    scores: np.ndarray | None = None
+    ties: np.ndarray | None = None
 
     @cached_property
     def _row_of_query(self) -> np.ndarray:
@@ -159,6 +166,9 @@ def restrict_lists(
     n, width = lists.items.shape
     depth = min(depth, width, int(sizes.max(initial=0)))
     out = np.full((n, depth), -1, dtype=np.int32)
+    scored = lists.scores is not None and lists.ties is not None
+    scores = np.zeros((n, depth), lists.scores.dtype) if scored else None  # type: ignore[union-attr]
+    ties = np.full((n, depth), -1, np.int64) if scored else None
     available = np.zeros(n, dtype=np.int64)
     step = max(1, (1 << 22) // max(1, width))
     for start in range(0, n if width else 0, step):
@@ -172,7 +182,35 @@ def restrict_lists(
         available[start : start + step] = cum[:, -1]
         r, c = np.nonzero(keep & (cum <= depth))
         out[start + r, cum[r, c] - 1] = items[r, c]
-    return RankedLists(lists.direction, lists.query, out, available, sizes)
+        if scores is not None and ties is not None:  # the kept items keep their scores and tie groups
+            scores[start + r, cum[r, c] - 1] = lists.scores[start : start + step][r, c]  # type: ignore[index]
+            ties[start + r, cum[r, c] - 1] = lists.ties[start : start + step][r, c]  # type: ignore[index]
+    return RankedLists(lists.direction, lists.query, out, available, sizes, scores, ties)
+
+
+def side_by_side(parts: list[np.ndarray], pad: int) -> np.ndarray:
+    """Rows of lists of different widths in one array, padded with ``pad``."""
+    width = max((p.shape[1] for p in parts), default=0)
+    dtype = np.result_type(*parts) if parts else np.int32
+    padded = [np.pad(p, ((0, 0), (0, width - p.shape[1])), constant_values=pad) for p in parts]
+    return np.concatenate(padded).astype(dtype, copy=False) if padded else np.zeros((0, 0), dtype)
+
+
+def tie_labels(scores: np.ndarray, length: np.ndarray, breaks: np.ndarray | None = None) -> np.ndarray:
+    """A tie label per listed item (:class:`RankedLists`): the position of the first item of its run of equal
+    scores, -1 from ``length`` on; ``breaks``: a position per row where a new group starts whatever the scores
+    (a two-stage list's first item ranked by the first stage)."""
+    n, width = scores.shape
+    if width == 0:
+        return np.zeros((n, 0), np.int64)
+    at = np.arange(width)
+    starts = np.ones((n, width), dtype=bool)
+    starts[:, 1:] = scores[:, 1:] != scores[:, :-1]
+    if breaks is not None:
+        starts |= at[None, :] == breaks[:, None]
+    labels = np.maximum.accumulate(np.where(starts, at[None, :], 0), axis=1)
+    labels[at[None, :] >= length[:, None]] = -1
+    return labels
 
 
 def ranked_to_arrays(

@@ -38,6 +38,11 @@ from eccv_metric.inputs.base import HeldChecks
 from eccv_metric.inputs.base import Relevance
 from eccv_metric.inputs.lists import RankedLists
 from eccv_metric.inputs.lists import restrict_lists
+from eccv_metric.inputs.lists import side_by_side
+from eccv_metric.inputs.lists import tie_labels
+from eccv_metric.inputs.tied import all_tied
+from eccv_metric.inputs.tied import count_tied
+from eccv_metric.kernels.ranks import Ranked
 from eccv_metric.kernels.ranks import RankRequest
 from eccv_metric.kernels.ranks import rank_all
 from eccv_metric.kernels.scorers import BlockScorer
@@ -185,8 +190,11 @@ class ScoredInput(HeldChecks):
         scorer = self.scorer(view)
         n_gal = scorer.n_gallery - view.exclude_self
         own = self.mapping(view.collection, view.gallery_kind)[1][queries] if view.exclude_self else None
-        top = self._top(view, scorer, qrow[queries], min(depth, n_gal), None, own, queries)
-        lists = RankedLists(view.direction, queries, gdense[top].astype(np.int32), np.full(len(queries), n_gal), n_gal)
+        top, values = self._top(view, scorer, qrow[queries], min(depth, n_gal), None, own, queries)
+        lengths = np.full(len(queries), n_gal)
+        lists = RankedLists(
+            view.direction, queries, gdense[top].astype(np.int32), lengths, n_gal, values, tie_labels(values, lengths)
+        )
         self._last[view.key] = lists
         return lists
 
@@ -197,7 +205,7 @@ class ScoredInput(HeldChecks):
         scorer = self.scorer(view)
         own = self.mapping(view.collection, view.gallery_kind)[1][queries] if view.exclude_self else None
         k = min(depth, scorer.n_gallery - view.exclude_self)
-        top = self._top(view, scorer, qrow[queries], k, None, own, queries)
+        top, _ = self._top(view, scorer, qrow[queries], k, None, own, queries)
         order = self.row_order(view.collection, view.gallery_kind)
         return top if order is None else order[top]
 
@@ -215,9 +223,10 @@ class ScoredInput(HeldChecks):
         gallery_pos: np.ndarray | None,
         own: np.ndarray | None,
         queries: np.ndarray,
-    ) -> np.ndarray:
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(top gallery positions of the scorer, their scores) of the scorer rows ``rows`` (``queries``: dense)."""
         constant = self.require_varied(view)
-        top, bad = top_ranked(scorer, rows, k, gallery_pos, self._priority(view), own)
+        top, bad, values = top_ranked(scorer, rows, k, gallery_pos, self._priority(view), own)
         if bad.any():
             ids = view.queries.ids[queries[bad]]
             raise EvaluationError(
@@ -225,41 +234,10 @@ class ScoredInput(HeldChecks):
                 f"{self.nonfinite(view)[0]}: {preview(ids)}{self.nonfinite(view)[1]}"
             )
         if not constant:  # a constant matrix is noted once, not query by query
-            self._find_tied_queries(view, scorer, rows, top, gallery_pos, own, queries)
-        return top
-
-    def _find_tied_queries(
-        self,
-        view: View,
-        scorer: BlockScorer,
-        rows: np.ndarray,
-        top: np.ndarray,
-        gallery_pos: np.ndarray | None,
-        own: np.ndarray | None,
-        queries: np.ndarray,
-    ) -> None:
-        """Record the queries whose every score is equal (their list is the given order, not the model's) in
-        :attr:`tied_queries` for a note. Cheap: only lists that are exactly the first gallery items (own item
-        left out) are candidates, found one column at a time, and only their rows are read again."""
-        k = top.shape[1]
-        if k == 0 or len(rows) == 0:
-            return
-        cols = np.arange(scorer.n_gallery) if gallery_pos is None else gallery_pos
-        mine = np.full(len(rows), -1, np.int64) if own is None else np.asarray(own, dtype=np.int64)
-        lead = np.minimum((mine == 0).astype(np.int64), len(cols) - 1)  # each query's first column but its own
-        part = np.flatnonzero(top[:, 0] == cols[lead])  # one column of the lists first: memory stays small
-        first = np.arange(k)[None, :]
-        first = np.minimum(first + ((mine[part, None] >= 0) & (first >= mine[part, None])), len(cols) - 1)
-        part = part[(top[part] == cols[first]).all(axis=1)]
-        step = max(1, scorer.rows_per_block(len(cols), False))
-        for start in range(0, len(part), step):
-            chunk = part[start : start + step]
-            block = np.array(scorer.block(rows[chunk], gallery_pos), dtype=np.float64)
-            has = np.flatnonzero(mine[chunk] >= 0)  # the own entry is never read: it takes a read entry's value
-            block[has, mine[chunk][has]] = block[has, lead[chunk][has]]
-            tied = chunk[(block == block[np.arange(len(chunk)), lead[chunk]][:, None]).all(axis=1)]
+            tied = all_tied(scorer, rows, top, gallery_pos, own)
             if len(tied):
                 self.tied_queries.setdefault(view.direction, set()).update(view.queries.ids[queries[tied]].tolist())
+        return top, values
 
     def _restricted_top(self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None) -> RankedLists:
         """Top items of each query among its group's items (group items keep their given order for ties).
@@ -277,23 +255,34 @@ class ScoredInput(HeldChecks):
         if full is None or not np.isin(queries, full.query).all():
             return self._group_top(view, depth, queries)
         rows = full.rows(queries, view.queries, view.restriction or "")
-        sub = RankedLists(view.direction, queries, full.items[rows], full.lengths[rows], full.gallery_size)
+        sub = RankedLists(
+            view.direction, queries, full.items[rows], full.lengths[rows], full.gallery_size,
+            None if full.scores is None else full.scores[rows], None if full.ties is None else full.ties[rows],
+        )  # fmt: skip
         own = queries.astype(np.int64) if view.exclude_self else None
         filtered = restrict_lists(sub, depth, qgroup[queries], view.gallery_group, own, sizes)
-        items, available = filtered.items, filtered.lengths
+        available = filtered.lengths
         settled = available >= np.minimum(depth, sizes)
         if decided_by is not None:
             hit_rows = filtered.rows(decided_by.query, view.queries, view.restriction or "")
             settled[hit_rows] |= filtered.hits(decided_by, hit_rows).any(axis=1)
         again = ~settled
+        parts = [filtered.items, filtered.scores, filtered.ties]
         if again.any():
             exact = self._group_top(view, depth, queries[again])
-            width = max(items.shape[1], exact.items.shape[1])
-            items = np.pad(items, ((0, 0), (0, width - items.shape[1])), constant_values=-1)
-            redone = exact.items[exact.rows(queries[again], view.queries, view.restriction or "")]
-            items[again] = np.pad(redone, ((0, 0), (0, width - redone.shape[1])), constant_values=-1)
+            at = exact.rows(queries[again], view.queries, view.restriction or "")
+            width = max(filtered.items.shape[1], exact.items.shape[1])
+            for j, (mine, redone) in enumerate(zip(parts, (exact.items, exact.scores, exact.ties), strict=True)):
+                if mine is None or redone is None:
+                    parts[j] = None
+                    continue
+                pad = -1 if j != 1 else 0
+                mine = np.pad(mine, ((0, 0), (0, width - mine.shape[1])), constant_values=pad)
+                mine[again] = np.pad(redone[at], ((0, 0), (0, width - redone.shape[1])), constant_values=pad)
+                parts[j] = mine
             available[again] = sizes[again]
-        return RankedLists(view.direction, queries, items, available, sizes)
+        items, scores, ties = parts
+        return RankedLists(view.direction, queries, items, available, sizes, scores, ties)  # type: ignore[arg-type]
 
     def _group_top(self, view: View, depth: int, queries: np.ndarray) -> RankedLists:
         """Top ``depth`` items of each query among the gallery items of its group, from the scores."""
@@ -302,52 +291,79 @@ class ScoredInput(HeldChecks):
         _, qrow = self._rows(view, view.query_kind, queries)
         pool = np.flatnonzero(view.gallery_group >= 0)
         gdense, grow = self._rows(view, view.gallery_kind, pool)
-        parts_q, parts_items = [], []
+        parts_q, parts_items, parts_scores = [], [], []
         for group in np.unique(qgroup[queries]).tolist():
             members = queries[qgroup[queries] == group]
             gallery_pos = np.sort(grow[view.gallery_group == group])
             own = np.searchsorted(gallery_pos, grow[members]) if view.exclude_self else None
             k = min(depth, len(gallery_pos) - view.exclude_self)
-            top = self._top(view, scorer, qrow[members], k, gallery_pos, own, members)
+            top, values = self._top(view, scorer, qrow[members], k, gallery_pos, own, members)
             parts_q.append(members)
             parts_items.append(gdense[top].astype(np.int32))
-        width = max((p.shape[1] for p in parts_items), default=0)
-        items = np.concatenate([np.pad(p, ((0, 0), (0, width - p.shape[1])), constant_values=-1) for p in parts_items])
+            parts_scores.append(values)
         query = np.concatenate(parts_q) if parts_q else np.zeros(0, np.int64)
         sizes = view.gallery_sizes(query, 0)
-        return RankedLists(view.direction, query, items, sizes, sizes)
+        items, scores = side_by_side(parts_items, -1), side_by_side(parts_scores, 0)
+        return RankedLists(view.direction, query, items, sizes, sizes, scores, tie_labels(scores, sizes))
 
     def first_ranks(self, view: View, rel: Relevance, name: str) -> np.ndarray:
         """Exact rank of each ``rel.query``'s best-ranked positive, straight from the scores."""
-        return self.first_ranks_many([(view, rel, name)])[0]
+        return self.first_ranks_many([(view, rel, name)])[0].ranks
 
-    def first_ranks_many(self, wanted: list[tuple[View, Relevance, str]]) -> list[np.ndarray]:
-        """:meth:`first_ranks` of each (view, relevance, metric name): the requests on one scorer share one pass
-        over its blocks (:func:`~eccv_metric.kernels.ranks.rank_all`), so every relevance and view of a direction
-        reads each computed block once. Errors: the first request (in the order given) that fails."""
+    def first_ranks_many(self, wanted: list[tuple[View, Relevance, str]]) -> list[Ranked]:
+        """:meth:`first_ranks` of each (view, relevance, metric name), with how far another tie order moves them
+        (:class:`~eccv_metric.kernels.ranks.Ranked`): the requests on one scorer share one pass over its blocks
+        (:func:`~eccv_metric.kernels.ranks.rank_all`), so every relevance and view of a direction reads each
+        computed block once. Errors: the first request (in the order given) that fails."""
         plans = []
         for view, rel, _ in wanted:
             self.require_varied(view)
-            plans.append((self.scorer(view), self._rank_requests(view, rel)))
-        found: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        for scorer in {id(s): s for s, _ in plans}.values():
-            requests = [r for s, parts in plans if s is scorer for _, r in parts]
-            found.update(zip(map(id, requests), rank_all(scorer, requests), strict=True))
+            plans.append((view, self.rank_requests(view, rel)))
+        found = self.rank_plans(plans)
         out = []
         for (view, rel, name), (_, parts) in zip(wanted, plans, strict=True):
-            ranks, bad = np.zeros(len(rel.query)), np.zeros(len(rel.query), dtype=bool)
+            ranked = Ranked.empty(len(rel.query))
             for members, request in parts:
-                ranks[members], bad[members] = found[id(request)]
-            if bad.any():
-                raise EvaluationError(
-                    f"{view.direction} {name}: the scores of {int(bad.sum())} query {view.query_kind}(s) "
-                    f"{self.nonfinite(view)[0]}, or have no positive in the gallery: "
-                    f"{preview(view.queries.ids[rel.query][bad])}{self.nonfinite(view)[1]}"
-                )
-            out.append(ranks)
+                ranked.put(members, found[id(request)])
+            self.refuse_bad(view, name, rel.query, ranked.bad)
+            out.append(ranked)
         return out
 
-    def _rank_requests(self, view: View, rel: Relevance) -> list[tuple[np.ndarray, RankRequest]]:
+    def rank_plans(self, plans: list[tuple[View, list[tuple[np.ndarray, RankRequest]]]]) -> dict[int, Ranked]:
+        """Every request of ``plans`` (view, [(members, request)]), one shared pass per scorer: id(request) ->
+        its :class:`~eccv_metric.kernels.ranks.Ranked`."""
+        scorers: dict[int, tuple[BlockScorer, list[RankRequest]]] = {}
+        for view, parts in plans:
+            scorer = self.scorer(view)
+            scorers.setdefault(id(scorer), (scorer, []))[1].extend(r for _, r in parts)
+        found: dict[int, Ranked] = {}
+        for scorer, requests in scorers.values():
+            found.update(zip(map(id, requests), rank_all(scorer, requests), strict=True))
+        return found
+
+    def refuse_bad(self, view: View, name: str, queries: np.ndarray, bad: np.ndarray) -> None:
+        """An error naming the queries (dense) whose scores hold NaN / inf, or that have no positive to rank."""
+        if bad.any():
+            raise EvaluationError(
+                f"{view.direction} {name}: the scores of {int(bad.sum())} query {view.query_kind}(s) "
+                f"{self.nonfinite(view)[0]}, or have no positive in the gallery: "
+                f"{preview(view.queries.ids[queries][bad])}{self.nonfinite(view)[1]}"
+            )
+
+    def tie_totals(
+        self, view: View, rel: Relevance, members: np.ndarray, lists: RankedLists, rows: np.ndarray, at: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """For the queries ``rel.query[members]`` (ascending): how many items of the query's gallery have the score
+        of its listed item at position ``at`` (``lists`` row ``rows``): the whole group of equal scores, also past
+        the list; and how many of them are positives. Read again from the scores, only for these queries."""
+        values = lists.scores[rows, at]  # type: ignore[index]
+        return count_tied(self, view, rel, members, values)
+
+    def reranked_depth(self, view: View, queries: np.ndarray) -> np.ndarray | None:
+        """How many reranked candidates each query's view gallery holds (a two-stage input); None: not one."""
+        return None
+
+    def rank_requests(self, view: View, rel: Relevance) -> list[tuple[np.ndarray, RankRequest]]:
         """(positions in ``rel.query``, the request ranking them) per gallery group of the view (one: unrestricted)."""
         _, qrow = self._rows(view, view.query_kind, rel.query)
         pool = None if not view.restricted else np.flatnonzero(view.gallery_group >= 0)

@@ -145,30 +145,49 @@ class TorchScorer:
         gallery_pos: np.ndarray | None,
         mask: np.ndarray,
         own: np.ndarray | None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Exact first-positive ranks of rows ``local`` of an aligned block, counted on the device (see
-        :func:`~eccv_metric.kernels.ranks.block_ranks`)."""
+        excluded: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Exact first-positive ranks of rows ``local`` of an aligned block, counted on the device: (ranks, bad,
+        low, high) of :func:`~eccv_metric.kernels.ranks.block_spans` (``excluded`` columns take no part)."""
         part = self._part(block, local, gallery_pos)
         finite = self._without_self(part, own)
         positive = torch.from_numpy(mask).to(self.device)
         n = part.shape[1]
+        if excluded is not None:
+            ex_rows, ex_at = np.nonzero(excluded >= 0)
+            ex_r, ex_c = self._tensor(ex_rows), self._tensor(excluded[ex_rows, ex_at])
+            positive[ex_r, ex_c] = False
         best = torch.where(positive, part, torch.full_like(part, -torch.inf)).amax(dim=1, keepdim=True)
         at_best = part == best
         cols = torch.arange(n, device=self.device)
         first = torch.where(positive & at_best, cols, n).amin(dim=1, keepdim=True)
-        ranks = (part > best).sum(dim=1) + (at_best & (cols < first)).sum(dim=1) + 1
+        higher = (part > best).sum(dim=1)
+        before = (at_best & (cols < first)).sum(dim=1)
+        others = at_best.sum(dim=1) - (positive & at_best).sum(dim=1)  # items tied with the best that are negatives
+        if excluded is not None and len(ex_rows):
+            values, top, lead = part[ex_r, ex_c], best[ex_r, 0], first[ex_r, 0]
+
+            def per_row(flags: torch.Tensor) -> torch.Tensor:
+                return torch.zeros_like(higher).index_add_(0, ex_r, flags.to(higher.dtype))
+
+            higher = higher - per_row(values > top)
+            others = others - per_row(values == top)
+            before = before - per_row((values == top) & (ex_c < lead))
+        low = higher + 1
         bad = ~finite | ~positive.any(dim=1)
-        ranks = torch.where(bad, 0, ranks)
-        return ranks.cpu().numpy().astype(np.float64), bad.cpu().numpy()
+        out = [torch.where(bad, 0, x).cpu().numpy().astype(np.float64) for x in (low + before, low, low + others)]
+        return out[0], bad.cpu().numpy(), out[1], out[2]
 
     def top_ranked(
         self, query_pos: np.ndarray, k: int, gallery_pos: np.ndarray | None, own: np.ndarray | None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Top-``k`` gallery positions of the query rows ``query_pos`` (stable: equal scores in gallery order), and
-        the queries whose scores hold NaN or inf (as :func:`~eccv_metric.kernels.topk.top_ranked`)."""
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Top-``k`` gallery positions of the query rows ``query_pos`` (stable: equal scores in gallery order), the
+        queries whose scores hold NaN or inf, and the top items' scores (as
+        :func:`~eccv_metric.kernels.topk.top_ranked`)."""
         order = np.argsort(query_pos, kind="stable")
         pos = query_pos[order]
         top = np.zeros((len(pos), k), np.int32)
+        values = np.zeros((len(pos), k), self.host_queries.dtype)
         bad = np.zeros(len(pos), dtype=bool)
         blocks = pos // self.aligned
         for b in np.unique(blocks).tolist():
@@ -177,14 +196,18 @@ class TorchScorer:
             finite = self._without_self(part, None if own is None else own[order[at]])
             bad[at] = ~finite.cpu().numpy()
             if not bad[at].any():
-                top[at] = stable_top(part, k).cpu().numpy()
+                cols = stable_top(part, k)
+                top[at] = cols.cpu().numpy()
+                values[at] = part.gather(1, cols.long()).cpu().numpy()
         out_bad = np.zeros(len(pos), dtype=bool)
         out_bad[order] = bad
         if bad.any():
-            return np.zeros((len(pos), 0), np.int32), out_bad
+            return np.zeros((len(pos), 0), np.int32), out_bad, np.zeros((len(pos), 0))
         out = np.empty_like(top)
         out[order] = top
-        return (out if gallery_pos is None else gallery_pos[out].astype(np.int32)), out_bad
+        out_values = np.empty_like(values)
+        out_values[order] = values
+        return (out if gallery_pos is None else gallery_pos[out].astype(np.int32)), out_bad, out_values
 
 
 def stable_top(scores: torch.Tensor, k: int) -> torch.Tensor:

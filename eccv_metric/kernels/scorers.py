@@ -67,14 +67,21 @@ class DeviceScorer(Protocol):
         ...
 
     def count_ranks(
-        self, block: object, local: np.ndarray, gallery_pos: np.ndarray | None, mask: np.ndarray, own: np.ndarray | None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """:func:`~eccv_metric.kernels.ranks.block_ranks` of rows ``local`` of ``block`` (columns ``gallery_pos``)."""
+        self,
+        block: object,
+        local: np.ndarray,
+        gallery_pos: np.ndarray | None,
+        mask: np.ndarray,
+        own: np.ndarray | None,
+        excluded: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(ranks, bad, low, high) of :func:`~eccv_metric.kernels.ranks.block_spans` of rows ``local`` of ``block``
+        (columns ``gallery_pos``)."""
         ...
 
     def top_ranked(
         self, query_pos: np.ndarray, k: int, gallery_pos: np.ndarray | None, own: np.ndarray | None
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:func:`~eccv_metric.kernels.topk.top_ranked` on the device."""
         ...
 

@@ -225,13 +225,14 @@ def top_ranked(
     gallery_pos: np.ndarray | None = None,
     priority: Priority | None = None,
     own: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Top-``k`` gallery positions for the scorer's query rows ``query_pos``.
 
     ``gallery_pos``: restrict the gallery to these (ascending) positions.
     ``own``: for each query, the position (into the restricted gallery) of its
     own item, which is left out (-1: none). Returns (top positions into the
-    scorer's gallery, bool mask of queries whose scores hold NaN or inf).
+    scorer's gallery, bool mask of queries whose scores hold NaN or inf, the score of each top item as the
+    block held it: what the tie note compares).
     Blocks run on the shared block workers when the scorer allows it, a lower
     ``priority`` first (default: a new evaluation's ticket). A scorer that computes aligned blocks is read one
     aligned block at a time (each computed once); a :class:`~eccv_metric.kernels.scorers.DeviceScorer` ranks
@@ -252,7 +253,7 @@ def top_ranked(
     what = f"ranking {len(query_pos):,} queries x {n_gal:,} items"
     shown = progress.bar(what, len(starts), "block") if many else progress.NoBar()
 
-    def work(start: int) -> tuple[np.ndarray, np.ndarray]:
+    def work(start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         block = scorer.block(query_pos[start : ends[start]], gallery_pos, scratch)
         if own is None:
             top, bad = stable_topk(block, k, scratch)
@@ -260,8 +261,9 @@ def top_ranked(
             block, finite = without_self(block, own[start : ends[start]])
             top, bad = stable_topk(block, k, scratch)
             bad |= ~finite
+        values = np.take_along_axis(block, top, axis=1) if not bad.any() else np.zeros(top.shape, block.dtype)
         shown.update(1)
-        return top, bad
+        return top, bad, values
 
     workers = block_workers() if scorer.parallel else None
     with shown:
@@ -273,13 +275,15 @@ def top_ranked(
     if parts:
         bad[order] = np.concatenate([p[1] for p in parts])
     if bad.any():
-        return np.zeros((len(query_pos), 0), np.int32), bad
+        return np.zeros((len(query_pos), 0), np.int32), bad, np.zeros((len(query_pos), 0))
     top = np.empty((len(query_pos), k), np.int32)
+    values = np.empty((len(query_pos), k), parts[0][2].dtype if parts else np.float64)
     if parts:
         top[order] = np.concatenate([p[0] for p in parts])
+        values[order] = np.concatenate([p[2] for p in parts])
     if gallery_pos is not None:
         top = gallery_pos[top].astype(np.int32)
-    return top, bad
+    return top, bad, values
 
 
 def aligned_starts(sorted_pos: np.ndarray, aligned: int) -> list[int]:

@@ -18,6 +18,9 @@ from eccv_metric.models.families.registry import Family
 from eccv_metric.models.families.registry import register
 from eccv_metric.models.families.spec import load_model
 from eccv_metric.models.many import evaluate_models
+from eccv_metric.models.pairs.options import RerankWarning
+from eccv_metric.models.pairs.scorer import ObjectPairScorer
+from eccv_metric.models.pairs.scorer import PairScorer
 from eccv_metric.models.run import ModelResults
 from eccv_metric.models.run import evaluate_model
 from eccv_metric.models.run import evaluate_model_request
@@ -27,6 +30,9 @@ __all__ = [
     "Encoder",
     "Family",
     "ModelResults",
+    "ObjectPairScorer",
+    "PairScorer",
+    "RerankWarning",
     "evaluate_model",
     "evaluate_model_request",
     "evaluate_models",

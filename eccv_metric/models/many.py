@@ -105,7 +105,7 @@ def evaluate_models_request(
         return open_run(pairs[k][0], source, request, options, pairs[k][1], opening=openings.pop(k))
 
     def run_together(runs: dict[int, LoadedRun]) -> None:
-        link([runs[k].store for k in sorted(runs)])
+        link([store for k in sorted(runs) if (store := runs[k].store) is not None])
         for k in sorted(runs):
             out[k] = finish_run(runs.pop(k))  # each model released once its numbers are made
 
@@ -126,8 +126,9 @@ def joined(
     """``held`` with model ``k`` (just loaded) when it shares their decode; else ``held`` run first and ``k``
     alone. A function of its own: no name of the caller's keeps a model that has run (nor, through its store's
     companions, the models it fed) loaded while the next one loads."""
-    key = share_key(loaded.store)
-    if not held or key is None or key != share_key(next(iter(held.values())).store):
+    key = share_key(loaded.store) if loaded.store is not None else None
+    before = next(iter(held.values())).store if held else None
+    if not held or key is None or before is None or key != share_key(before):
         run_together(held)
     held[k] = loaded
     return held

@@ -12,7 +12,10 @@ the :class:`~eccv_metric.benchmarks.request.Request` a front end built), the mod
 (:mod:`eccv_metric.models.families.spec`), the plan says what to encode and what cannot be scored
 (:mod:`eccv_metric.models.plan`: no torch), the store gives every item set's embeddings, each item encoded
 once and cached (:mod:`eccv_metric.models.cache.store`), and the score step ranks them by the model's similarity
-with :func:`eccv_metric.evaluate`, one call per Embeddings group (:mod:`eccv_metric.models.score`).
+with :func:`eccv_metric.evaluate`, one call per Embeddings group (:mod:`eccv_metric.models.score`). A model that
+scores pairs (an ITM head, a cross-encoder) takes its own path from the load on (:mod:`eccv_metric.models.pairs.run`:
+first stage, candidates, pair blocks, the same engine call). Under torchrun or with ``shard=`` the batches and
+blocks are dealt to the processes (:mod:`eccv_metric.models.parallel`) and one of them scores.
 """
 
 from __future__ import annotations
@@ -20,12 +23,11 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from dataclasses import field
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from eccv_metric.benchmarks.request import Request
-from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.core.about import DISTRIBUTION
 from eccv_metric.core.about import __version__
@@ -35,41 +37,36 @@ from eccv_metric.core.defaults import SEED
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.provenance import build_digests
 from eccv_metric.core.provenance import utc_now
-from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.measures.results import Results
-from eccv_metric.models.cache.entries import cache_root
-from eccv_metric.models.cache.folder import CacheFolder
 from eccv_metric.models.cache.recall import files_key
 from eccv_metric.models.cache.recall import recall
 from eccv_metric.models.cache.recall import remember
 from eccv_metric.models.cache.store import EmbeddingStore
-from eccv_metric.models.data.digests import FileDigests
 from eccv_metric.models.data.digests import stamp
 from eccv_metric.models.data.source import DataSource
-from eccv_metric.models.encoding.decode import DECODERS
-from eccv_metric.models.encoding.decode import Decoder
 from eccv_metric.models.encoding.decode import check_decode
 from eccv_metric.models.encoding.decode import gpu_decoder
-from eccv_metric.models.encoding.text_batches import default_text_batch_size
-from eccv_metric.models.encoding.workers import default_workers
 from eccv_metric.models.families.encoder import Encoder
-from eccv_metric.models.families.registry import LoadOptions
 from eccv_metric.models.families.spec import load_model
+from eccv_metric.models.options import ModelResults
+from eccv_metric.models.options import RunOptions
+from eccv_metric.models.pairs.options import MAX_PAIRS
+from eccv_metric.models.pairs.options import PAIR_BATCH_SIZE
+from eccv_metric.models.pairs.options import RERANK_K
+from eccv_metric.models.pairs.run import PairRun
+from eccv_metric.models.pairs.run import finish_pairs
+from eccv_metric.models.pairs.run import open_pairs
+from eccv_metric.models.pairs.run import pair_scorer_of
+from eccv_metric.models.pairs.scorer import PairScorer
+from eccv_metric.models.pairs.scorer import is_pair_scorer
+from eccv_metric.models.parallel.fill import fill
+from eccv_metric.models.parallel.world import rank_device
+from eccv_metric.models.parallel.world import workers_for
 from eccv_metric.models.plan import EVERY
 from eccv_metric.models.plan import Plan
 from eccv_metric.models.plan import make_plan
 from eccv_metric.models.score import ranking_device
 from eccv_metric.models.score import score
-
-
-@dataclass
-class ModelResults:
-    """What :func:`evaluate_model` returns: the numbers, where they come from, what was skipped and why."""
-
-    results: Results
-    provenance: dict
-    skipped: dict[str, str] = field(default_factory=dict)
-    embeddings: dict[str, Embeddings] = field(default_factory=dict)
 
 
 def model_request(
@@ -106,32 +103,41 @@ def evaluate_model(
     cache_dir: str | Path | None = None,
     save_embeddings: str | Path | None = None,
     token: str | None = None,
+    protocol: str | None = None,
+    rerank_k: int = RERANK_K,
+    score_rule: str | None = None,
+    coco_1k: str = "restrict",
+    first_stage: object = None,
+    max_pairs: int = MAX_PAIRS,
+    pair_batch_size: int = PAIR_BATCH_SIZE,
+    text_length: int | None = None,
+    reference: str = "original",
+    shard: object = None,
 ) -> ModelResults:
-    """Encode what the benchmarks need with ``model`` (a spec, an Encoder or an object) and score it.
+    """Encode what the benchmarks need with ``model`` (a spec, an Encoder, a pair scorer or an object) and
+    score it.
 
     ``metrics`` / ``benchmarks`` / ``ks`` / ``n_resamples`` / ``seed`` as in :func:`eccv_metric.evaluate`;
-    nothing asked: every benchmark whose items are available, the others skipped with their reason. The
-    other keywords as in :func:`evaluate_model_request`.
+    nothing asked: every benchmark whose items are available, the others skipped with their reason.
+    ``data``: a folder built by ``eccv-caption build`` or its Hub repo (``token``: a private one's);
+    ``save_embeddings``: a folder receiving ``<set>/{image,caption}_embeddings.npy`` and ids. A model that scores
+    pairs (an ITM head, a cross-encoder, an object with ``score_pairs``) is reranked or scored exhaustively
+    (``protocol``, ``rerank_k``, ``score_rule``, ``coco_1k``, ``first_stage``, ``max_pairs``,
+    ``pair_batch_size``: :mod:`eccv_metric.models.pairs.options`; ``text_length``, ``reference``:
+    :class:`~eccv_metric.models.options.RunOptions`). ``shard``: ``"i/N"``, this job's share of the
+    work (:mod:`eccv_metric.models.parallel.world`; under torchrun the ranks share it by themselves). The other
+    keywords: :class:`~eccv_metric.models.options.RunOptions`.
     """
     request, skip = model_request(metrics, ks, benchmarks, n_resamples, seed)
-    return evaluate_model_request(
-        model,
-        data,
-        request,
-        skip_unavailable=skip,
-        images=images,
-        resources=resources,
-        device=device,
-        precision=precision,
-        batch_size=batch_size,
-        text_batch_size=text_batch_size,
-        workers=workers,
-        decode=decode,
-        cache=cache,
-        cache_dir=cache_dir,
-        save_embeddings=save_embeddings,
-        token=token,
-    )
+    options = dict(
+        images=images, resources=resources, device=device, precision=precision, batch_size=batch_size,
+        text_batch_size=text_batch_size, workers=workers, decode=decode, cache=cache, cache_dir=cache_dir,
+        token=token, protocol=protocol, rerank_k=rerank_k, score_rule=score_rule, coco_1k=coco_1k,
+        first_stage=first_stage, max_pairs=max_pairs, pair_batch_size=pair_batch_size, text_length=text_length,
+        reference=reference, shard=shard,
+    )  # fmt: skip
+    return evaluate_model_request(model, data, request, skip_unavailable=skip, save_embeddings=save_embeddings,
+                                  **options)  # fmt: skip
 
 
 def evaluate_model_request(
@@ -140,124 +146,32 @@ def evaluate_model_request(
     request: Request,
     *,
     skip_unavailable: bool = False,
-    images: Iterable[str | Path] | str | Path | None = None,
-    resources: Resources | None = None,
-    resource_options: ResourceOptions | None = None,
-    device: str | None = None,
-    precision: str = "fp32",
-    batch_size: int = 64,
-    text_batch_size: int | None = None,
-    workers: int | None = None,
-    decode: str = "pil",
-    cache: bool = True,
-    cache_dir: str | Path | None = None,
     save_embeddings: str | Path | None = None,
-    token: str | None = None,
+    **options: Any,
 ) -> ModelResults:
-    """:func:`evaluate_model` on a parsed :class:`~eccv_metric.benchmarks.request.Request` (what the CLI builds).
-
-    ``skip_unavailable``: a benchmark that cannot be scored is skipped with its reason (else an error).
-    ``data``: a folder built by ``eccv-caption build`` or its Hub repo (``token``: a private one's);
-    ``images``: folders / zips (or one) with the pixels a build does not embed (COCO val2014, unlabeled2017,
-    Flickr30K). ``resources``: the ground truth (default: the data's own, where ``resource_options`` (a
-    :class:`~eccv_metric.benchmarks.resource_options.ResourceOptions`) names none). ``device`` / ``precision`` /
-    ``batch_size`` (images) / ``text_batch_size`` (captions, cut in length order; default 1024 on CUDA, 256 on a
-    CPU) / ``workers`` (image decoding processes; default: cores - 1 on a GPU, cores up to 8 on a CPU): how the
-    model runs.
-    ``decode``: ``pil`` (PIL in the workers) or ``gpu`` (opt-in: nvJPEG and the model's preprocessing on the
-    CUDA device, :mod:`eccv_metric.models.encoding.decode`; slightly different pixels, so its own cache entries).
-    ``cache``: reuse and keep embeddings under ``cache_dir`` (default: the Hugging Face cache).
-    ``save_embeddings``: a folder receiving ``<set>/{image,caption}_embeddings.npy`` and ids.
-    """
-    options = RunOptions(
-        skip_unavailable, images, resources, resource_options, device, precision, batch_size, text_batch_size,
-        workers, decode, cache, cache_dir, token,
-    )  # fmt: skip
-    return finish_run(open_run(model, options.source(data), request, options, save_embeddings))
-
-
-@dataclass
-class RunOptions:
-    """How a model run goes: the keywords of :func:`evaluate_model_request` beside the model, the data, the
-    request and the output folder, checked when made (one error naming the keyword)."""
-
-    skip_unavailable: bool = False
-    images: Iterable[str | Path] | str | Path | None = None
-    resources: Resources | None = None
-    resource_options: ResourceOptions | None = None
-    device: str | None = None
-    precision: str = "fp32"
-    batch_size: int = 64
-    text_batch_size: int | None = None
-    workers: int | None = None
-    decode: str = "pil"
-    cache: bool = True
-    cache_dir: str | Path | None = None
-    token: str | None = None
-    cache_folder: CacheFolder | None = field(default=None, init=False, repr=False)  # made by source()
-
-    def __post_init__(self) -> None:
-        for name in ("batch_size", "text_batch_size", "workers"):
-            value, least = getattr(self, name), 0 if name == "workers" else 1
-            if value is None and name != "batch_size":
-                continue
-            if not isinstance(value, int) or isinstance(value, bool) or value < least:
-                what = "an integer >= 0" if least == 0 else "a positive integer"
-                raise EvaluationError(f"{name}= must be {what}, not {value!r:.20}")
-        if self.decode not in DECODERS:
-            raise EvaluationError(f"decode= must be one of {', '.join(DECODERS)}, not {self.decode!r:.20}")
-
-    def source(self, data: str | Path) -> DataSource:
-        """The run's items: ``data`` with these ``images`` and ``token``, its files' digests remembered under
-        the cache (also the model's weight files'). First of a run: the cache's folder is checked (one error
-        naming it when it is a file or cannot be made) and made (:attr:`folder`)."""
-        if self.root is not None:
-            self.cache_folder = CacheFolder(self.root)
-            self.cache_folder.check()
-        return DataSource(data, self.images, self.token, FileDigests(self.folder))
-
-    def load(self, digests: FileDigests) -> LoadOptions:
-        """How the model loads (``digests``: the run's file-digest memo, for its weight files)."""
-        return LoadOptions(self.device, self.precision, self.batch_size, self.text_batch_size, digests, self.workers)
-
-    def store(self, encoder: Encoder, decoder: Decoder | None) -> EmbeddingStore:
-        """The store of ``encoder``'s embeddings in this run (workers and caption batches by its device unless
-        given)."""
-        workers = default_workers(encoder.device) if self.workers is None else self.workers
-        text_batch_size = self.text_batch_size or default_text_batch_size(encoder.device)
-        return EmbeddingStore(encoder, self.folder, self.batch_size, workers, text_batch_size, decoder)
-
-    @property
-    def root(self) -> Path | None:
-        """The embedding cache's folder (None: no cache)."""
-        if not self.cache:
-            return None
-        return Path(self.cache_dir) if self.cache_dir is not None else cache_root()
-
-    @property
-    def folder(self) -> CacheFolder | None:
-        """The cache's folder as this run (or sweep: one warning for all its models) writes it; None: no cache."""
-        if self.root is None:
-            return None
-        if self.cache_folder is None:
-            self.cache_folder = CacheFolder(self.root)
-        return self.cache_folder
+    """:func:`evaluate_model` on a parsed :class:`~eccv_metric.benchmarks.request.Request` (what the CLI builds);
+    ``skip_unavailable``: a benchmark that cannot be scored is skipped with its reason (else an error); the other
+    keywords as :class:`~eccv_metric.models.options.RunOptions` takes them."""
+    run_options = RunOptions(skip_unavailable, **options)
+    return finish_run(open_run(model, run_options.source(data), request, run_options, save_embeddings))
 
 
 @dataclass
 class LoadedRun:
     """One model loaded and planned, not yet encoded: :func:`open_run` makes it, :func:`finish_run` encodes
-    and scores it. Its store may be fed another run's prepared images (:mod:`eccv_metric.models.encoding.shared`)."""
+    and scores it. Its store may be fed another run's prepared images (:mod:`eccv_metric.models.encoding.shared`).
+    A pair scorer's run (``pairs``): its encoder and store are its first stage's (None without one)."""
 
     plan: Plan
-    encoder: Encoder
-    store: EmbeddingStore
+    encoder: Encoder | None
+    store: EmbeddingStore | None
     source: DataSource
     options: RunOptions
     save_embeddings: str | Path | None
     started: float
     opened: float  # when it was loaded or recalled (perf_counter): a sweep's model may then wait for the others
     loaded: bool = True  # False: every embedding was cached and the model was not loaded (models.cache.recall)
+    pairs: PairRun | None = None
 
 
 def open_run(
@@ -289,7 +203,9 @@ class Opening:
         self.plan = make_plan(request, source, options.skip_unavailable, options.resources, options.resource_options,
                               save_embeddings)  # fmt: skip
         self.load = options.load(source.digests)
-        self.key = files_key(model, self.load, options.decode, source.digests) if options.root is not None else None
+        self.scorer = pair_scorer_of(model)  # a Python pair scorer (a spec's kind is known once loaded)
+        known = options.root is not None and self.scorer is None
+        self.key = files_key(model, self.load, options.decode, source.digests) if known else None
 
     def recalled(self) -> LoadedRun | None:
         recalled = recall(self.options.root, self.key)
@@ -309,9 +225,15 @@ class Opening:
 
     def loaded(self) -> LoadedRun:
         load, options = self.load, self.options
+        device = rank_device(load.device)  # under torchrun: each rank its own GPU
         commit = self.key["commit"] if self.key is not None else None  # the Hub commit the key was made of
-        encoder = load_model(self.model, load.device, load.precision, load.batch_size, load.text_batch_size,
-                             load.digests, load.workers, commit)  # fmt: skip
+        model = self.scorer or load_model(
+            self.model, device, load.precision, load.batch_size, load.text_batch_size, load.digests, load.workers,
+            commit, load.text_length, load.reference,
+        )  # fmt: skip
+        if is_pair_scorer(model):
+            return self.paired(model, device)  # type: ignore[arg-type]
+        encoder: Encoder = model  # type: ignore[assignment]
         self.plan.fit(encoder)
         check_decode(options.decode, encoder)
         decoder = gpu_decoder(encoder) if options.decode == "gpu" and "image" in encoder.kinds else None
@@ -323,11 +245,31 @@ class Opening:
         return LoadedRun(self.plan, encoder, store, self.source, options, self.save_embeddings, self.started,
                          time.perf_counter())  # fmt: skip
 
+    def paired(self, scorer: PairScorer, device: str | None) -> LoadedRun:
+        """A pair scorer's run (:mod:`eccv_metric.models.pairs.run`), its ``first_stage=`` loaded."""
+        load, given = self.load, self.options.first_stage
+        first = None if given is None else load_model(given, device, load.precision, load.batch_size,
+                                                      load.text_batch_size, load.digests, load.workers)  # fmt: skip
+        pairs = open_pairs(scorer, self.plan, self.source, self.options, self.save_embeddings, self.started, first)
+        return LoadedRun(self.plan, pairs.first, pairs.first_store, self.source, self.options, None, self.started,
+                         pairs.opened, pairs=pairs)  # fmt: skip
+
 
 def finish_run(run: LoadedRun) -> ModelResults:
     """Every item set's embeddings (the store), every number (the score step) and the provenance."""
+    if run.pairs is not None:
+        return finish_pairs(run.pairs)
     plan, encoder, store, options = run.plan, run.encoder, run.store, run.options
+    assert encoder is not None and store is not None
     begun = time.perf_counter()  # a sweep's model may wait, loaded, while the models before it run
+    workers = workers_for(options.shard, encoder.device)
+    if not workers.alone:  # every process encodes its batches, then one assembles and scores (models.parallel)
+        written = fill(store, plan.sets, plan.items, workers)
+        workers.barrier()
+        if not workers.scores:
+            provenance = {"model": encoder.spec, "encoded_here": written, "parallel": workers.describe(),
+                          "cache": str(options.root)}  # fmt: skip
+            return ModelResults(Results({}), provenance, dict(plan.skipped), scored=False)
     encoded, report = store.embed(plan.sets, plan.items)
     embedded = time.perf_counter()
     ranking = ranking_device(encoder.device)
@@ -351,6 +293,7 @@ def finish_run(run: LoadedRun) -> ModelResults:
         "decode": options.decode,
         "similarity": encoder.similarity,
         "ranking": f"torch on {ranking}" if ranking else "numpy",
+        "parallel": workers.describe(),
         "seconds": round(scored - run.started, 3),
         # open: plan + model load, or its recall (a sweep's loaded model: the load alone, its plan was made with
         # the others'); embed: every item set (a decode shared with other models also counts their forward passes

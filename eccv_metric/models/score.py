@@ -78,10 +78,8 @@ def score(
     return Results(per_query, notes), groups
 
 
-def make_groups(
-    plan: Plan, encoded: dict[ItemSet, np.ndarray], similarity: str, device: str | None = None
-) -> dict[str, Group]:
-    """One Embeddings per collection and caption text (benchmarks sharing items share its similarity matrix)."""
+def group_sets(plan: Plan) -> dict[str, tuple[list[str], dict[str, ItemSet]]]:
+    """Each group's benchmarks and item sets (one per kind): one group per collection and caption text."""
     members: dict[str, tuple[list[str], dict[str, ItemSet]]] = {}
     for name, sets in plan.wanted.items():
         captions = next((s for s in sets if s.kind == "caption"), None)
@@ -89,8 +87,15 @@ def make_groups(
         names, kinds = members.setdefault(sets[0].collection + ("" if column == "caption" else f"_{column}"), ([], {}))
         names.append(name)
         kinds.update({s.kind: s for s in sets})
+    return members
+
+
+def make_groups(
+    plan: Plan, encoded: dict[ItemSet, np.ndarray], similarity: str, device: str | None = None
+) -> dict[str, Group]:
+    """One Embeddings per collection and caption text (benchmarks sharing items share its similarity matrix)."""
     out = {}
-    for group, (names, kinds) in members.items():
+    for group, (names, kinds) in group_sets(plan).items():
         ids = {kind: plan.items[s].ids for kind, s in kinds.items()}
         image, caption = kinds.get("image"), kinds.get("caption")
         emb = Embeddings(

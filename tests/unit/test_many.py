@@ -69,7 +69,7 @@ def test_an_input_that_cannot_be_scored_is_named_by_its_place(world):
 def test_sources_must_be_a_list_of_inputs(world, sources):
     with pytest.raises(EvaluationError, match="sources must be a list of inputs"):
         evaluate_many(sources, resources=world.resources())
-    with pytest.raises(EvaluationError, match=r"sources\[1\] must be Rankings, ScoreMatrix or Embeddings"):
+    with pytest.raises(EvaluationError, match=r"sources\[1\] must be Rankings, ScoreMatrix, Embeddings or TwoStage"):
         evaluate_many([Rankings(i2t={1: [2]}), np.zeros((3, 4))], resources=world.resources())
 
 

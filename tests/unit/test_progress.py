@@ -32,7 +32,7 @@ def rank_both(scores: np.ndarray, k: int):
     """top_ranked and first_ranks of every row (4+ blocks of 512 rows: the blocks run on the workers)."""
     scorer = MatrixScorer(scores)
     rows = np.arange(len(scores))
-    top, bad = top_ranked(scorer, rows, k)
+    top, bad, _ = top_ranked(scorer, rows, k)
     positives = (np.arange(scores.shape[1])[None, :] % 97) == (rows[:, None] % 97)
     ranks, _ = first_ranks(scorer, rows, lambda members, n: positives[members])
     assert not bad.any()

@@ -49,5 +49,6 @@ def test_a_switch_turned_off_has_words_of_its_own():
     assert (
         in_words("run it alone, or with share_decode=False", MODEL_WORDS) == "run it alone, or with --decode-per-model"
     )
-    assert in_words("cache=False and batch_size= 3", MODEL_WORDS) == "cache=False and --batch-size 3"
+    assert in_words("pin=False and batch_size= 3", MODEL_WORDS) == "pin=False and --batch-size 3"
+    assert in_words("drop cache=False", MODEL_WORDS) == "drop --no-cache"
     assert in_words("partial=True", {"partial": "the partial box"}) == "the partial box"

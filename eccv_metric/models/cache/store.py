@@ -29,6 +29,7 @@ before it is used); each finished batch is written to it at once, the finished s
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from collections.abc import Container
 from collections.abc import Iterator
 from importlib.metadata import version
@@ -88,6 +89,9 @@ class EmbeddingStore:
         self.companions: list[EmbeddingStore] = []  # fed this store's prepared image batches (models.encoding.shared)
         self.received: dict[str, dict[Bounds, tuple[np.ndarray, str]]] = {}  # by cache key: batches fed, by whom
         self.entries: dict[str, EmbeddingCache] = {}  # by cache key (entry)
+        # batch number -> whether this process encodes it (models.parallel: several processes fill one entry, each
+        # its own batches, and one assembles it); None: every batch
+        self.deal: Callable[[int], bool] | None = None
 
     def embed(self, sets: list[ItemSet], items: dict[ItemSet, Items]) -> tuple[dict[ItemSet, np.ndarray], dict]:
         """(embeddings of each set, what made them: per set label, counts, digest and cache folder)."""
@@ -210,7 +214,7 @@ class EmbeddingStore:
         for start, stop in shared:
             who = handed[(start, stop)][1]
             decoded_by[who] = decoded_by.get(who, 0) + stop - start
-        todo = [b for b in bounds if b not in parts and b not in shared]
+        todo = [b for i, b in enumerate(bounds) if b not in parts and b not in shared and self.mine(i)]
         order = self.order(items)
         what = f"{items.item_set.collection} {items.item_set.kind}s ({items.item_set.label})"
         with progress.bar(f"encoding {what}", total=len(items.ids), unit="item") as bar:
@@ -223,6 +227,10 @@ class EmbeddingStore:
         if shared:
             meta["shared_decode"] = {"items": sum(e - s for s, e in shared), "decoded_by": decoded_by}
         return values, meta
+
+    def mine(self, batch: int) -> bool:
+        """Whether this process encodes batch number ``batch`` of a set (:attr:`deal`)."""
+        return self.deal is None or self.deal(batch)
 
     def collect(
         self, encoded: Iterator[tuple[Bounds, np.ndarray]], entry: EmbeddingCache | None, bounds: list[Bounds],
@@ -242,6 +250,9 @@ class EmbeddingStore:
                 entry.keep((start, stop), rows)
             parts[(start, stop)] = rows
             bar.update(stop - start)
+        if self.deal is not None:  # dealt (models.parallel): other processes write the rest, one assembles
+            written = sum(stop - start for start, stop in parts) - resumed
+            return None, {"items": len(items.ids), "encoded": written, "resumed": resumed}  # type: ignore[return-value]
         dims = {a.shape[1] for a in parts.values()}
         if len(dims) > 1:
             raise EvaluationError(f"{self.encoder.spec}: a set's batches came back with dimensions {sorted(dims)}")

@@ -1,0 +1,77 @@
+"""Reading a scored input's rows again for ties: queries whose every score is equal, and the size of a group of
+equal scores past the end of a list (what the tie note needs, :mod:`eccv_metric.engine.ties`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from eccv_metric.core.view import View
+from eccv_metric.inputs.base import Relevance
+from eccv_metric.kernels.ranks import count_equal
+from eccv_metric.kernels.scorers import BlockScorer
+
+if TYPE_CHECKING:
+    from eccv_metric.inputs.scored import ScoredInput
+
+
+def all_tied(
+    scorer: BlockScorer, rows: np.ndarray, top: np.ndarray, gallery_pos: np.ndarray | None, own: np.ndarray | None
+) -> np.ndarray:
+    """Positions (into ``rows``) of the queries whose every score is equal (their list is the given order, not
+    the model's), for a note. Cheap: only lists that are exactly the first gallery items (own item left out) are
+    candidates, found one column at a time, and only their rows are read again."""
+    k = top.shape[1]
+    if k == 0 or len(rows) == 0:
+        return np.zeros(0, np.int64)
+    cols = np.arange(scorer.n_gallery) if gallery_pos is None else gallery_pos
+    mine = np.full(len(rows), -1, np.int64) if own is None else np.asarray(own, dtype=np.int64)
+    lead = np.minimum((mine == 0).astype(np.int64), len(cols) - 1)  # each query's first column but its own
+    part = np.flatnonzero(top[:, 0] == cols[lead])  # one column of the lists first: memory stays small
+    first = np.arange(k)[None, :]
+    first = np.minimum(first + ((mine[part, None] >= 0) & (first >= mine[part, None])), len(cols) - 1)
+    part = part[(top[part] == cols[first]).all(axis=1)]
+    step = max(1, scorer.rows_per_block(len(cols), False))
+    found = []
+    for start in range(0, len(part), step):
+        chunk = part[start : start + step]
+        block = np.array(scorer.block(rows[chunk], gallery_pos), dtype=np.float64)
+        has = np.flatnonzero(mine[chunk] >= 0)  # the own entry is never read: it takes a read entry's value
+        block[has, mine[chunk][has]] = block[has, lead[chunk][has]]
+        found.append(chunk[(block == block[np.arange(len(chunk)), lead[chunk]][:, None]).all(axis=1)])
+    return np.concatenate(found) if found else np.zeros(0, np.int64)
+
+
+def count_tied(
+    source: ScoredInput,
+    view: View,
+    rel: Relevance,
+    members: np.ndarray,
+    values: np.ndarray,
+    excluded: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """For the queries ``rel.query[members]`` (ascending): how many items of their view gallery score ``values``
+    (one per query; the own item left out) and how many of those are positives. ``excluded``: scorer gallery
+    positions (one row per member, -1 padded) that take no part (a two-stage input's candidates)."""
+    n_tied = np.zeros(len(members), np.int64)
+    n_positive = np.zeros(len(members), np.int64)
+    if not len(members):
+        return n_tied, n_positive
+    sub = rel.restrict(rel.query[members])
+    scorer = source.scorer(view)
+    for part, request in source.rank_requests(view, sub):
+        ex = None if excluded is None else columns_of(request.gallery_pos, excluded[part])
+        n_tied[part], n_positive[part] = count_equal(scorer, request, values[part], ex)
+    return n_tied, n_positive
+
+
+def columns_of(gallery_pos: np.ndarray | None, positions: np.ndarray | None) -> np.ndarray | None:
+    """Scorer gallery positions (rows x m, -1 padded) as columns of a request over ``gallery_pos`` (None: every
+    position); positions outside it become -1."""
+    if positions is None or gallery_pos is None:
+        return positions
+    at = np.searchsorted(gallery_pos, np.maximum(positions, 0))
+    inside = (positions >= 0) & (at < len(gallery_pos))
+    inside[inside] = gallery_pos[at[inside]] == positions[inside]
+    return np.where(inside, at, -1)

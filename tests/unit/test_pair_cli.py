@@ -1,0 +1,123 @@
+"""``eccv-caption evaluate --model`` with a pair scorer: a test family whose specs load a known-answer pair scorer
+(registered here alone), the same table as any input of those scores, the protocol in the provenance, every new
+flag in ``--help``, bad flags one ``error:`` line in flag words; ``--shard`` jobs then a scoring run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from eccv_metric import ScoreMatrix
+from eccv_metric import evaluate
+from eccv_metric.analysis.report import format_table
+from eccv_metric.models import Family
+from eccv_metric.models import register
+from eccv_metric.models.families.registry import FAMILIES
+from eccv_metric.models.pairs.scorer import ObjectPairScorer
+from tests.unit.pair_answers import DotPairs
+from tests.unit.pair_answers import brute_scores
+
+FLAGS = ("--protocol", "--rerank-k", "--score-rule", "--coco-1k", "--first-stage", "--max-pairs", "--pair-batch-size",
+         "--shard")  # fmt: skip
+
+
+def load_pairs(name: str, spec: str, options: object) -> ObjectPairScorer:
+    scorer = ObjectPairScorer(DotPairs(), identity={"spec": spec})
+    scorer.spec = spec
+    return scorer
+
+
+PAIRS = Family("dotpairs", (("dotpairs:<name>", "integer dot products of pairs: a test's pair scorer"),), load_pairs)
+
+
+@pytest.fixture()
+def cli(world, data, tmp_path, monkeypatch):
+    import eccv_metric.models.plan
+    from eccv_metric.cli.main import main
+
+    register(PAIRS)
+    monkeypatch.setattr(eccv_metric.models.plan, "default_resources", lambda source, options=None: world.resources())
+    monkeypatch.setenv("ECCV_CAPTION_CACHE", str(tmp_path / "cache"))
+    base = ["evaluate", "--data", str(data), "--workers", "0", "--n-resamples", "20"]
+    yield lambda *args: main([*base, *args])
+    FAMILIES.pop("dotpairs")
+
+
+def test_a_pair_scorer_prints_the_table_of_its_scores(cli, world, tmp_path, capsys):
+    """Exhaustive (no first stage): the table the engine prints for the brute-force score matrix; -o holds the
+    protocol; the run says how many pairs it scores."""
+    out = tmp_path / "res.json"
+    assert cli("--model", "dotpairs:a", "--benchmarks", "coco_5k", "eccv", "-o", str(out)) == 0
+    printed = capsys.readouterr()
+    expected = evaluate(ScoreMatrix(brute_scores(world)), benchmarks=["coco_5k", "eccv"], resources=world.resources())
+    assert printed.out == format_table(expected.means()) + f"\nwrote {out}\n"
+    assert "dotpairs:a (exhaustive): 2,000 pairs in 1 block; 2,000 to score" in printed.err
+    provenance = json.loads(out.read_text())["provenance"]
+    assert provenance["protocol"]["name"] == "exhaustive" and provenance["kind"] == "pair scorer"
+    assert provenance["pairs"]["pairs"] == 2000
+
+
+def test_help_documents_every_pair_flag(capsys):
+    from eccv_metric.cli.main import main
+
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    text = capsys.readouterr().out
+    assert all(flag in text for flag in FLAGS)
+    assert "itm+itc" in text and "restrict" in text and "exhaustive" in text
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--rerank-k", "0"], "error: --rerank-k 0 reranks nothing"),
+        (["--shard", "3/2"], "error: --shard 3/2: job 3 of 2 does not exist (jobs are numbered 1 to 2)"),
+        (["--protocol", "rerank"], "has no first stage to rerank: give --first-stage"),
+        (["--score-rule", "itm+itc"], "--score-rule itm+itc adds the first stage's similarity"),
+    ],
+)
+def test_bad_pair_flags_are_one_line(cli, capsys, flags, message):
+    assert cli("--model", "dotpairs:a", "--benchmarks", "coco_5k", *flags) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_shard_jobs_then_a_scoring_run(cli, tmp_path, capsys, monkeypatch):
+    """Two --shard jobs print how to score and write nothing else; the run without --shard prints the table of one
+    process and scores no pair."""
+    monkeypatch.setattr("eccv_metric.models.pairs.pairset.PAIRS_PER_BLOCK", 300)
+    assert cli("--model", "dotpairs:a", "--benchmarks", "coco_5k", "--no-cache") == 0
+    alone = capsys.readouterr().out
+    for k in (1, 2):
+        assert (
+            cli("--model", "dotpairs:a", "--benchmarks", "coco_5k", "--shard", f"{k}/2", "-o", str(tmp_path / "x")) == 0
+        )
+        printed = capsys.readouterr()
+        assert printed.out == "" and f"shard {k}/2: its share is in the cache" in printed.err
+        assert "run the same command without --shard to score" in printed.err
+    assert not (tmp_path / "x").exists()
+    out = tmp_path / "res.json"
+    assert cli("--model", "dotpairs:a", "--benchmarks", "coco_5k", "-o", str(out)) == 0
+    assert capsys.readouterr().out == alone + f"wrote {out}\n"
+    assert json.loads(out.read_text())["provenance"]["pairs"]["blocks_computed"] == 0
+
+
+def test_a_vilt_rerank_of_a_clip_first_stage(cli, world, data, clip, tmp_path, capsys):
+    """--model hf:<tiny ViLT> --first-stage hf:<tiny CLIP> --rerank-k 8: the table of the same run in Python, the
+    first stage's spec in the provenance, each metric reading deeper than k named in one warning line."""
+    from tests.unit.model_world import run_model
+    from tests.unit.pair_world import tiny_vilt
+
+    vilt = tiny_vilt(tmp_path / "vilt")
+    out = tmp_path / "res.json"
+    args = ["--model", f"hf:{vilt}", "--first-stage", f"hf:{clip}", "--rerank-k", "8", "--benchmarks", "coco_5k"]
+    assert cli(*args, "-o", str(out)) == 0
+    printed = capsys.readouterr()
+    python = run_model(f"hf:{vilt}", data, world, tmp_path / "py", benchmarks=["coco_5k"], first_stage=f"hf:{clip}",
+                       rerank_k=8, batch_size=64, text_batch_size=None)  # fmt: skip
+    assert printed.out == format_table(python.results.means()) + f"\nwrote {out}\n"
+    assert "warning: --rerank-k 8 is below the 10 items coco_5k_r10" in printed.err
+    protocol = json.loads(out.read_text())["provenance"]["protocol"]
+    assert protocol["name"] == "rerank" and protocol["first_stage"]["spec"] == f"hf:{clip}"
+    assert protocol["score_rule"] == "itm" and not protocol["first_stage"]["own"]
