@@ -14,13 +14,13 @@ spec string naming a registered family (:mod:`eccv_metric.models.families.regist
 
 from eccv_metric.models.cache.folder import CacheWarning
 from eccv_metric.models.families.encoder import Encoder
+from eccv_metric.models.families.pair_scorer import ObjectPairScorer
+from eccv_metric.models.families.pair_scorer import PairScorer
 from eccv_metric.models.families.registry import Family
 from eccv_metric.models.families.registry import register
 from eccv_metric.models.families.spec import load_model
 from eccv_metric.models.many import evaluate_models
 from eccv_metric.models.pairs.options import RerankWarning
-from eccv_metric.models.pairs.scorer import ObjectPairScorer
-from eccv_metric.models.pairs.scorer import PairScorer
 from eccv_metric.models.run import ModelResults
 from eccv_metric.models.run import evaluate_model
 from eccv_metric.models.run import evaluate_model_request

@@ -68,7 +68,7 @@ class RunOptions:
     :mod:`eccv_metric.models.pairs.options`; ``text_length`` (a caption's length in the unit of the code the
     scorer follows: BLIP's 30 words, LAVIS's 50; None: that code's) and ``reference`` (``original``: the model's
     own code where its library's port differs, e.g. BLIP's ``[ENC]`` token; ``transformers``: the port):
-    :mod:`eccv_metric.models.pairs.heads`. ``shard``: ``"i/N"`` (this job does its share of the blocks and
+    :mod:`eccv_metric.models.families.heads.registry`. ``shard``: ``"i/N"`` (this job does its share of the blocks and
     stops; a run without it scores: :mod:`eccv_metric.models.parallel.world`).
     """
 

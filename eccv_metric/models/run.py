@@ -47,6 +47,8 @@ from eccv_metric.models.data.source import DataSource
 from eccv_metric.models.encoding.decode import check_decode
 from eccv_metric.models.encoding.decode import gpu_decoder
 from eccv_metric.models.families.encoder import Encoder
+from eccv_metric.models.families.pair_scorer import PairScorer
+from eccv_metric.models.families.pair_scorer import is_pair_scorer
 from eccv_metric.models.families.spec import load_model
 from eccv_metric.models.options import ModelResults
 from eccv_metric.models.options import RunOptions
@@ -57,8 +59,6 @@ from eccv_metric.models.pairs.run import PairRun
 from eccv_metric.models.pairs.run import finish_pairs
 from eccv_metric.models.pairs.run import open_pairs
 from eccv_metric.models.pairs.run import pair_scorer_of
-from eccv_metric.models.pairs.scorer import PairScorer
-from eccv_metric.models.pairs.scorer import is_pair_scorer
 from eccv_metric.models.parallel.fill import fill
 from eccv_metric.models.parallel.world import rank_device
 from eccv_metric.models.parallel.world import workers_for

@@ -93,7 +93,7 @@ def lavis(itm: np.ndarray, first: np.ndarray, k_i2t: int, k_t2i: int, rule: str 
 
 
 class TorchPairs:
-    """A tiny seeded torch pair scorer implementing the :class:`~eccv_metric.models.pairs.scorer.PairScorer`
+    """A tiny seeded torch pair scorer implementing the :class:`~eccv_metric.models.families.pair_scorer.PairScorer`
     protocol (image states once per image, pairs naming them by index), with its own first stage: real float
     arithmetic, so equal bits across processes and batchings are a property of the runner, not of integers."""
 

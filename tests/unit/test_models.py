@@ -249,7 +249,7 @@ class Bad:
 @pytest.mark.parametrize(
     ("model", "match"),
     [
-        ("clip:ViT-B-32", r"^unknown model spec 'clip:ViT-B-32': use hf:<repo or folder>, open_clip:"),
+        ("clip:ViT-B-32", r"^unknown model spec 'clip:ViT-B-32': use hf:<repo or folder>, hf-itm:<repo or "),
         (Bad(nan=True), r"returned NaN or inf for 1 of 8 items of a batch$"),
         (Bad(image_dim=3), r"image embeddings have 3 dimensions but caption embeddings 4"),
         (object(), r"has neither encode_images / encode_texts nor score_pairs"),
@@ -343,8 +343,8 @@ def test_cli_words(world, data, clip, tmp_path, capsys):
     from eccv_metric.cli.main import main
 
     base = ["evaluate", "--model", "hf:nowhere", "--data", str(data)]
-    spec = "hf:<repo or folder>, open_clip:<arch>/<pretrained>, open_clip:hf-hub:<repo>, st:<name or folder> or "
-    spec += "hf-itm:<repo or folder>"
+    spec = "hf:<repo or folder>, hf-itm:<repo or folder>, open_clip:<arch>/<pretrained>, open_clip:hf-hub:<repo> or "
+    spec += "st:<name or folder>"
     nowhere = tmp_path / "no"
     built = "a folder built by `eccv-caption build`"
     cases = [

@@ -13,8 +13,8 @@ from eccv_metric import evaluate
 from eccv_metric.analysis.report import format_table
 from eccv_metric.models import Family
 from eccv_metric.models import register
+from eccv_metric.models.families.pair_scorer import ObjectPairScorer
 from eccv_metric.models.families.registry import FAMILIES
-from eccv_metric.models.pairs.scorer import ObjectPairScorer
 from tests.unit.pair_answers import DotPairs
 from tests.unit.pair_answers import brute_scores
 

@@ -19,9 +19,9 @@ import pytest
 
 from eccv_metric import EvaluationError
 from eccv_metric.models import load_model
-from eccv_metric.models.pairs.scorer import PairScorer
-from eccv_metric.models.pairs.scorer import is_pair_scorer
-from eccv_metric.models.pairs.scorer import join_states
+from eccv_metric.models.families.pair_scorer import PairScorer
+from eccv_metric.models.families.pair_scorer import is_pair_scorer
+from eccv_metric.models.families.pair_scorer import join_states
 from tests.unit.pair_world import BUILDERS
 from tests.unit.pair_world import CAPTIONS
 from tests.unit.pair_world import images

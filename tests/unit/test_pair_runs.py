@@ -45,7 +45,7 @@ def test_exhaustive_equals_every_pair(world, data, tmp_path):
 def test_blocks_are_cached(world, data, tmp_path):
     """A scorer with an identity keeps its blocks: a rerun scores no pair and gives the same numbers; the
     provenance counts the blocks computed and read."""
-    from eccv_metric.models.pairs.scorer import ObjectPairScorer
+    from eccv_metric.models.families.pair_scorer import ObjectPairScorer
 
     model = DotPairs()
     scorer = ObjectPairScorer(model, identity={"name": "dot-pairs", "version": 1})
@@ -141,7 +141,7 @@ def test_bad_pair_input_is_one_line(kwargs, match, world, data, tmp_path):
 def test_above_max_pairs_stops_after_measuring(world, data, tmp_path, monkeypatch):
     """Above max_pairs= a run scores its first blocks (kept in the cache), then stops with the measured rate and the
     time the whole would take; a rerun with the budget raised goes on from the blocks kept."""
-    from eccv_metric.models.pairs.scorer import ObjectPairScorer
+    from eccv_metric.models.families.pair_scorer import ObjectPairScorer
 
     monkeypatch.setattr("eccv_metric.models.pairs.pairset.PAIRS_PER_BLOCK", 300)
     model = DotPairs()
@@ -158,7 +158,7 @@ def test_a_block_that_does_not_match_is_scored_again(world, data, tmp_path, monk
     """Block files are used only for the pairs and bytes they name: one copied over another, one whose bytes
     changed and one cut short are each warned about once and scored again; the numbers stay those of a clean run."""
     from eccv_metric.models.cache.entries import CacheWarning
-    from eccv_metric.models.pairs.scorer import ObjectPairScorer
+    from eccv_metric.models.families.pair_scorer import ObjectPairScorer
 
     monkeypatch.setattr("eccv_metric.models.pairs.pairset.PAIRS_PER_BLOCK", 300)
     scorer = ObjectPairScorer(DotPairs(), identity={"name": "dot-pairs"})

@@ -1,7 +1,7 @@
 """``hf:<repo or folder>``: a transformers model with ``get_image_features`` / ``get_text_features`` and its own
 ``AutoProcessor`` (the model's preprocessing, never ours): CLIPModel, SiglipModel and the like. A model whose
 config names a registered pair head (``BlipForImageTextRetrieval``, ...: the registry's ``PAIR_HEADS``, filled by
-:mod:`eccv_metric.models.pairs.heads`) loads as that pair scorer instead.
+:mod:`eccv_metric.models.families.heads.registry`) loads as that pair scorer instead.
 
 Text: the processor's tokenizer, cut to the smaller of its ``model_max_length`` and the text model's
 ``max_position_embeddings``; SigLIP-family models pad to ``max_length`` as they were trained (their model

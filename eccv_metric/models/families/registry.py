@@ -5,7 +5,7 @@ spec forms it accepts (each with what it means: the help text and the "unknown s
 the extra that installs its library, what it loads (``kinds``: dual encoders, pair scorers or both), the modalities
 it can encode and the similarity it ranks by (as MTEB's ``ModelMeta`` declares them), and ``load(name, spec,
 options)`` -> an :class:`~eccv_metric.models.families.encoder.Encoder` or a
-:class:`~eccv_metric.models.pairs.scorer.PairScorer`. Each family is one module that calls :func:`register` when
+:class:`~eccv_metric.models.families.pair_scorer.PairScorer`. Each family is one module that calls :func:`register` when
 imported (:mod:`eccv_metric.models.families.hf`, :mod:`~eccv_metric.models.families.st`,
 :mod:`~eccv_metric.models.families.openclip`; :mod:`eccv_metric.models.families.spec` imports them); a new one
 (an ONNX or a JAX family) is one more such module and its extra in ``pyproject.toml``, and works in Python and in
@@ -13,7 +13,7 @@ the CLI, whose help lists it.
 
 A :class:`PairHead` is one transformers class whose model scores (image, caption) pairs (an ITM head: BLIP's,
 ViLT's, ...): the ``hf:`` family loads a model whose config names it as a pair scorer through its ``load``
-(:mod:`eccv_metric.models.pairs.heads` registers the built-in ones with :func:`register_head`).
+(:mod:`eccv_metric.models.families.heads.registry` registers the built-in ones with :func:`register_head`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.models.families.encoder import Encoder
-from eccv_metric.models.pairs.scorer import PairScorer
+from eccv_metric.models.families.pair_scorer import PairScorer
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class LoadOptions:
     # a pair scorer's caption length, in the unit of the code it follows (PairScorer.text_length; None: that code's)
     text_length: int | None = None
     # where a pair scorer's model and its library's port differ, whose code it follows: "original" (the model's own
-    # repository, the default) or "transformers" (the port); see models.pairs.heads
+    # repository, the default) or "transformers" (the port); see models.families.heads.registry
     reference: str = "original"
 
 
@@ -70,7 +70,7 @@ class Family:
     # (models.encoding.workers.start_early), before the first model of a run loads
     worker_modules: tuple[str, ...] = ()
     # what its models are: "encoder" (a dual encoder: images and captions embedded apart) and / or "pair scorer"
-    # (one score per (image, caption) pair: models.pairs.scorer)
+    # (one score per (image, caption) pair: models.families.pair_scorer)
     kinds: tuple[str, ...] = ("encoder",)
 
 
@@ -79,7 +79,7 @@ class PairHead:
     """A transformers class whose model scores pairs (see the module docstring): ``architecture`` (the class name a
     config's ``architectures`` gives), its ``model_type`` (what ``hf-itm:`` maps a checkpoint of another class to),
     what its head gives (``head``: the score it reads, for the help and the docs) and ``load(name, spec, options, at,
-    commit, forced)`` -> a :class:`~eccv_metric.models.pairs.scorer.PairScorer` (``at``: the family's
+    commit, forced)`` -> a :class:`~eccv_metric.models.families.pair_scorer.PairScorer` (``at``: the family's
     :class:`~eccv_metric.models.families.torchutil.Loading`, ``commit``: the Hub commit it loads; ``forced``: the
     config names another class, so the head's weights must be checked to be in the checkpoint)."""
 

@@ -1,6 +1,6 @@
 """Models as data: a spec string (or any object with the right methods) -> an
 :class:`~eccv_metric.models.families.encoder.Encoder` (a dual encoder) or a
-:class:`~eccv_metric.models.pairs.scorer.PairScorer` (one score per (image, caption) pair).
+:class:`~eccv_metric.models.families.pair_scorer.PairScorer` (one score per (image, caption) pair).
 
 Specs name a registered family (:mod:`eccv_metric.models.families.registry`); the built-in ones register themselves
 when imported here::
@@ -9,14 +9,14 @@ when imported here::
                                        model with get_image_features / get_text_features); a model whose
                                        config names a pair head (BlipForImageTextRetrieval, ...) is a pair scorer
     hf-itm:<repo id or local folder>   the ITM head of a BLIP, BLIP-2, ViLT, BridgeTower or FLAVA checkpoint,
-                                       whatever class its config names (models.pairs.heads)
+                                       whatever class its config names (models.families.heads.registry)
     st:<name or local folder>          sentence-transformers (text-only models, or its CLIP models)
     open_clip:<arch>/<pretrained>      open_clip.create_model_and_transforms(arch, pretrained=...)
     open_clip:hf-hub:<org>/<repo>      open_clip's Hub names
 
 A Python object with ``encode_images(list of PIL images) -> array`` and / or ``encode_texts(list of str)
 -> array`` is used as it is (an :class:`Encoder` too); one with ``score_pairs(list of PIL images, list of str)
--> one score per pair`` is a pair scorer (:class:`~eccv_metric.models.pairs.scorer.ObjectPairScorer`; its
+-> one score per pair`` is a pair scorer (:class:`~eccv_metric.models.families.pair_scorer.ObjectPairScorer`; its
 ``encode_images`` / ``encode_texts``, if any, are its own first stage), a :class:`PairScorer` as it is. The
 family modules import their libraries inside functions, so this module imports no torch.
 """
@@ -29,17 +29,17 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.models.families.encoder import KIND_METHODS
 from eccv_metric.models.families.encoder import Encoder
 from eccv_metric.models.families.encoder import wrap_object
+from eccv_metric.models.families.heads.registry import FAMILY as HF_ITM
 from eccv_metric.models.families.hf import FAMILY as HF
 from eccv_metric.models.families.openclip import FAMILY as OPEN_CLIP
+from eccv_metric.models.families.pair_scorer import ObjectPairScorer
+from eccv_metric.models.families.pair_scorer import PairScorer
 from eccv_metric.models.families.registry import FAMILIES
 from eccv_metric.models.families.registry import PAIR_HEADS
 from eccv_metric.models.families.registry import Family
 from eccv_metric.models.families.registry import LoadOptions
 from eccv_metric.models.families.registry import parse_spec
 from eccv_metric.models.families.st import FAMILY as ST
-from eccv_metric.models.pairs.heads import FAMILY as HF_ITM
-from eccv_metric.models.pairs.scorer import ObjectPairScorer
-from eccv_metric.models.pairs.scorer import PairScorer
 
 BUILTIN = (HF, HF_ITM, ST, OPEN_CLIP)  # each registered by its own module when imported
 

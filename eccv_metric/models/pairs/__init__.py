@@ -1,2 +1,4 @@
-"""Models that score (image, caption) pairs: ITM heads and cross-encoders (:mod:`~eccv_metric.models.pairs.scorer`:
-the :class:`~eccv_metric.models.pairs.scorer.PairScorer` protocol), scored exhaustively or reranking a first stage."""
+"""A pair scorer's run (:mod:`~eccv_metric.models.pairs.run`): its protocol (rerank or exhaustive), the first stage's
+candidates, the pair sets cut into fixed blocks, the pair stage on one process or many, the block cache, and the
+scores as the engine's inputs. The models themselves (the :class:`~eccv_metric.models.families.pair_scorer.PairScorer`
+protocol and its adapters) are in :mod:`eccv_metric.models.families`."""

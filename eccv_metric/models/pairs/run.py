@@ -41,6 +41,9 @@ from eccv_metric.models.data.digests import stamp
 from eccv_metric.models.data.items import ItemSet
 from eccv_metric.models.data.source import DataSource
 from eccv_metric.models.families.encoder import Encoder
+from eccv_metric.models.families.pair_scorer import ObjectPairScorer
+from eccv_metric.models.families.pair_scorer import PairScorer
+from eccv_metric.models.families.pair_scorer import is_pair_scorer
 from eccv_metric.models.options import ModelResults
 from eccv_metric.models.options import RunOptions
 from eccv_metric.models.pairs.blocks import BlockCache
@@ -60,9 +63,6 @@ from eccv_metric.models.pairs.pairset import PairSet
 from eccv_metric.models.pairs.plan import Group
 from eccv_metric.models.pairs.plan import fit_pairs
 from eccv_metric.models.pairs.plan import make_group
-from eccv_metric.models.pairs.scorer import ObjectPairScorer
-from eccv_metric.models.pairs.scorer import PairScorer
-from eccv_metric.models.pairs.scorer import is_pair_scorer
 from eccv_metric.models.pairs.stage import PairStage
 from eccv_metric.models.pairs.stage import Side
 from eccv_metric.models.pairs.stage import block_key

@@ -36,10 +36,10 @@ from eccv_metric.models.data.items import Items
 from eccv_metric.models.encoding.background import lagged
 from eccv_metric.models.encoding.encode import ImageItems
 from eccv_metric.models.encoding.workers import image_batches
+from eccv_metric.models.families.pair_scorer import PairScorer
 from eccv_metric.models.pairs.blocks import BlockCache
 from eccv_metric.models.pairs.checks import ScoreTaker
 from eccv_metric.models.pairs.pairset import PairSet
-from eccv_metric.models.pairs.scorer import PairScorer
 
 
 @dataclass

@@ -24,17 +24,17 @@ from typing import Any
 import numpy as np
 
 from eccv_metric.models.families.encoder import FunctionEncoder
+from eccv_metric.models.families.heads.hf_base import HFPairScorer
+from eccv_metric.models.families.heads.hf_base import Parts
+from eccv_metric.models.families.heads.hf_base import TextRule
+from eccv_metric.models.families.heads.hf_base import load_parts
+from eccv_metric.models.families.heads.hf_base import token_limit
+from eccv_metric.models.families.heads.text import Tokens
 from eccv_metric.models.families.hf import as_tensor
 from eccv_metric.models.families.registry import LoadOptions
 from eccv_metric.models.families.torchutil import Loading
 from eccv_metric.models.families.torchutil import pinned
 from eccv_metric.models.families.torchutil import to_device
-from eccv_metric.models.pairs.hf_base import HFPairScorer
-from eccv_metric.models.pairs.hf_base import Parts
-from eccv_metric.models.pairs.hf_base import TextRule
-from eccv_metric.models.pairs.hf_base import load_parts
-from eccv_metric.models.pairs.hf_base import token_limit
-from eccv_metric.models.pairs.text import Tokens
 
 FLAVA = "FlavaForPreTraining"
 TOKENS = 77

@@ -26,8 +26,21 @@ from __future__ import annotations
 from typing import Any
 
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.models.families.heads.hf_blip import BLIP
+from eccv_metric.models.families.heads.hf_blip import BLIP2
+from eccv_metric.models.families.heads.hf_blip import BLIP2_HEAD
+from eccv_metric.models.families.heads.hf_blip import BLIP_HEAD
+from eccv_metric.models.families.heads.hf_blip import load_blip
+from eccv_metric.models.families.heads.hf_blip import load_blip2
+from eccv_metric.models.families.heads.hf_bridgetower import BRIDGETOWER
+from eccv_metric.models.families.heads.hf_bridgetower import load_bridgetower
+from eccv_metric.models.families.heads.hf_flava import FLAVA
+from eccv_metric.models.families.heads.hf_flava import load_flava
+from eccv_metric.models.families.heads.hf_vilt import VILT
+from eccv_metric.models.families.heads.hf_vilt import load_vilt
 from eccv_metric.models.families.hf import WORKER_MODULES
 from eccv_metric.models.families.hf import image_key
+from eccv_metric.models.families.pair_scorer import PairScorer
 from eccv_metric.models.families.registry import PAIR_HEADS
 from eccv_metric.models.families.registry import Family
 from eccv_metric.models.families.registry import LoadOptions
@@ -39,19 +52,6 @@ from eccv_metric.models.families.torchutil import EXTRA
 from eccv_metric.models.families.torchutil import Loading
 from eccv_metric.models.families.torchutil import main_commit
 from eccv_metric.models.families.torchutil import snapshot
-from eccv_metric.models.pairs.hf_blip import BLIP
-from eccv_metric.models.pairs.hf_blip import BLIP2
-from eccv_metric.models.pairs.hf_blip import BLIP2_HEAD
-from eccv_metric.models.pairs.hf_blip import BLIP_HEAD
-from eccv_metric.models.pairs.hf_blip import load_blip
-from eccv_metric.models.pairs.hf_blip import load_blip2
-from eccv_metric.models.pairs.hf_bridgetower import BRIDGETOWER
-from eccv_metric.models.pairs.hf_bridgetower import load_bridgetower
-from eccv_metric.models.pairs.hf_flava import FLAVA
-from eccv_metric.models.pairs.hf_flava import load_flava
-from eccv_metric.models.pairs.hf_vilt import VILT
-from eccv_metric.models.pairs.hf_vilt import load_vilt
-from eccv_metric.models.pairs.scorer import PairScorer
 
 HEADS = tuple(
     register_head(PairHead(architecture, model_type, head, load))

@@ -19,7 +19,7 @@ the kept patches are a random subset in ViLT's code; here the subset of seed 0, 
 
 Images differ in size (ViLT's processor keeps the aspect ratio): the states of a batch are padded to its longest
 image with masked zero tokens, the mask carried as the last channel of the states tensor
-(:func:`~eccv_metric.models.pairs.scorer.join_states` pads joined states alike); a batch of pairs reads its
+(:func:`~eccv_metric.models.families.pair_scorer.join_states` pads joined states alike); a batch of pairs reads its
 image tokens cut to the longest image among them.
 """
 
@@ -29,13 +29,13 @@ from typing import Any
 
 import numpy as np
 
+from eccv_metric.models.families.heads.hf_base import HFPairScorer
+from eccv_metric.models.families.heads.hf_base import TextRule
+from eccv_metric.models.families.heads.hf_base import load_parts
+from eccv_metric.models.families.heads.hf_base import token_limit
+from eccv_metric.models.families.heads.text import Tokens
 from eccv_metric.models.families.registry import LoadOptions
 from eccv_metric.models.families.torchutil import Loading
-from eccv_metric.models.pairs.hf_base import HFPairScorer
-from eccv_metric.models.pairs.hf_base import TextRule
-from eccv_metric.models.pairs.hf_base import load_parts
-from eccv_metric.models.pairs.hf_base import token_limit
-from eccv_metric.models.pairs.text import Tokens
 
 VILT = "ViltForImageAndTextRetrieval"
 TOKENS = 40  # ViLT's max_text_len

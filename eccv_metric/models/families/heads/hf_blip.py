@@ -34,7 +34,7 @@ single embedding per image gives, so the engine's embedding ranking cannot compu
 model's first stage (``first_stage=``) or score every pair.
 
 In both, the cross-attention layers' keys and values of the image states are computed once per distinct image
-of a batch of pairs (:mod:`~eccv_metric.models.pairs.shared_kv`): a batch pairing one image with many captions
+of a batch of pairs (:mod:`~eccv_metric.models.families.heads.shared_kv`): a batch pairing one image with many captions
 does not project that image once per pair, as the model's own forward does.
 """
 
@@ -46,18 +46,18 @@ import numpy as np
 
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.models.families.encoder import FunctionEncoder
+from eccv_metric.models.families.heads.hf_base import HFPairScorer
+from eccv_metric.models.families.heads.hf_base import Parts
+from eccv_metric.models.families.heads.hf_base import TextRule
+from eccv_metric.models.families.heads.hf_base import load_parts
+from eccv_metric.models.families.heads.hf_base import token_limit
+from eccv_metric.models.families.heads.shared_kv import SharedProjections
+from eccv_metric.models.families.heads.text import Tokens
 from eccv_metric.models.families.hf import as_tensor
 from eccv_metric.models.families.registry import LoadOptions
 from eccv_metric.models.families.torchutil import Loading
 from eccv_metric.models.families.torchutil import pinned
 from eccv_metric.models.families.torchutil import to_device
-from eccv_metric.models.pairs.hf_base import HFPairScorer
-from eccv_metric.models.pairs.hf_base import Parts
-from eccv_metric.models.pairs.hf_base import TextRule
-from eccv_metric.models.pairs.hf_base import load_parts
-from eccv_metric.models.pairs.hf_base import token_limit
-from eccv_metric.models.pairs.shared_kv import SharedProjections
-from eccv_metric.models.pairs.text import Tokens
 
 BLIP = "BlipForImageTextRetrieval"
 BLIP2 = "Blip2ForImageTextRetrieval"

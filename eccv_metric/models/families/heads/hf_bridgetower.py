@@ -27,13 +27,13 @@ from typing import Any
 import numpy as np
 
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.models.families.heads.hf_base import HFPairScorer
+from eccv_metric.models.families.heads.hf_base import TextRule
+from eccv_metric.models.families.heads.hf_base import load_parts
+from eccv_metric.models.families.heads.hf_base import token_limit
+from eccv_metric.models.families.heads.text import Tokens
 from eccv_metric.models.families.registry import LoadOptions
 from eccv_metric.models.families.torchutil import Loading
-from eccv_metric.models.pairs.hf_base import HFPairScorer
-from eccv_metric.models.pairs.hf_base import TextRule
-from eccv_metric.models.pairs.hf_base import load_parts
-from eccv_metric.models.pairs.hf_base import token_limit
-from eccv_metric.models.pairs.text import Tokens
 
 BRIDGETOWER = "BridgeTowerForImageAndTextRetrieval"
 TOKENS = 50  # BridgeTower's pre-training max_text_len

@@ -1,7 +1,7 @@
 """What every transformers pair head shares: loading one (its class, processor and weights checked, its identity),
 the caption rule it follows (:class:`TextRule`), and the :class:`HFPairScorer` its adapter fills in.
 
-An adapter (:mod:`~eccv_metric.models.pairs.hf_blip`, ...) gives :meth:`HFPairScorer.image_states` (what the
+An adapter (:mod:`~eccv_metric.models.families.heads.hf_blip`, ...) gives :meth:`HFPairScorer.image_states` (what the
 pair head reads of an image, once per image) and :meth:`HFPairScorer.score_tokens` (the head on a batch of pairs,
 image states gathered by index); tokenising, ``score_pairs`` and the checks live here. Models load as the
 ``hf:`` dual encoders do (:mod:`eccv_metric.models.families.hf`: the Hub commit, local-only when the Hub cannot be
@@ -22,6 +22,9 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.models.encoding.decode import hf_tensor_preprocessing
 from eccv_metric.models.encoding.decode import pil_image_processor
 from eccv_metric.models.families.encoder import Encoder
+from eccv_metric.models.families.heads.text import Tokens
+from eccv_metric.models.families.heads.text import pre_caption
+from eccv_metric.models.families.heads.text import tokenize_set
 from eccv_metric.models.families.hf import Prepare
 from eccv_metric.models.families.hf import image_description
 from eccv_metric.models.families.hf import weights_folder
@@ -30,18 +33,16 @@ from eccv_metric.models.families.registry import LoadOptions
 from eccv_metric.models.families.registry import require
 from eccv_metric.models.families.torchutil import EXTRA
 from eccv_metric.models.families.torchutil import Loading
-from eccv_metric.models.pairs.text import Tokens
-from eccv_metric.models.pairs.text import pre_caption
-from eccv_metric.models.pairs.text import tokenize_set
 
 REFERENCES = ("original", "transformers")  # whose code an adapter follows where the two differ
 
 
 @dataclass(frozen=True)
 class TextRule:
-    """How a caption becomes a pair head's tokens: BLIP's :func:`~eccv_metric.models.pairs.text.pre_caption` cut
-    at ``words`` (None: the caption as it is), the tokenizer's cut at ``tokens`` (with its special tokens), and
-    ``first_token``: the id that replaces the first token (BLIP's ``[ENC]``; None: the tokenizer's own)."""
+    """How a caption becomes a pair head's tokens: BLIP's
+    :func:`~eccv_metric.models.families.heads.text.pre_caption` cut at ``words`` (None: the caption as it is), the
+    tokenizer's cut at ``tokens`` (with its special tokens), and ``first_token``: the id that replaces the first
+    token (BLIP's ``[ENC]``; None: the tokenizer's own)."""
 
     words: int | None
     tokens: int | None
@@ -133,7 +134,7 @@ def token_limit(parts: Parts, default: int | None) -> int | None:
 
 
 class HFPairScorer:
-    """A transformers pair head as a :class:`~eccv_metric.models.pairs.scorer.PairScorer` (see the module
+    """A transformers pair head as a :class:`~eccv_metric.models.families.pair_scorer.PairScorer` (see the module
     docstring); the adapter sets ``text`` (its :class:`TextRule`), ``head``, ``notes`` and ``first_stage`` and
     gives :meth:`image_states` and :meth:`score_tokens`."""
 
