@@ -75,6 +75,13 @@ class RankedLists:
             )
         return rows
 
+    def take(self, rows: np.ndarray, query: np.ndarray) -> RankedLists:
+        """The lists at ``rows`` (items, lengths, scores, tie groups), as the lists of ``query``."""
+        size = self.gallery_size if np.ndim(self.gallery_size) == 0 else np.asarray(self.gallery_size)[rows]
+        scores = None if self.scores is None else self.scores[rows]
+        ties = None if self.ties is None else self.ties[rows]
+        return RankedLists(self.direction, query, self.items[rows], self.lengths[rows], size, scores, ties)
+
     def hits(self, rel: HasHits, rows: np.ndarray, depth: int | None = None) -> np.ndarray:
         """``rel.hits`` of the lists at ``rows`` (aligned with ``rel``'s queries) over their first ``depth``
         items (default: all held); positions past a list's end are no hits."""
@@ -186,6 +193,27 @@ def restrict_lists(
             scores[start + r, cum[r, c] - 1] = lists.scores[start : start + step][r, c]  # type: ignore[index]
             ties[start + r, cum[r, c] - 1] = lists.ties[start : start + step][r, c]  # type: ignore[index]
     return RankedLists(lists.direction, lists.query, out, available, sizes, scores, ties)
+
+
+def splice(lists: RankedLists, rows: np.ndarray, other: RankedLists, at: np.ndarray, sizes: np.ndarray) -> RankedLists:
+    """``lists`` with its ``rows`` replaced by the rows ``at`` of ``other`` (whole lists of those queries: their
+    length is the gallery size), widths padded; ``sizes``: each list's gallery size."""
+    out = []
+    for mine, theirs, pad in (
+        (lists.items, other.items, -1),
+        (lists.scores, other.scores, 0),
+        (lists.ties, other.ties, -1),
+    ):
+        if mine is None or theirs is None:
+            out.append(None)
+            continue
+        width = max(mine.shape[1], theirs.shape[1])
+        mine = np.pad(mine, ((0, 0), (0, width - mine.shape[1])), constant_values=pad)
+        mine[rows] = np.pad(theirs[at], ((0, 0), (0, width - theirs.shape[1])), constant_values=pad)
+        out.append(mine)
+    lengths = lists.lengths.copy()
+    lengths[rows] = sizes[rows]
+    return RankedLists(lists.direction, lists.query, out[0], lengths, sizes, out[1], out[2])  # type: ignore[arg-type]
 
 
 def side_by_side(parts: list[np.ndarray], pad: int) -> np.ndarray:

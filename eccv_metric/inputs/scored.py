@@ -38,6 +38,7 @@ from eccv_metric.inputs.base import Relevance
 from eccv_metric.inputs.lists import RankedLists
 from eccv_metric.inputs.lists import restrict_lists
 from eccv_metric.inputs.lists import side_by_side
+from eccv_metric.inputs.lists import splice
 from eccv_metric.inputs.lists import tie_labels
 from eccv_metric.inputs.tied import all_tied
 from eccv_metric.inputs.tied import count_tied
@@ -252,34 +253,19 @@ class ScoredInput:
         if full is None or not np.isin(queries, full.query).all():
             return self._group_top(view, depth, queries)
         rows = full.rows(queries, view.queries, view.restriction or "")
-        sub = RankedLists(
-            view.direction, queries, full.items[rows], full.lengths[rows], full.gallery_size,
-            None if full.scores is None else full.scores[rows], None if full.ties is None else full.ties[rows],
-        )  # fmt: skip
+        sub = full.take(rows, queries)
         own = queries.astype(np.int64) if view.exclude_self else None
         filtered = restrict_lists(sub, depth, qgroup[queries], view.gallery_group, own, sizes)
-        available = filtered.lengths
-        settled = available >= np.minimum(depth, sizes)
+        settled = filtered.lengths >= np.minimum(depth, sizes)
         if decided_by is not None:
             hit_rows = filtered.rows(decided_by.query, view.queries, view.restriction or "")
             settled[hit_rows] |= filtered.hits(decided_by, hit_rows).any(axis=1)
-        again = ~settled
-        parts = [filtered.items, filtered.scores, filtered.ties]
-        if again.any():
-            exact = self._group_top(view, depth, queries[again])
-            at = exact.rows(queries[again], view.queries, view.restriction or "")
-            width = max(filtered.items.shape[1], exact.items.shape[1])
-            for j, (mine, redone) in enumerate(zip(parts, (exact.items, exact.scores, exact.ties), strict=True)):
-                if mine is None or redone is None:
-                    parts[j] = None
-                    continue
-                pad = -1 if j != 1 else 0
-                mine = np.pad(mine, ((0, 0), (0, width - mine.shape[1])), constant_values=pad)
-                mine[again] = np.pad(redone[at], ((0, 0), (0, width - redone.shape[1])), constant_values=pad)
-                parts[j] = mine
-            available[again] = sizes[again]
-        items, scores, ties = parts
-        return RankedLists(view.direction, queries, items, available, sizes, scores, ties)  # type: ignore[arg-type]
+        again = np.flatnonzero(~settled)
+        if not len(again):
+            return RankedLists(view.direction, queries, filtered.items, filtered.lengths, sizes, filtered.scores,
+                               filtered.ties)  # fmt: skip
+        exact = self._group_top(view, depth, queries[again])
+        return splice(filtered, again, exact, exact.rows(queries[again], view.queries, view.restriction or ""), sizes)
 
     def _group_top(self, view: View, depth: int, queries: np.ndarray) -> RankedLists:
         """Top ``depth`` items of each query among the gallery items of its group, from the scores."""
