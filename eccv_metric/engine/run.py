@@ -229,7 +229,7 @@ def _depth_flags(
         groups[id(rel)] = ties.Groups(source, view, rel, lists, found.rows, found.hits)
     sizes = np.broadcast_to(np.asarray(found.sizes), (len(found.ids),))
     cuts = ties.cut(job.kind, job.k, job.cap, rel.n_positives, sizes)
-    tied = groups[id(rel)].decided(job.kind, cuts, found.first)
+    tied = groups[id(rel)].decided(job.kind, cuts)
     reranked = source.reranked_depth(view, rel.query)
     return tied, None if reranked is None else ties.past_on_lists(job.kind, cuts, found.first, reranked)
 
