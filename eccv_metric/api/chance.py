@@ -181,9 +181,16 @@ def outside_frames() -> int:
     return level
 
 
+class QuietNote(str):
+    """A note for ``Results.notes`` only, never warned (:mod:`eccv_metric.api.tie_notes`)."""
+
+    __slots__ = ()
+
+
 def warn_chance(notes: list[str]) -> None:
-    """Each note as a :class:`~eccv_metric.core.errors.ChanceLevelWarning` (shown once per message), pointing
-    at the caller's line (the first frame outside this package)."""
+    """Each note but the quiet ones (:class:`QuietNote`) as a :class:`~eccv_metric.core.errors.ChanceLevelWarning`
+    (shown once per message), pointing at the caller's line (the first frame outside this package)."""
     level = outside_frames()
     for note in notes:
-        warnings.warn(note, ChanceLevelWarning, stacklevel=level)
+        if not isinstance(note, QuietNote):
+            warnings.warn(note, ChanceLevelWarning, stacklevel=level)

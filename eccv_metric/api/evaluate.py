@@ -69,9 +69,10 @@ def evaluate(
     error. ``n_resamples`` / ``seed``: the bootstrap of the CxC correlations.
 
     When every metric of a direction is at chance level (:mod:`eccv_metric.api.chance`), ``results.notes`` says
-    so and a :class:`~eccv_metric.core.errors.ChanceLevelWarning` is issued (at the caller's line), with common causes;
-    so do values the order of equal scores decides, and a two-stage input's values its first stage decides
-    (:mod:`eccv_metric.api.tie_notes`).
+    so and a :class:`~eccv_metric.core.errors.ChanceLevelWarning` is issued (at the caller's line), with common causes
+    (also when every score of the input, or of a query, is equal). ``results.notes`` also names the values the
+    order of equal scores decides, and a two-stage input's values its first stage decides
+    (:mod:`eccv_metric.api.tie_notes`; not warned: a float matrix holds a few equal scores by chance).
     """
     check_input(source, "the input")
     check_values(source)
@@ -168,5 +169,5 @@ def score_jobs(source: Rankings | ScoredInput, request: Request, jobs: list[Job]
     else:
         per_query = run(jobs, source, False, request.n_resamples, request.seed, tally)
     notes = list(source.notes) + chance_notes(jobs, per_query, source) + tie_notes(source, tally, jobs, per_query)
-    warn_chance(notes)
+    warn_chance(notes)  # not the quiet ones (api.chance.QuietNote)
     return Results(per_query, notes, partial=left_out)

@@ -3,13 +3,17 @@ two-stage input's first stage past its reranked candidates (:mod:`eccv_metric.en
 
 One note per direction and kind, naming the metrics and how many of their queries are concerned, with a few
 query ids. A score matrix whose every score is equal gets one note (every ranking is the tie order), not
-these; queries whose own every score is equal are named inside the tie note.
+these; queries whose own every score is equal are named inside the tie note. Notes of these two kinds are
+:class:`~eccv_metric.api.chance.QuietNote`: in ``Results.notes`` (and the CLI's warning lines), not warned (a
+float matrix holds a few equal scores by chance); the constant-scores note and a tie note naming queries whose
+every score is equal are warned as before.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from eccv_metric.api.chance import QuietNote
 from eccv_metric.core.errors import preview
 from eccv_metric.core.view import DIRECTION_KINDS
 from eccv_metric.engine.plan import Job
@@ -55,15 +59,17 @@ def tie_notes(source: Input, tally: Tally | None, jobs: list[Job], per_query: Pe
                 f"{direction}: the order of equal scores decides {counted}: a positive shares its score with other "
                 f"items and the tie rule placed it ({rule}), another rule could give other values; {CAUSE}"
             )
-            notes.append(text + (f"; {every}" if equal else ""))
+            notes.append(f"{text}; {every}" if equal else QuietNote(text))  # queries of equal scores: warned
         elif equal:
             notes.append(f"{direction}: {every}")
         past = counts(tally.tail if tally else {}, direction, order, per_query)
         if past:
             notes.append(
-                f"{direction}: the first stage's order past each query's reranked candidates decides {past}: the best "
-                "positive is not among the candidates, or the metric reads deeper (MedR, MeanR, uncapped PMRP, R@K "
-                "with K beyond the candidates); these values are the first stage's, not the reranker's"
+                QuietNote(
+                    f"{direction}: the first stage's order past each query's reranked candidates decides {past}: the "
+                    "best positive is not among the candidates, or the metric reads deeper (MedR, MeanR, uncapped "
+                    "PMRP, R@K with K beyond the candidates); these values are the first stage's, not the reranker's"
+                )
             )
     return notes
 

@@ -215,7 +215,13 @@ PARTIAL_NOTE = (
 
 
 FLAG_READERS = {"rankings": (RANKINGS,), "run": (TREC_RUN, MTEB_PREDICTIONS)}
-FLAG_OF = {"rankings": "--rankings", "trec_run": "--run", "mteb_predictions": "--run", "npy": "--scores"}
+FLAG_OF = {
+    "rankings": "--rankings",
+    "trec_run": "--run",
+    "mteb_predictions": "--run",
+    "npy": "--scores",
+    "reranked": "--rerank DIRECTION=FILE",
+}
 FLAG_TAKES = {"rankings": "a rankings JSON", "run": "a run"}
 
 

@@ -216,7 +216,7 @@ def _run_view(
             scores = QueryScores(job.metric, job.direction, ids, values, METRIC_KINDS[job.kind].aggregate)
         out[(job.metric, job.direction)] = scores
         if tally is not None and isinstance(got, Ranked):
-            reranked = source.reranked_depth(view, rel.query)
+            reranked = _reranked_depth(source, view, rel)
             tail = None if reranked is None else ties.past_by_rank(job.kind, job.k, values, reranked)
             tally.add(job.metric, job.direction, ids, ties.by_rank(job.kind, job.k, got), tail)
 
@@ -229,9 +229,16 @@ def _depth_flags(
         groups[id(rel)] = ties.Groups(source, view, rel, lists, found.rows, found.hits)
     sizes = np.broadcast_to(np.asarray(found.sizes), (len(found.ids),))
     cuts = ties.cut(job.kind, job.k, job.cap, rel.n_positives, sizes)
-    tied = groups[id(rel)].decided(job.kind, cuts, found.first)
-    reranked = source.reranked_depth(view, rel.query)
+    tied = groups[id(rel)].decided(job.kind, cuts)
+    reranked = _reranked_depth(source, view, rel)
     return tied, None if reranked is None else ties.past_on_lists(job.kind, cuts, found.first, reranked)
+
+
+def _reranked_depth(source: Input, view: View, rel: Relevance) -> np.ndarray | None:
+    """Each query's reranked candidates in the view (two-stage inputs; None for the others, also for an input
+    written before the protocol had the method)."""
+    depth = getattr(source, "reranked_depth", None)
+    return None if depth is None else depth(view, rel.query)
 
 
 def _tally_parts(

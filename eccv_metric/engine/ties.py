@@ -91,43 +91,38 @@ def past_on_lists(kind: str, cuts: np.ndarray, first: np.ndarray, reranked: np.n
 
 
 class Groups:
-    """The tie groups of one relevance's lists (see the module docstring): per listed position, the start, the
-    listed members and the listed positives of its group; the last listed group when the ranking goes on past
-    the list (``last``, -1: none), counted in full from the input on demand. Only the lists that hold a tie, or
-    stop short, are looked at (``sub``): in the others no value is decided by tie order."""
+    """The groups of equal scores in one relevance's lists (see the module docstring), looked at block by block:
+    only the lists that hold a tie, or stop short (:attr:`sub`), can have a value decided by tie order; per list
+    the start of its last listed group when the ranking may go on past it (:attr:`last`, -1: none), counted in
+    full from the input on demand. Memory: the lists' flags plus one block of int32 positions at a time."""
 
     def __init__(
         self, source: Input, view: View, rel: Relevance, lists: RankedLists, rows: np.ndarray, hits: np.ndarray
     ):
-        every = lists.ties[rows, : hits.shape[1]]  # type: ignore[index]
-        self.n, width = every.shape
-        known = (every >= 0).sum(axis=1)
+        width = hits.shape[1]  # as deep as this relevance's jobs read, two items past their deepest cut
+        self.hits, self.first = hits, formulas.first_hit(hits)
+        self.ties, self.rows, self.n = lists.ties, rows, len(rows)
         sizes = np.broadcast_to(np.asarray(lists.gallery_size), (len(lists.query),))[rows]
-        short = (known > 0) & (known < width) & (known < sizes)
-        tied = ((every[:, 1:] == every[:, :-1]) & (every[:, 1:] >= 0)).any(axis=1) if width > 1 else short
-        self.sub = np.flatnonzero(tied | short)
-        labels, hits, sizes = every[self.sub], hits[self.sub], sizes[self.sub]
-        n = len(self.sub)
-        listed = labels >= 0
-        at = np.arange(width)
-        starts = listed.copy()
-        starts[:, 1:] &= labels[:, 1:] != labels[:, :-1]
-        ends = listed.copy()
-        ends[:, :-1] &= labels[:, 1:] != labels[:, :-1]
-        self.start = np.maximum.accumulate(np.where(starts, at, 0), axis=1) if width else labels
-        end = np.minimum.accumulate(np.where(ends, at, width)[:, ::-1], axis=1)[:, ::-1] if width else labels
-        end = np.minimum(end, width - 1)
-        cum = np.zeros((n, width + 1), np.int64)
-        np.cumsum(hits & listed, axis=1, out=cum[:, 1:])
-        self.size = end - self.start + 1
-        self.hits = np.take_along_axis(cum, end + 1, axis=1) - np.take_along_axis(cum, self.start, axis=1)
+        known = np.minimum(lists.lengths[rows], width)
+        sub, last = [], []
+        step = max(1, (1 << 22) // max(1, width))
+        for lo in range(0, len(rows), step):  # row blocks: no copy of every list's flags
+            flags = self.ties[rows[lo : lo + step], :width]  # type: ignore[index]
+            k, size = known[lo : lo + step], sizes[lo : lo + step]
+            short = (k > 0) & (k < width) & (k < size)
+            at = np.flatnonzero(flags.any(axis=1) | short)
+            flags, k, size = flags[at], k[at], size[at]
+            # the last listed group goes on past the list when the list stops short, or when its last item (read
+            # past every cut for this) ties with the one before it; its start: the last listed item not tied back
+            tail = flags[:, -1] if width >= 2 else np.zeros(len(at), dtype=bool)
+            is_open = (k > 0) & (k < size) & ((k < width) | tail)
+            starts = np.where(~flags & (np.arange(width)[None, :] < k[:, None]), np.arange(width)[None, :], -1)
+            sub.append(lo + at)
+            last.append(np.where(is_open, starts.max(axis=1, initial=-1), -1) if width else np.full(len(at), -1))
+        self.sub = np.concatenate(sub) if sub else np.zeros(0, np.int64)
+        self.last = np.concatenate(last) if last else np.zeros(0, np.int64)
         self.known = known[self.sub]
-        self.labels = labels
-        # the last listed group may go on past the list: a list cut short (it holds fewer items than were ranked
-        # before its end), or a full list whose last item (read past the cut for this) ties with the one before
-        tail = labels[:, -1] == labels[:, -2] if width >= 2 else np.zeros(n, dtype=bool)
-        is_open = (self.known > 0) & (self.known < sizes) & ((self.known < width) | tail)
-        self.last = np.where(is_open, self.start[np.arange(n), np.maximum(self.known - 1, 0)], -1)
+        self.width = width
         self._fetch = (source, view, rel, lists, rows)
         self._totals: dict[int, tuple[int, int]] = {}
 
@@ -137,66 +132,85 @@ class Groups:
         if len(missing):
             source, view, rel, lists, rows = self._fetch
             full = self.sub[missing]
-            n_tied, n_pos = source.tie_totals(view, rel, full, lists, rows[full], self.last[missing])
+            at = self.known[missing] - 1  # the last listed item: in the group, its score known
+            n_tied, n_pos = source.tie_totals(view, rel, full, lists, rows[full], at)
             self._totals.update(zip(missing.tolist(), zip(n_tied.tolist(), n_pos.tolist(), strict=True), strict=True))
         got = [self._totals[m] for m in members.tolist()]
         return np.array([g[0] for g in got], np.int64), np.array([g[1] for g in got], np.int64)
 
-    def group_at(
-        self, pos: np.ndarray, where: np.ndarray, settled: object
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(start, members, positives) of the group at position ``pos`` of each row where ``where`` (others: -1); a
+    def decided(self, kind: str, cuts: np.ndarray) -> np.ndarray:
+        """Queries whose value of a depth job (its cut per query) the tie order decides (module docstring)."""
+        first = self.first
+        out = np.zeros(self.n, dtype=bool)
+        width = self.width
+        if not len(self.sub) or not width:
+            return out
+        step = max(1, (1 << 21) // width)
+        for lo in range(0, len(self.sub), step):
+            block = Block(self, np.arange(lo, min(lo + step, len(self.sub))))
+            out[self.sub[block.members]] = block.decided(kind, cuts[self.sub[block.members]],
+                                                         first[self.sub[block.members]])  # fmt: skip
+        return out
+
+
+class Block:
+    """Per listed position of some lists of :class:`Groups`: the start, the listed members and the listed
+    positives of its group of equal scores (int32)."""
+
+    def __init__(self, groups: Groups, members: np.ndarray):
+        self.groups, self.members = groups, members
+        rows = groups.sub[members]
+        flags, hits = groups.ties[groups.rows[rows], : groups.width], groups.hits[rows]  # type: ignore[index]
+        self.flags = flags
+        known, width = groups.known[members], flags.shape[1]
+        at = np.arange(width, dtype=np.int32)
+        listed = at[None, :] < known[:, None]
+        self.start = np.maximum.accumulate(np.where(flags, 0, at[None, :]), axis=1).astype(np.int32)
+        ends = listed.copy()
+        ends[:, :-1] &= ~flags[:, 1:]
+        end = np.minimum.accumulate(np.where(ends, at[None, :], width - 1)[:, ::-1], axis=1)[:, ::-1]
+        cum = np.zeros((len(members), width + 1), np.int32)
+        np.cumsum(hits & listed, axis=1, out=cum[:, 1:])
+        self.size = end - self.start + 1
+        self.hits = np.take_along_axis(cum, end + 1, axis=1) - np.take_along_axis(cum, self.start, axis=1)
+        self.ends, self.known, self.last = ends, known, groups.last[members]
+
+    def group_at(self, pos: np.ndarray, where: np.ndarray, settled: object) -> tuple[np.ndarray, ...]:
+        """(start, members, positives) of the group at position ``pos`` of each list where ``where`` (others: -1); a
         group still open at the list's end is counted in full from the input where ``settled(start, members,
         positives)`` (its listed part) does not already decide the verdict."""
-        n = len(pos)
-        if not self.labels.shape[1]:
-            return np.full(n, -1), np.zeros(n, np.int64), np.zeros(n, np.int64)
-        safe = np.clip(pos, 0, self.labels.shape[1] - 1)
-        rows = np.arange(n)
+        rows, safe = np.arange(len(pos)), np.clip(pos, 0, self.start.shape[1] - 1)
         start = np.where(where, self.start[rows, safe], -1)
         size = np.where(where, self.size[rows, safe], 0)
         hits = np.where(where, self.hits[rows, safe], 0)
         open_ = where & (self.last >= 0) & (start == self.last) & ~settled(start, size, hits)  # type: ignore[operator]
         if open_.any():
-            members = np.flatnonzero(open_)
-            size[members], hits[members] = self.totals(members)
+            at = np.flatnonzero(open_)
+            size[at], hits[at] = self.groups.totals(self.members[at])
         return start, size, hits
 
     def decided(self, kind: str, cuts: np.ndarray, first: np.ndarray) -> np.ndarray:
-        """Queries whose value of a depth job (its cut per query) the tie order decides (module docstring)."""
-        out = np.zeros(self.n, dtype=bool)
-        if len(self.sub):
-            out[self.sub] = self._decided(kind, cuts[self.sub], first[self.sub])
-        return out
-
-    def _decided(self, kind: str, cuts: np.ndarray, first: np.ndarray) -> np.ndarray:
         n = len(cuts)
+        rows = np.arange(n)
         if kind == "recall":
             listed = first < self.known
             where = listed | (self.last >= 0)  # no listed positive: the open group may hold the first one
             pos = np.where(listed, first, np.maximum(self.known - 1, 0))
-            width = max(self.labels.shape[1] - 1, 0)
-            where &= self.start[np.arange(n), np.clip(pos, 0, width)] < cuts if self.labels.shape[1] else False
+            where &= self.start[rows, np.clip(pos, 0, self.start.shape[1] - 1)] < cuts
 
             def pushed(start: np.ndarray, size: np.ndarray, hits: np.ndarray) -> np.ndarray:
-                return (hits >= 1) & (cuts <= start + size - hits)  # more members only add non-positives here
+                return (hits >= 1) & (cuts <= start + size - hits)  # the listed part is enough to say yes
 
             start, size, hits = self.group_at(pos, where, pushed)
             return where & pushed(start, size, hits)
-        if kind in CUT_KINDS:
+        if kind in CUT_KINDS:  # a group straddling the cut: the item after the cut ties with the one before it
             inside = (cuts >= 1) & (cuts < self.known)
-            at = np.clip(cuts, 1, max(self.labels.shape[1] - 1, 1))
-            rows = np.arange(n)
-            straddles = inside & (self.labels[rows, at - 1] == self.labels[rows, at])
+            straddles = inside & self.flags[rows, np.clip(cuts, 0, self.start.shape[1] - 1)]
             start, size, hits = self.group_at(cuts - 1, straddles, mixes)
             return straddles & mixes(start, size, hits)
         # mAP@R: any group starting before the cut that mixes positives and non-positives
-        width = self.labels.shape[1]
-        ends = np.ones(self.labels.shape, dtype=bool)
-        ends[:, :-1] = self.labels[:, 1:] != self.labels[:, :-1]
-        ends &= self.labels >= 0
-        mixed = ends & (self.start < cuts[:, None]) & (self.hits >= 1) & (self.size - self.hits >= 1)
-        found = mixed.any(axis=1) if width else np.zeros(n, dtype=bool)
+        mixed = self.ends & (self.start < cuts[:, None]) & (self.hits >= 1) & (self.size - self.hits >= 1)
+        found = mixed.any(axis=1)
         check = ~found & (self.last >= 0) & (self.last < cuts)
         if check.any():
             start, size, hits = self.group_at(np.maximum(self.known - 1, 0), check, mixes)

@@ -40,10 +40,10 @@ class RankedLists:
     exceed ``depth``: the rest was not needed). ``gallery_size`` is the number
     of items that were ranked.
 
-    Lists made from scores also carry ``scores`` (the score each listed item was ranked by) and ``ties``
-    (a label per listed item: equal labels side by side are one group of equal scores, whose order the tie
-    rule decided; -1 past a list's end), which the tie note reads (:mod:`eccv_metric.engine.ties`); None for
-    ranked lists given in order.
+    Lists made from scores also carry ``ties`` (bool: the item is in one group of equal scores with the item
+    before it, a group whose order the tie rule decided; False past a list's end) and ``scores`` (each listed
+    item's score as the ranking compared it), which the tie note reads (:mod:`eccv_metric.engine.ties`); None
+    for ranked lists given in order.
     """
 
     direction: str
@@ -51,8 +51,8 @@ class RankedLists:
     items: np.ndarray
     lengths: np.ndarray
     gallery_size: int | np.ndarray  # per list when galleries differ (folds, a query's own item left out)
-    scores: np.ndarray | None = None
     ties: np.ndarray | None = None
+    scores: np.ndarray | None = None
 
     @cached_property
     def _row_of_query(self) -> np.ndarray:
@@ -74,6 +74,13 @@ class RankedLists:
                 "to score the queries given only"
             )
         return rows
+
+    def take(self, rows: np.ndarray, query: np.ndarray) -> RankedLists:
+        """The lists at ``rows`` (items, lengths, groups of equal scores, scores), as the lists of ``query``."""
+        size = self.gallery_size if np.ndim(self.gallery_size) == 0 else np.asarray(self.gallery_size)[rows]
+        ties = None if self.ties is None else self.ties[rows]
+        scores = None if self.scores is None else self.scores[rows]
+        return RankedLists(self.direction, query, self.items[rows], self.lengths[rows], size, ties, scores)
 
     def hits(self, rel: HasHits, rows: np.ndarray, depth: int | None = None) -> np.ndarray:
         """``rel.hits`` of the lists at ``rows`` (aligned with ``rel``'s queries) over their first ``depth``
@@ -166,9 +173,8 @@ def restrict_lists(
     n, width = lists.items.shape
     depth = min(depth, width, int(sizes.max(initial=0)))
     out = np.full((n, depth), -1, dtype=np.int32)
-    scored = lists.scores is not None and lists.ties is not None
-    scores = np.zeros((n, depth), lists.scores.dtype) if scored else None  # type: ignore[union-attr]
-    ties = np.full((n, depth), -1, np.int64) if scored else None
+    ties = None if lists.ties is None else np.zeros((n, depth), dtype=bool)
+    scores = None if lists.scores is None else np.zeros((n, depth), lists.scores.dtype)
     available = np.zeros(n, dtype=np.int64)
     step = max(1, (1 << 22) // max(1, width))
     for start in range(0, n if width else 0, step):
@@ -182,13 +188,38 @@ def restrict_lists(
         available[start : start + step] = cum[:, -1]
         r, c = np.nonzero(keep & (cum <= depth))
         out[start + r, cum[r, c] - 1] = items[r, c]
-        if scores is not None and ties is not None:  # the kept items keep their scores and tie groups
+        if scores is not None:
             scores[start + r, cum[r, c] - 1] = lists.scores[start : start + step][r, c]  # type: ignore[index]
-            ties[start + r, cum[r, c] - 1] = lists.ties[start : start + step][r, c]  # type: ignore[index]
-    return RankedLists(lists.direction, lists.query, out, available, sizes, scores, ties)
+        if ties is not None:  # two kept items tie when every item between them did
+            group = np.cumsum(~lists.ties[start : start + step], axis=1, dtype=np.int32)  # type: ignore[index]
+            kept = np.full((len(items), depth), -1, np.int32)
+            kept[r, cum[r, c] - 1] = group[r, c]
+            ties[start : start + step, 1:] = (kept[:, 1:] == kept[:, :-1]) & (kept[:, 1:] >= 0)
+    return RankedLists(lists.direction, lists.query, out, available, sizes, ties, scores)
 
 
-def side_by_side(parts: list[np.ndarray], pad: int) -> np.ndarray:
+def splice(lists: RankedLists, rows: np.ndarray, other: RankedLists, at: np.ndarray, sizes: np.ndarray) -> RankedLists:
+    """``lists`` with its ``rows`` replaced by the rows ``at`` of ``other`` (whole lists of those queries: their
+    length is the gallery size), widths padded; ``sizes``: each list's gallery size."""
+    out = []
+    for mine, theirs, pad in (
+        (lists.items, other.items, -1),
+        (lists.ties, other.ties, False),
+        (lists.scores, other.scores, 0),
+    ):
+        if mine is None or theirs is None:
+            out.append(None)
+            continue
+        width = max(mine.shape[1], theirs.shape[1])
+        mine = np.pad(mine, ((0, 0), (0, width - mine.shape[1])), constant_values=pad)
+        mine[rows] = np.pad(theirs[at], ((0, 0), (0, width - theirs.shape[1])), constant_values=pad)
+        out.append(mine)
+    lengths = lists.lengths.copy()
+    lengths[rows] = sizes[rows]
+    return RankedLists(lists.direction, lists.query, out[0], lengths, sizes, out[1], out[2])  # type: ignore[arg-type]
+
+
+def side_by_side(parts: list[np.ndarray], pad: int | bool) -> np.ndarray:
     """Rows of lists of different widths in one array, padded with ``pad``."""
     width = max((p.shape[1] for p in parts), default=0)
     dtype = np.result_type(*parts) if parts else np.int32
@@ -196,21 +227,22 @@ def side_by_side(parts: list[np.ndarray], pad: int) -> np.ndarray:
     return np.concatenate(padded).astype(dtype, copy=False) if padded else np.zeros((0, 0), dtype)
 
 
-def tie_labels(scores: np.ndarray, length: np.ndarray, breaks: np.ndarray | None = None) -> np.ndarray:
-    """A tie label per listed item (:class:`RankedLists`): the position of the first item of its run of equal
-    scores, -1 from ``length`` on; ``breaks``: a position per row where a new group starts whatever the scores
-    (a two-stage list's first item ranked by the first stage)."""
+def tie_flags(scores: np.ndarray, length: np.ndarray, breaks: np.ndarray | None = None) -> np.ndarray:
+    """:attr:`RankedLists.ties` of lists ranked by ``scores``: each item whose score equals the one before it,
+    within each list's ``length``; ``breaks``: a position per row where a new group starts whatever the scores
+    (a two-stage list's first item ranked by the first stage). Row blocks: no temporary of the whole shape."""
     n, width = scores.shape
-    if width == 0:
-        return np.zeros((n, 0), np.int64)
-    at = np.arange(width)
-    starts = np.ones((n, width), dtype=bool)
-    starts[:, 1:] = scores[:, 1:] != scores[:, :-1]
-    if breaks is not None:
-        starts |= at[None, :] == breaks[:, None]
-    labels = np.maximum.accumulate(np.where(starts, at[None, :], 0), axis=1)
-    labels[at[None, :] >= length[:, None]] = -1
-    return labels
+    flags = np.zeros((n, width), dtype=bool)
+    length = np.broadcast_to(np.asarray(length), (n,))
+    step = max(1, (1 << 22) // max(1, width))
+    for start in range(0, n if width > 1 else 0, step):
+        part = scores[start : start + step]
+        np.equal(part[:, 1:], part[:, :-1], out=flags[start : start + step, 1:])
+        flags[start : start + step] &= np.arange(width)[None, :] < length[start : start + step, None]
+    if breaks is not None and width > 1:
+        inside = np.flatnonzero(breaks < width)
+        flags[inside, breaks[inside]] = False
+    return flags
 
 
 def ranked_to_arrays(

@@ -39,7 +39,8 @@ from eccv_metric.inputs.base import Relevance
 from eccv_metric.inputs.lists import RankedLists
 from eccv_metric.inputs.lists import restrict_lists
 from eccv_metric.inputs.lists import side_by_side
-from eccv_metric.inputs.lists import tie_labels
+from eccv_metric.inputs.lists import splice
+from eccv_metric.inputs.lists import tie_flags
 from eccv_metric.inputs.tied import all_tied
 from eccv_metric.inputs.tied import count_tied
 from eccv_metric.kernels.ranks import Ranked
@@ -192,9 +193,8 @@ class ScoredInput(HeldChecks):
         own = self.mapping(view.collection, view.gallery_kind)[1][queries] if view.exclude_self else None
         top, values = self._top(view, scorer, qrow[queries], min(depth, n_gal), None, own, queries)
         lengths = np.full(len(queries), n_gal)
-        lists = RankedLists(
-            view.direction, queries, gdense[top].astype(np.int32), lengths, n_gal, values, tie_labels(values, lengths)
-        )
+        ties = tie_flags(values, lengths)
+        lists = RankedLists(view.direction, queries, gdense[top].astype(np.int32), lengths, n_gal, ties, values)
         self._last[view.key] = lists
         return lists
 
@@ -255,34 +255,19 @@ class ScoredInput(HeldChecks):
         if full is None or not np.isin(queries, full.query).all():
             return self._group_top(view, depth, queries)
         rows = full.rows(queries, view.queries, view.restriction or "")
-        sub = RankedLists(
-            view.direction, queries, full.items[rows], full.lengths[rows], full.gallery_size,
-            None if full.scores is None else full.scores[rows], None if full.ties is None else full.ties[rows],
-        )  # fmt: skip
+        sub = full.take(rows, queries)
         own = queries.astype(np.int64) if view.exclude_self else None
         filtered = restrict_lists(sub, depth, qgroup[queries], view.gallery_group, own, sizes)
-        available = filtered.lengths
-        settled = available >= np.minimum(depth, sizes)
+        settled = filtered.lengths >= np.minimum(depth, sizes)
         if decided_by is not None:
             hit_rows = filtered.rows(decided_by.query, view.queries, view.restriction or "")
             settled[hit_rows] |= filtered.hits(decided_by, hit_rows).any(axis=1)
-        again = ~settled
-        parts = [filtered.items, filtered.scores, filtered.ties]
-        if again.any():
-            exact = self._group_top(view, depth, queries[again])
-            at = exact.rows(queries[again], view.queries, view.restriction or "")
-            width = max(filtered.items.shape[1], exact.items.shape[1])
-            for j, (mine, redone) in enumerate(zip(parts, (exact.items, exact.scores, exact.ties), strict=True)):
-                if mine is None or redone is None:
-                    parts[j] = None
-                    continue
-                pad = -1 if j != 1 else 0
-                mine = np.pad(mine, ((0, 0), (0, width - mine.shape[1])), constant_values=pad)
-                mine[again] = np.pad(redone[at], ((0, 0), (0, width - redone.shape[1])), constant_values=pad)
-                parts[j] = mine
-            available[again] = sizes[again]
-        items, scores, ties = parts
-        return RankedLists(view.direction, queries, items, available, sizes, scores, ties)  # type: ignore[arg-type]
+        again = np.flatnonzero(~settled)
+        if not len(again):
+            return RankedLists(view.direction, queries, filtered.items, filtered.lengths, sizes, filtered.ties,
+                               filtered.scores)  # fmt: skip
+        exact = self._group_top(view, depth, queries[again])
+        return splice(filtered, again, exact, exact.rows(queries[again], view.queries, view.restriction or ""), sizes)
 
     def _group_top(self, view: View, depth: int, queries: np.ndarray) -> RankedLists:
         """Top ``depth`` items of each query among the gallery items of its group, from the scores."""
@@ -291,7 +276,7 @@ class ScoredInput(HeldChecks):
         _, qrow = self._rows(view, view.query_kind, queries)
         pool = np.flatnonzero(view.gallery_group >= 0)
         gdense, grow = self._rows(view, view.gallery_kind, pool)
-        parts_q, parts_items, parts_scores = [], [], []
+        parts_q, parts_items, parts_ties, parts_scores = [], [], [], []
         for group in np.unique(qgroup[queries]).tolist():
             members = queries[qgroup[queries] == group]
             gallery_pos = np.sort(grow[view.gallery_group == group])
@@ -300,11 +285,12 @@ class ScoredInput(HeldChecks):
             top, values = self._top(view, scorer, qrow[members], k, gallery_pos, own, members)
             parts_q.append(members)
             parts_items.append(gdense[top].astype(np.int32))
+            parts_ties.append(tie_flags(values, np.full(len(members), k)))
             parts_scores.append(values)
         query = np.concatenate(parts_q) if parts_q else np.zeros(0, np.int64)
         sizes = view.gallery_sizes(query, 0)
-        items, scores = side_by_side(parts_items, -1), side_by_side(parts_scores, 0)
-        return RankedLists(view.direction, query, items, sizes, sizes, scores, tie_labels(scores, sizes))
+        items, ties = side_by_side(parts_items, -1), side_by_side(parts_ties, False)
+        return RankedLists(view.direction, query, items, sizes, sizes, ties, side_by_side(parts_scores, 0))
 
     def first_ranks(self, view: View, rel: Relevance, name: str) -> np.ndarray:
         """Exact rank of each ``rel.query``'s best-ranked positive, straight from the scores."""
@@ -354,10 +340,10 @@ class ScoredInput(HeldChecks):
         self, view: View, rel: Relevance, members: np.ndarray, lists: RankedLists, rows: np.ndarray, at: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """For the queries ``rel.query[members]`` (ascending): how many items of the query's gallery have the score
-        of its listed item at position ``at`` (``lists`` row ``rows``): the whole group of equal scores, also past
-        the list; and how many of them are positives. Read again from the scores, only for these queries."""
-        values = lists.scores[rows, at]  # type: ignore[index]
-        return count_tied(self, view, rel, members, values)
+        of its listed item at position ``at`` (``lists`` row ``rows``; the last listed item) -- the whole group of
+        equal scores, also past the list -- and how many of them are positives. Read again from the scores, only
+        for these queries."""
+        return count_tied(self, view, rel, members, lists.scores[rows, at])  # type: ignore[index]
 
     def reranked_depth(self, view: View, queries: np.ndarray) -> np.ndarray | None:
         """How many reranked candidates each query's view gallery holds (a two-stage input); None: not one."""

@@ -42,7 +42,7 @@ from eccv_metric.inputs.candidates import within_candidates
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.inputs.lists import RankedLists
 from eccv_metric.inputs.lists import side_by_side
-from eccv_metric.inputs.lists import tie_labels
+from eccv_metric.inputs.lists import tie_flags
 from eccv_metric.inputs.matrix import ScoreMatrix
 from eccv_metric.inputs.reranked import Reranked
 from eccv_metric.inputs.scored import ScoredInput
@@ -173,9 +173,9 @@ class TwoStage(ScoredInput):
         gdense, grow = self._rows(view, view.gallery_kind, None)
         own = grow[queries] if view.exclude_self else None
         size = len(gdense) - view.exclude_self
-        pos, scores, ties = self.compose(view, depth, queries, None, own, size)
+        pos, ties, scores = self.compose(view, depth, queries, None, own, size)
         lengths = np.full(len(queries), size)
-        lists = RankedLists(view.direction, queries, gdense[pos].astype(np.int32), lengths, size, scores, ties)
+        lists = RankedLists(view.direction, queries, gdense[pos].astype(np.int32), lengths, size, ties, scores)
         self._last[view.key] = lists
         return lists
 
@@ -198,15 +198,12 @@ class TwoStage(ScoredInput):
             gallery_pos = np.sort(grow[view.gallery_group == group])
             own = np.searchsorted(gallery_pos, grow[members]) if view.exclude_self else None
             size = len(gallery_pos) - view.exclude_self
-            pos, scores, ties = self.compose(view, depth, members, gallery_pos, own, size)
-            parts.append((members, np.where(pos >= 0, gdense[pos], -1).astype(np.int32), scores, ties))
+            pos, ties, scores = self.compose(view, depth, members, gallery_pos, own, size)
+            parts.append((members, np.where(pos >= 0, gdense[pos], -1).astype(np.int32), ties, scores))
         query = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
         sizes = view.gallery_sizes(query, 0)
-        items = side_by_side([p[1] for p in parts], -1)
-        return RankedLists(
-            view.direction, query, items, sizes, sizes, side_by_side([p[2] for p in parts], 0),
-            side_by_side([p[3] for p in parts], -1),
-        )  # fmt: skip
+        items, ties = side_by_side([p[1] for p in parts], -1), side_by_side([p[2] for p in parts], False)
+        return RankedLists(view.direction, query, items, sizes, sizes, ties, side_by_side([p[3] for p in parts], 0))
 
     def compose(
         self,
@@ -217,7 +214,7 @@ class TwoStage(ScoredInput):
         own: np.ndarray | None,
         size: int,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(scorer positions, scores, tie labels) of the first ``min(depth, size)`` items of each query's
+        """(scorer positions, tie flags, scores) of the first ``min(depth, size)`` items of each query's
         two-stage ranking over ``gallery_pos`` (None: the whole gallery); ``own``: as the first stage's top."""
         width = min(depth, size)
         cols, final, inside = self.candidates(view, queries, "", gallery_pos)
@@ -239,7 +236,7 @@ class TwoStage(ScoredInput):
             for out, part in zip((pos, scores), rest, strict=True):
                 if part.shape[1]:
                     out[tail] = np.where(fill, np.take_along_axis(part, safe, axis=1), out[tail])
-        return pos, scores, tie_labels(scores, np.full(len(queries), width), np.minimum(m, width))
+        return pos, tie_flags(scores, np.full(len(queries), width), np.minimum(m, width)), scores
 
     def first_ranks_many(self, wanted: list[tuple[View, Relevance, str]]) -> list[Ranked]:
         """Exact ranks of each request's best positive under the two-stage rule (module docstring): within the

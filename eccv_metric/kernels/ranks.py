@@ -279,7 +279,10 @@ def shared_first_ranks(scorer: BlockScorer, requests: list[RankRequest]) -> list
 
 
 def count_equal(
-    scorer: BlockScorer, request: RankRequest, values: np.ndarray, excluded: np.ndarray | None = None
+    scorer: BlockScorer,
+    request: RankRequest,
+    values: np.ndarray,
+    excluded: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(items scoring exactly ``values[i]``, positives among them) for each query row of ``request`` (its own
     column and its ``excluded`` columns, rows x m -1 padded, left out); blocks read as the ranks read them, so

@@ -278,9 +278,9 @@ def top_ranked(
         return np.zeros((len(query_pos), 0), np.int32), bad, np.zeros((len(query_pos), 0))
     top = np.empty((len(query_pos), k), np.int32)
     values = np.empty((len(query_pos), k), parts[0][2].dtype if parts else np.float64)
-    if parts:
-        top[order] = np.concatenate([p[0] for p in parts])
-        values[order] = np.concatenate([p[2] for p in parts])
+    for start, (part_top, _, part_values) in zip(starts, parts, strict=True):  # no concatenated copy of them all
+        rows = order[start : start + len(part_top)]
+        top[rows], values[rows] = part_top, part_values
     if gallery_pos is not None:
         top = gallery_pos[top].astype(np.int32)
     return top, bad, values

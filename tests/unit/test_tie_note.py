@@ -71,3 +71,23 @@ def test_tie_note_on_a_clipped_matrix_and_none_on_a_tie_free_one(world, res):
     )
     notes = [n for n in clipped.notes if "the order of equal scores decides" in n]
     assert [n[:3] for n in notes] == ["i2t", "t2i"] and "coco_5k_medr" in notes[0], clipped.notes
+
+
+def test_tie_notes_are_not_warned_but_equal_scores_everywhere_are(world, res):
+    """A float matrix holds a few equal scores by chance: the tie note is in Results.notes, not a warning; a matrix
+    whose every score is equal still warns."""
+    import warnings
+
+    from eccv_metric import ChanceLevelWarning
+    from eccv_metric import evaluate
+
+    rng = np.random.default_rng(11)
+    scores = rng.standard_normal((len(world.image_ids), len(world.caption_ids)))
+    own = [world.image_ids.index(world.caption_image[c]) for c in world.caption_ids]
+    scores[own, np.arange(len(world.caption_ids))] += 3.0  # a matrix that works: not at chance level
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ChanceLevelWarning)
+        got = evaluate(ScoreMatrix(np.maximum(scores, 1.0)), ["coco_5k_r1", "coco_5k_medr"], resources=res)
+    assert [n for n in got.notes if "the order of equal scores decides" in n], got.notes
+    with pytest.warns(ChanceLevelWarning, match="every ranking is the tie order of the rows"):
+        evaluate(ScoreMatrix(np.ones_like(scores)), ["coco_5k_r1"], resources=res)

@@ -115,6 +115,7 @@ def test_cli_refuses_each_bad_combination_in_one_line(world, res, tmp_path, worl
         (["--scores", npy, "--rerank", npz, "--rerank", npz], "--rerank gives i2t twice: one file per direction"),
         (["--scores", npy, "--rerank", f"i2t={npy}"], "a .npy array, not a two-stage result"),
         (["--scores", str(tmp_path / "i2t.npz")], "a .npz archive (save one array with np.save; a two-stage result's"),
+        (["--run", str(tmp_path / "i2t.npz")], "a two-stage result (.npz), not a run: give it as --rerank DIRECTION="),
     ]
     for extra, message in cases:
         line = error_line(capsys, ["evaluate", *extra, "--metrics", "coco_5k_r1"])
