@@ -3,17 +3,24 @@ equal scores past the end of a list (what the tie note needs, :mod:`eccv_metric.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import Protocol
 
 import numpy as np
 
 from eccv_metric.core.view import View
 from eccv_metric.inputs.base import Relevance
+from eccv_metric.kernels.ranks import RankRequest
 from eccv_metric.kernels.ranks import count_equal
 from eccv_metric.kernels.scorers import BlockScorer
 
-if TYPE_CHECKING:
-    from eccv_metric.inputs.scored import ScoredInput
+
+class Scored(Protocol):
+    """What :func:`count_tied` reads of a scored input (:class:`~eccv_metric.inputs.scored.ScoredInput`)."""
+
+    def scorer(self, view: View) -> BlockScorer: ...
+
+    def rank_requests(self, view: View, rel: Relevance) -> Iterable[tuple[np.ndarray, RankRequest]]: ...
 
 
 def all_tied(
@@ -44,7 +51,7 @@ def all_tied(
 
 
 def count_tied(
-    source: ScoredInput,
+    source: Scored,
     view: View,
     rel: Relevance,
     members: np.ndarray,
