@@ -280,16 +280,24 @@ def read_run_parts(
     if ties == "trec_eval":  # score descending, then the document id as a string descending (trec_eval's order)
         as_text = np.unique(col["doc"].astype(str), return_inverse=True)[1].ravel()
         order = np.lexsort((line, -as_text, -col["score"], group))
-        same = np.zeros(max(len(order) - 1, 0), dtype=bool)  # a repeated document is refused when scored
+        del as_text
     else:
         order = np.lexsort((line, col["doc"], col["rank"], -col["score"], group))
-        same = (group[order][1:] == group[order][:-1]) & (col["score"][order][1:] == col["score"][order][:-1])
-        same &= col["rank"][order][1:] == col["rank"][order][:-1]
+    ordered = group[order]  # sorted: each list's lines are one run of equal groups (np.unique would sort again)
+    same = ordered[1:] == ordered[:-1]
+    for name in ("score", "rank") if ties == "stable" else ():  # one column in this order at a time (memory)
+        column = col[name][order]
+        same &= column[1:] == column[:-1]
+        del column
+    if ties == "trec_eval":
+        same[:] = False  # a repeated document is refused when scored
     if same.any():
         k = int(np.argmax(same)) + 1
         token = next(t for t, code in queries.items() if code == col["query"][order[k]])
         raise EvaluationError(f"{path}:{line[order[k]]}: query {token} has two documents with the same score and rank")
-    groups, first, lengths = np.unique(group[order], return_index=True, return_counts=True)
+    first = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    groups, lengths = ordered[first], np.diff(np.r_[first, len(ordered)])
+    del ordered
     appear = np.argsort(np.minimum.reduceat(line[order], first), kind="stable")  # first appearance in the file
     by_rank = np.lexsort((line, col["rank"], group))  # each list in its rank column's order: the same groups
     low, high = col["score"][by_rank[first]], col["score"][by_rank[first + lengths - 1]]
@@ -303,11 +311,14 @@ def read_run_parts(
         up, told = rising.get(direction, (0, 0))
         rising[direction] = (up + int(low[g] < high[g]), told + int(low[g] != high[g]))
     docs = col["doc"][order]
+    del col, columns, line, group, order, by_rank  # the columns are read: memory for the lists alone
     arrays = {}
     for direction, parts in out.items():
         qids, starts, counts = (np.asarray(v, dtype=np.int64) for v in zip(*parts, strict=True))
-        offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-        arrays[direction] = (qids, docs[np.repeat(starts, counts) + offsets], counts)
+        at = np.repeat(starts - (np.cumsum(counts) - counts), counts)  # each line's place in docs, built in place
+        at += np.arange(len(at))
+        arrays[direction] = (qids, docs[at], counts)
+        del at
     found = {d: arrays[d] for d in DIRECTION_KINDS if d in arrays}
     return found, rising_notes(path, {d: rising[d] for d in found})
 
