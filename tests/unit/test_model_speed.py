@@ -340,7 +340,7 @@ def test_weights_initialised_at_load_are_hashed_as_tensors(tmp_path):
 
     folder = tiny_clip(tmp_path / "clip")
     state = load_file(folder / "model.safetensors")
-    del state["text_projection.weight"]  # initialised at random by every load
+    del state["logit_scale"]  # initialised at load (from the config)
     save_file(state, folder / "model.safetensors", metadata={"format": "pt"})
     encoder = load_model(f"hf:{folder}")
     assert encoder.identity["weights_from"] == "tensors"
@@ -445,3 +445,19 @@ def test_tokens_are_int64_whatever_numpy_gives():
     assert got.dtype == torch.int64 and got.tolist() == narrow.tolist()
     wide = narrow.astype(np.int64)
     assert as_tensor(wide).data_ptr() == wide.ctypes.data
+
+
+def test_a_checkpoint_without_an_embedding_weight_is_refused(tmp_path):
+    """A saved CLIP without its text projection loaded with that layer at random and gave numbers of no model."""
+    from safetensors.torch import load_file
+    from safetensors.torch import save_file
+
+    from eccv_metric.models.families.spec import load_model
+    from tests.unit.model_world import tiny_clip
+
+    folder = tiny_clip(tmp_path / "clip")
+    state = load_file(folder / "model.safetensors")
+    del state["text_projection.weight"]
+    save_file(state, folder / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(EvaluationError, match=r"1 weights of CLIPModel .*\(text_projection.weight\): they would be"):
+        load_model(f"hf:{folder}")

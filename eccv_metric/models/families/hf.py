@@ -34,6 +34,9 @@ from eccv_metric.models.families.torchutil import to_device
 from eccv_metric.models.families.weights import hub_folder
 
 WORKER_MODULES = ("transformers.image_processing_utils",)  # what unpickling a Prepare imports in a worker
+# weights no embedding reads (the contrastive loss's temperature and bias): absent, they are initialised from the
+# config and the model still loads; any other absent or mismatched weight is refused
+NOT_ENCODING = ("logit_scale", "logit_bias")
 
 
 def load(name: str, spec: str, options: LoadOptions) -> Any:
@@ -52,8 +55,19 @@ def load(name: str, spec: str, options: LoadOptions) -> Any:
             name, local_files_only=at.local_only, output_loading_info=True, **pin
         )
         processor = transformers.AutoProcessor.from_pretrained(name, local_files_only=at.local_only, **pin)
+    absent = sorted(
+        str(k[0] if isinstance(k, tuple) else k)
+        for k in [*loading.get("missing_keys", []), *loading.get("mismatched_keys", [])]
+    )
+    used = [k for k in absent if k.rsplit(".", 1)[-1] not in NOT_ENCODING]
+    if used:  # get_image_features / get_text_features would read random values: numbers of no model
+        raise EvaluationError(
+            f"{spec}: {len(used)} weights of {type(model).__name__} are not in the checkpoint or do not fit it "
+            f"({', '.join(used[:3])}{', ...' if len(used) > 3 else ''}): they would be random; check that the "
+            "folder holds the whole model (save it with save_pretrained)"
+        )
     model = model.to(at.device).eval()
-    initialised = bool(loading.get("missing_keys") or loading.get("mismatched_keys"))
+    initialised = bool(absent)
     revision = commit or getattr(model.config, "_commit_hash", None)
     # the PIL backend even where transformers would pick torchvision: the numbers do not depend on what is installed
     image_processor = pil_image_processor(name, getattr(processor, "image_processor", None), at.local_only, commit)
