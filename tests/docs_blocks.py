@@ -145,40 +145,6 @@ PARSE_ONLY = {
     "instances_karpathy_test.json --benchmarks eccv_caption pm": "reads a reranker's output files",
 }
 
-# lines whose flags are on a helper's branch, not yet on this one (their docs arrived as notes, integrated here):
-# argparse may refuse them until that branch is merged; then they parse like every other line
-NOT_YET = {
-    "eccv-caption evaluate --scores first_stage.npy --rerank i2t=i2t.npz --rerank t2i=t2i.npz --metrics "
-    "coco_5k_recalls eccv_map_at_r eccv_r1 coco_5k_medr": "branch twostage (issue 50, item 3)",
-    "eccv-caption evaluate --image-embeddings img.npy --caption-embeddings cap.npy --normalize --image-ids "
-    "image_ids.json --caption-ids caption_ids.json --rerank i2t=i2t.npz --rerank t2i=t2i.npz --instances-json "
-    "instances_karpathy_test.json --benchmarks eccv_caption pm": "branch twostage (issue 50, item 3)",
-    "eccv-caption push-results clip_b32.json --per-query clip_b32_pq.json --dry-run": "branch hub (issue 52)",
-    "eccv-caption push-results results.json --per-query per_query.json --dry-run": "branch hub (issue 52)",
-    "eccv-caption push-results results.json --per-query per_query.json": "branch hub (issue 52)",
-    "eccv-caption push-results mteb_results.json --per-query mteb_per_query.json --dataset-repo you/eccv-caption "
-    "--model-repo you/your-clip --dry-run": "branch hub (issue 52)",
-    "eccv-caption leaderboard --from-hub you/eccv-caption -o board.csv": "branch hub (issue 52)",
-    "eccv-caption leaderboard --from-hub you/eccv-caption --significance": "branch hub (issue 52)",
-    "eccv-caption compare --from-hub you/your-clip other/clip-ft@refs/pr/1 --dataset-repo you/eccv-caption": (
-        "branch hub (issue 52)"
-    ),
-    "eccv-caption evaluate --model hf:Salesforce/blip-itm-base-coco --data eccv_caption_hf --rerank-k 128 "
-    "-o blip.json": "branch pairrun (issue 50)",
-    "eccv-caption evaluate --model hf:Salesforce/blip-itm-base-coco --data eccv_caption_hf --rerank-k 256 "
-    "-o blip.json": "branch pairrun (issue 50)",
-    "eccv-caption evaluate --model hf:Salesforce/blip-itm-base-coco --data eccv_caption_hf --rerank-k 256 "
-    "--text-length 50": "branch pairrun (issue 50)",
-    "eccv-caption evaluate --model hf:dandelin/vilt-b32-finetuned-coco --first-stage "
-    "hf:openai/clip-vit-base-patch32 --data eccv_caption_hf --rerank-k 64": "branch pairrun (issue 50)",
-    "eccv-caption evaluate --model hf:dandelin/vilt-b32-finetuned-coco --data eccv_caption_hf --benchmarks coco_5k "
-    "eccv --protocol exhaustive --max-pairs 130000000 --precision fp16": "branch pairrun (issue 50)",
-    "eccv-caption evaluate --model hf:dandelin/vilt-b32-finetuned-coco --data /shared/eccv_caption --protocol "
-    'exhaustive --max-pairs 130000000 --precision fp16 --cache-dir /shared/eccv_cache --shard "$SHARD/16"': (
-        "branch pairrun (issue 50); --shard reads the shell's $SHARD"
-    ),
-}
-
 # ```python blocks that are compiled but not run, and why: a block holding the key is not run
 PY_NOT_RUN = {
     "hf:Salesforce/blip-itm-base-coco": "downloads BLIP's weights (the pair path runs offline on tiny models)",
