@@ -138,11 +138,6 @@ PARSE_ONLY = {
     ),
     "python scripts/benchmark_models.py --preset tiny --device cpu --skip clip_benchmark --warm-repeat 5 "
     "--folder /tmp/eccv_bm": "a speed measurement: minutes, on a quiet machine",
-    "eccv-caption evaluate --scores first_stage.npy --rerank i2t=i2t.npz --rerank t2i=t2i.npz --metrics "
-    "coco_5k_recalls eccv_map_at_r eccv_r1 coco_5k_medr": "reads a reranker's output files",
-    "eccv-caption evaluate --image-embeddings img.npy --caption-embeddings cap.npy --normalize --image-ids "
-    "image_ids.json --caption-ids caption_ids.json --rerank i2t=i2t.npz --rerank t2i=t2i.npz --instances-json "
-    "instances_karpathy_test.json --benchmarks eccv_caption pm": "reads a reranker's output files",
 }
 
 # ```python blocks that are compiled but not run, and why: a block holding the key is not run
@@ -153,9 +148,6 @@ PY_NOT_RUN = {
     "CacheWarning": "downloads CLIP's weights (branch cache, issue 53)",
     "libraries_quiet": "downloads CLIP's weights (branch cache, issue 53)",
     "details_you__your-clip": "reads a details repo from the Hub",
-    "TwoStage": "a sketch over your first stage's and reranker's arrays (branch twostage, issue 50)",
-    "save_reranked": "a sketch over your reranker's arrays (branch twostage, issue 50)",
-    "candidate_ids=top_caption_ids": "a sketch over your reranker's arrays",
 }
 
 # parse-only lines whose eccv-caption commands do run, alone (the install before them is what is not run)
