@@ -138,6 +138,19 @@ PARSE_ONLY = {
     ),
     "python scripts/benchmark_models.py --preset tiny --device cpu --skip clip_benchmark --warm-repeat 5 "
     "--folder /tmp/eccv_bm": "a speed measurement: minutes, on a quiet machine",
+    "python scripts/benchmark_pairs.py --batch 256 --threads 1": "a speed measurement: minutes, on a quiet machine",
+    "python scripts/benchmark_pairs.py --preset base --families blip --device cuda --precision fp16 --batch 256": (
+        "a speed measurement on a GPU"
+    ),
+    "python scripts/benchmark_pair_runs.py --preset tiny --n-images 5000 --n-captions 25000 --pair-batch-size 256 "
+    "--images 200 --per-image 768 --repeat 3 --folder /tmp/bench-pairs": (
+        "a speed measurement: minutes, on a quiet machine"
+    ),
+    "python scripts/benchmark_pair_runs.py --gpu --preset base --precision fp16 --n-images 1000 --n-captions 5000 "
+    "--images 64 --per-image 768 --skip processes rerank --folder /tmp/bench-pairs-gpu": "a speed measurement on a GPU",
+    "python scripts/benchmark_checksums.py --dims 512 8 --repeat 7 --warm 1.49": (
+        "a speed measurement, on a quiet machine"
+    ),
 }
 
 # ```python blocks that are compiled but not run, and why: a block holding the key is not run
