@@ -158,8 +158,8 @@ PY_NOT_RUN = {
     "hf:Salesforce/blip-itm-base-coco": "downloads BLIP's weights (the pair path runs offline on tiny models)",
     "class MyCrossEncoder": "a sketch: `[...]` stands for your model's scores",
     'cache_dir="results.txt"': "downloads CLIP's weights (shows the error a file given as the cache gives)",
-    "CacheWarning": "downloads CLIP's weights (branch cache, issue 53)",
-    "libraries_quiet": "downloads CLIP's weights (branch cache, issue 53)",
+    "CacheWarning": "downloads CLIP's weights (its warnings are tested offline: tests/unit/test_model_cache.py)",
+    "libraries_quiet": "downloads CLIP's weights (quiet runs are tested offline: tests/unit/test_model_quiet.py)",
     "details_you__your-clip": "reads a details repo from the Hub",
 }
 
