@@ -104,6 +104,9 @@ PARSE_ONLY = {
     "eccv-caption push-results clip_b32.json --per-query clip_b32_pq.json --dry-run": (
         "reads a model run's results and the Hub dataset's eval.yaml (tested against the local fake Hub)"
     ),
+    "eccv-caption push-results clip_b32.json --per-query clip_b32_pq.json": (
+        "uploads a model run's results and details to the Hub (tests/integration/test_hub_results.py, fake Hub)"
+    ),
     "eccv-caption evaluate --model hf:Salesforce/blip-itm-base-coco --data eccv_caption_hf --rerank-k 128 "
     "-o blip.json": "downloads BLIP's weights (the pair path runs offline on tiny models in tests/unit)",
     "eccv-caption evaluate --model hf:Salesforce/blip-itm-base-coco --data eccv_caption_hf --rerank-k 256 "
