@@ -104,6 +104,9 @@ PARSE_ONLY = {
     "eccv-caption push-results clip_b32.json --per-query clip_b32_pq.json --dry-run": (
         "reads a model run's results and the Hub dataset's eval.yaml (tested against the local fake Hub)"
     ),
+    "eccv-caption push-results clip_b32.json --per-query clip_b32_pq.json": (
+        "uploads a model run's results and details to the Hub (tests/integration/test_hub_results.py, fake Hub)"
+    ),
     "eccv-caption evaluate --model hf:Salesforce/blip-itm-base-coco --data eccv_caption_hf --rerank-k 128 "
     "-o blip.json": "downloads BLIP's weights (the pair path runs offline on tiny models in tests/unit)",
     "eccv-caption evaluate --model hf:Salesforce/blip-itm-base-coco --data eccv_caption_hf --rerank-k 256 "
@@ -138,44 +141,18 @@ PARSE_ONLY = {
     ),
     "python scripts/benchmark_models.py --preset tiny --device cpu --skip clip_benchmark --warm-repeat 5 "
     "--folder /tmp/eccv_bm": "a speed measurement: minutes, on a quiet machine",
-    "eccv-caption evaluate --scores first_stage.npy --rerank i2t=i2t.npz --rerank t2i=t2i.npz --metrics "
-    "coco_5k_recalls eccv_map_at_r eccv_r1 coco_5k_medr": "reads a reranker's output files",
-    "eccv-caption evaluate --image-embeddings img.npy --caption-embeddings cap.npy --normalize --image-ids "
-    "image_ids.json --caption-ids caption_ids.json --rerank i2t=i2t.npz --rerank t2i=t2i.npz --instances-json "
-    "instances_karpathy_test.json --benchmarks eccv_caption pm": "reads a reranker's output files",
-}
-
-# lines whose flags are on a helper's branch, not yet on this one (their docs arrived as notes, integrated here):
-# argparse may refuse them until that branch is merged; then they parse like every other line
-NOT_YET = {
-    "eccv-caption evaluate --scores first_stage.npy --rerank i2t=i2t.npz --rerank t2i=t2i.npz --metrics "
-    "coco_5k_recalls eccv_map_at_r eccv_r1 coco_5k_medr": "branch twostage (issue 50, item 3)",
-    "eccv-caption evaluate --image-embeddings img.npy --caption-embeddings cap.npy --normalize --image-ids "
-    "image_ids.json --caption-ids caption_ids.json --rerank i2t=i2t.npz --rerank t2i=t2i.npz --instances-json "
-    "instances_karpathy_test.json --benchmarks eccv_caption pm": "branch twostage (issue 50, item 3)",
-    "eccv-caption push-results clip_b32.json --per-query clip_b32_pq.json --dry-run": "branch hub (issue 52)",
-    "eccv-caption push-results results.json --per-query per_query.json --dry-run": "branch hub (issue 52)",
-    "eccv-caption push-results results.json --per-query per_query.json": "branch hub (issue 52)",
-    "eccv-caption push-results mteb_results.json --per-query mteb_per_query.json --dataset-repo you/eccv-caption "
-    "--model-repo you/your-clip --dry-run": "branch hub (issue 52)",
-    "eccv-caption leaderboard --from-hub you/eccv-caption -o board.csv": "branch hub (issue 52)",
-    "eccv-caption leaderboard --from-hub you/eccv-caption --significance": "branch hub (issue 52)",
-    "eccv-caption compare --from-hub you/your-clip other/clip-ft@refs/pr/1 --dataset-repo you/eccv-caption": (
-        "branch hub (issue 52)"
+    "python scripts/benchmark_pairs.py --batch 256 --threads 1": "a speed measurement: minutes, on a quiet machine",
+    "python scripts/benchmark_pairs.py --preset base --families blip --device cuda --precision fp16 --batch 256": (
+        "a speed measurement on a GPU"
     ),
-    "eccv-caption evaluate --model hf:Salesforce/blip-itm-base-coco --data eccv_caption_hf --rerank-k 128 "
-    "-o blip.json": "branch pairrun (issue 50)",
-    "eccv-caption evaluate --model hf:Salesforce/blip-itm-base-coco --data eccv_caption_hf --rerank-k 256 "
-    "-o blip.json": "branch pairrun (issue 50)",
-    "eccv-caption evaluate --model hf:Salesforce/blip-itm-base-coco --data eccv_caption_hf --rerank-k 256 "
-    "--text-length 50": "branch pairrun (issue 50)",
-    "eccv-caption evaluate --model hf:dandelin/vilt-b32-finetuned-coco --first-stage "
-    "hf:openai/clip-vit-base-patch32 --data eccv_caption_hf --rerank-k 64": "branch pairrun (issue 50)",
-    "eccv-caption evaluate --model hf:dandelin/vilt-b32-finetuned-coco --data eccv_caption_hf --benchmarks coco_5k "
-    "eccv --protocol exhaustive --max-pairs 130000000 --precision fp16": "branch pairrun (issue 50)",
-    "eccv-caption evaluate --model hf:dandelin/vilt-b32-finetuned-coco --data /shared/eccv_caption --protocol "
-    'exhaustive --max-pairs 130000000 --precision fp16 --cache-dir /shared/eccv_cache --shard "$SHARD/16"': (
-        "branch pairrun (issue 50); --shard reads the shell's $SHARD"
+    "python scripts/benchmark_pair_runs.py --preset tiny --n-images 5000 --n-captions 25000 --pair-batch-size 256 "
+    "--images 200 --per-image 768 --repeat 3 --folder /tmp/bench-pairs": (
+        "a speed measurement: minutes, on a quiet machine"
+    ),
+    "python scripts/benchmark_pair_runs.py --gpu --preset base --precision fp16 --n-images 1000 --n-captions 5000 "
+    "--images 64 --per-image 768 --skip processes rerank --folder /tmp/bench-pairs-gpu": "a speed measurement on a GPU",
+    "python scripts/benchmark_checksums.py --dims 512 8 --repeat 7 --warm 1.49": (
+        "a speed measurement, on a quiet machine"
     ),
 }
 
@@ -184,12 +161,9 @@ PY_NOT_RUN = {
     "hf:Salesforce/blip-itm-base-coco": "downloads BLIP's weights (the pair path runs offline on tiny models)",
     "class MyCrossEncoder": "a sketch: `[...]` stands for your model's scores",
     'cache_dir="results.txt"': "downloads CLIP's weights (shows the error a file given as the cache gives)",
-    "CacheWarning": "downloads CLIP's weights (branch cache, issue 53)",
-    "libraries_quiet": "downloads CLIP's weights (branch cache, issue 53)",
+    "CacheWarning": "downloads CLIP's weights (its warnings are tested offline: tests/unit/test_model_cache.py)",
+    "libraries_quiet": "downloads CLIP's weights (quiet runs are tested offline: tests/unit/test_model_quiet.py)",
     "details_you__your-clip": "reads a details repo from the Hub",
-    "TwoStage": "a sketch over your first stage's and reranker's arrays (branch twostage, issue 50)",
-    "save_reranked": "a sketch over your reranker's arrays (branch twostage, issue 50)",
-    "candidate_ids=top_caption_ids": "a sketch over your reranker's arrays",
 }
 
 # parse-only lines whose eccv-caption commands do run, alone (the install before them is what is not run)

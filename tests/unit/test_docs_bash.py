@@ -14,7 +14,6 @@ import pytest
 
 from eccv_metric.cli.main import build_parser
 from tests.docs_blocks import ALSO_RUN
-from tests.docs_blocks import NOT_YET
 from tests.docs_blocks import PARSE_ONLY
 from tests.docs_blocks import PY_NOT_RUN
 from tests.docs_blocks import bash_lines
@@ -33,7 +32,6 @@ def test_the_docs_have_their_shell_lines_and_every_listed_line_is_there():
     commands = {command(line) for line in LINES}
     assert set(PARSE_ONLY) <= commands, set(PARSE_ONLY) - commands  # a stale entry: a page changed
     assert ALSO_RUN <= set(PARSE_ONLY)
-    assert set(NOT_YET) <= set(PARSE_ONLY), set(NOT_YET) - set(PARSE_ONLY)  # a line whose flags are not here never runs
     codes = [code for _, _, code in PYTHON]
     for key in PY_NOT_RUN:
         assert any(key in code for code in codes), f"no ```python block holds {key!r}: a stale entry"
@@ -56,8 +54,6 @@ def test_each_eccv_caption_command_parses_with_the_cli(line):
             with contextlib.redirect_stderr(said), contextlib.redirect_stdout(io.StringIO()):
                 args = build_parser().parse_args(argv)
         except SystemExit as exc:
-            if command(line) in NOT_YET:
-                pytest.xfail(f"{NOT_YET[command(line)]}: {said.getvalue().strip().splitlines()[-1]}")
             pytest.fail(f"argparse refuses `eccv-caption {' '.join(argv)}` (exit {exc.code}): {said.getvalue()}")
         assert callable(args.func)
 
