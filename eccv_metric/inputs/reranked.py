@@ -23,8 +23,9 @@ class Reranked:
     """One direction's second stage.
 
     ``query_ids`` (nq): the queries that were reranked; ``candidate_ids`` (nq x k): each query's candidates
-    (gallery ids, distinct within a row), in the first stage's order, best first; ``scores`` (nq x k): the
-    final score of each candidate (higher is better; finite). The ranking they define, with the first stage,
+    (gallery ids, distinct within a row; their order in a row does not matter: candidates of equal final score
+    rank in the gallery's order, the tie rule); ``scores`` (nq x k): the final score of each candidate (higher is
+    better; finite). The ranking they define, with the first stage,
     is :class:`~eccv_metric.inputs.twostage.TwoStage`'s. ``what`` prefixes every error (e.g. a file name);
     ``in_file``: errors name the arrays of a file (``the scores array``), not keywords (``scores=``).
     """

@@ -6,10 +6,11 @@ Layered above the engine: :func:`~eccv_metric.models.run.evaluate_model` (or ``e
 (:mod:`eccv_metric.models.cache.store`, cached on disk; :mod:`~eccv_metric.models.encoding.encode`) and scores them with
 :func:`eccv_metric.evaluate` on :class:`~eccv_metric.inputs.embeddings.Embeddings`
 (:mod:`eccv_metric.models.score`). Models come from a
-spec string naming a registered family (:mod:`eccv_metric.models.families.registry`: ``hf:``, ``st:``,
-``open_clip:``; :func:`~eccv_metric.models.families.registry.register` adds one) or any Python object with
-``encode_images`` / ``encode_texts``. torch and the model libraries are imported only here, on use
-(``pip install "eccv-caption-hf[models]"``); ``import eccv_metric`` never imports them.
+spec string naming a registered family (:mod:`eccv_metric.models.families.registry`: ``hf:``, ``hf-itm:``,
+``open_clip:``, ``st:``; :func:`~eccv_metric.models.families.registry.register` adds one) or any Python object with
+``encode_images`` / ``encode_texts`` (a dual encoder) or ``score_pairs`` (a pair scorer, scored by a first stage
+and a rerank, or on every pair: :mod:`eccv_metric.models.pairs`). torch and the model libraries are imported
+only here, on use (``pip install "eccv-caption-hf[models]"``); ``import eccv_metric`` never imports them.
 """
 
 from eccv_metric.models.cache.folder import CacheWarning
