@@ -117,6 +117,8 @@ PARSE_ONLY = {
     "hf:openai/clip-vit-base-patch32 --data eccv_caption_hf --rerank-k 64": "downloads ViLT's and CLIP's weights",
     "eccv-caption evaluate --model hf:dandelin/vilt-b32-finetuned-coco --data eccv_caption_hf --benchmarks coco_5k "
     "eccv --protocol exhaustive --max-pairs 130000000 --precision fp16": "125M pairs: a GPU's hours",
+    "eccv-caption evaluate --model hf:dandelin/vilt-b32-finetuned-coco --data eccv_caption_hf --benchmarks coco_5k "
+    "eccv --protocol exhaustive --max-pairs 130000000 --precision fp16 -o vilt.json": "125M pairs: a GPU's hours",
     "torchrun --nproc_per_node 8 -m eccv_metric.cli evaluate --model hf:Salesforce/blip-itm-base-coco --data "
     "eccv_caption_hf --precision fp16 -o blip.json": "eight GPUs (torchrun with gloo on CPUs runs in the pair tests)",
     "SHARD=$((SLURM_ARRAY_TASK_ID + 1))": "a line of the SLURM script",
