@@ -13,6 +13,7 @@ checkpoint).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,10 +23,12 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.models.encoding.decode import hf_tensor_preprocessing
 from eccv_metric.models.encoding.decode import pil_image_processor
 from eccv_metric.models.families.encoder import Encoder
+from eccv_metric.models.families.encoder import FunctionEncoder
 from eccv_metric.models.families.heads.text import Tokens
 from eccv_metric.models.families.heads.text import pre_caption
 from eccv_metric.models.families.heads.text import tokenize_set
 from eccv_metric.models.families.hf import Prepare
+from eccv_metric.models.families.hf import as_tensor
 from eccv_metric.models.families.hf import image_description
 from eccv_metric.models.families.hf import weights_folder
 from eccv_metric.models.families.identity import saved_digest
@@ -33,6 +36,8 @@ from eccv_metric.models.families.registry import LoadOptions
 from eccv_metric.models.families.registry import require
 from eccv_metric.models.families.torchutil import EXTRA
 from eccv_metric.models.families.torchutil import Loading
+from eccv_metric.models.families.torchutil import pinned
+from eccv_metric.models.families.torchutil import to_device
 
 REFERENCES = ("original", "transformers")  # whose code an adapter follows where the two differ
 
@@ -221,3 +226,41 @@ class HFPairScorer:
     def pixels(self, prepared: Any) -> Any:
         """A batch of prepared images (stacked) on the model's device."""
         return prepared.to(self.device, non_blocking=True)
+
+
+def cls_encoder(
+    scorer: HFPairScorer, towers: tuple[Any, Any, Any, Any], texts: Callable[[list[str]], list[str]],
+    tokens: int | None, identity: dict,
+) -> FunctionEncoder:  # fmt: skip
+    """A model's contrastive (ITC) head as an encoder, its first stage: ``towers`` = (vision model, vision
+    projection, text model, text projection); each side's ``[CLS]`` state through its projection, L2-normalised
+    (cosine similarity). The scorer's images and preprocessing; ``texts`` rewrites captions before the tokenizer
+    (cut at ``tokens``); ``identity`` is the encoder's own (its cache key)."""
+    import torch
+
+    parts, device = scorer.parts, scorer.device
+    vision, vision_proj, text_model, text_proj = towers
+    normalize = torch.nn.functional.normalize
+
+    def images(pixels: Any) -> Any:
+        with parts.at.autocast():
+            hidden = vision(pixel_values=to_device(pixels, device)).last_hidden_state
+            return normalize(vision_proj(hidden[:, 0, :]), dim=-1).float()
+
+    def tokenize(batch: list[str]) -> dict:
+        cut = {"truncation": True, "max_length": tokens} if tokens else {}
+        out = parts.tokenizer(texts(batch), padding=True, return_tensors="np", **cut)
+        return {k: pinned(as_tensor(out[k]), device) for k in ("input_ids", "attention_mask")}
+
+    def encode_tokens(batch: dict) -> Any:
+        with parts.at.autocast():
+            hidden = text_model(**{k: to_device(v, device) for k, v in batch.items()}).last_hidden_state
+            return normalize(text_proj(hidden[:, 0, :]), dim=-1).float()
+
+    return FunctionEncoder(
+        identity["spec"], ("image", "caption"), lambda batch: encode_tokens(tokenize(batch)), images,
+        scorer.prepare_image, identity, "cosine", device, scorer.precision, sort_texts=True, tokenize=tokenize,
+        encode_tokens=encode_tokens,
+        tensor_preprocessing=scorer.gpu_preprocessing,
+        image_preprocessing=scorer.image_preprocessing,
+    )  # fmt: skip

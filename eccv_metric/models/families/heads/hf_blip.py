@@ -49,15 +49,13 @@ from eccv_metric.models.families.encoder import FunctionEncoder
 from eccv_metric.models.families.heads.hf_base import HFPairScorer
 from eccv_metric.models.families.heads.hf_base import Parts
 from eccv_metric.models.families.heads.hf_base import TextRule
+from eccv_metric.models.families.heads.hf_base import cls_encoder
 from eccv_metric.models.families.heads.hf_base import load_parts
 from eccv_metric.models.families.heads.hf_base import token_limit
 from eccv_metric.models.families.heads.shared_kv import SharedProjections
 from eccv_metric.models.families.heads.text import Tokens
-from eccv_metric.models.families.hf import as_tensor
 from eccv_metric.models.families.registry import LoadOptions
 from eccv_metric.models.families.torchutil import Loading
-from eccv_metric.models.families.torchutil import pinned
-from eccv_metric.models.families.torchutil import to_device
 
 BLIP = "BlipForImageTextRetrieval"
 BLIP2 = "Blip2ForImageTextRetrieval"
@@ -151,26 +149,7 @@ class BlipScorer(HFPairScorer):
 
 def itc_encoder(scorer: BlipScorer, text: TextRule) -> FunctionEncoder:
     """BLIP's ITC head as an encoder (cosine similarity): its own identity (``head: itc``), the scorer's images."""
-    import torch
-
-    parts, model, device = scorer.parts, scorer.model, scorer.device
-    normalize = torch.nn.functional.normalize
-
-    def images(pixels: Any) -> Any:
-        with parts.at.autocast():
-            hidden = model.vision_model(pixel_values=to_device(pixels, device)).last_hidden_state
-            return normalize(model.vision_proj(hidden[:, 0, :]), dim=-1).float()
-
-    def tokenize(batch: list[str]) -> dict:
-        cut = {"truncation": True, "max_length": text.tokens} if text.tokens else {}
-        out = parts.tokenizer(text.texts(batch), padding=True, return_tensors="np", **cut)
-        return {k: pinned(as_tensor(out[k]), device) for k in ("input_ids", "attention_mask")}
-
-    def encode_tokens(tokens: dict) -> Any:
-        with parts.at.autocast():
-            hidden = model.text_encoder(**{k: to_device(v, device) for k, v in tokens.items()}).last_hidden_state
-            return normalize(model.text_proj(hidden[:, 0, :]), dim=-1).float()
-
+    model = scorer.model
     identity = {
         **scorer.identity,
         "spec": f"{scorer.spec}#itc",
@@ -178,13 +157,8 @@ def itc_encoder(scorer: BlipScorer, text: TextRule) -> FunctionEncoder:
         "score": "cosine of vision_proj(image [CLS]) and text_proj(caption [CLS])",
         "preprocessing": {**scorer.identity["preprocessing"], "text": text.describe()},
     }
-    return FunctionEncoder(
-        f"{scorer.spec}#itc", ("image", "caption"), lambda batch: encode_tokens(tokenize(batch)), images,
-        scorer.prepare_image, identity, "cosine", device, scorer.precision, sort_texts=True, tokenize=tokenize,
-        encode_tokens=encode_tokens,
-        tensor_preprocessing=scorer.gpu_preprocessing,
-        image_preprocessing=scorer.image_preprocessing,
-    )  # fmt: skip
+    towers = (model.vision_model, model.vision_proj, model.text_encoder, model.text_proj)
+    return cls_encoder(scorer, towers, text.texts, text.tokens, identity)
 
 
 class Blip2Scorer(HFPairScorer):

@@ -27,14 +27,12 @@ from eccv_metric.models.families.encoder import FunctionEncoder
 from eccv_metric.models.families.heads.hf_base import HFPairScorer
 from eccv_metric.models.families.heads.hf_base import Parts
 from eccv_metric.models.families.heads.hf_base import TextRule
+from eccv_metric.models.families.heads.hf_base import cls_encoder
 from eccv_metric.models.families.heads.hf_base import load_parts
 from eccv_metric.models.families.heads.hf_base import token_limit
 from eccv_metric.models.families.heads.text import Tokens
-from eccv_metric.models.families.hf import as_tensor
 from eccv_metric.models.families.registry import LoadOptions
 from eccv_metric.models.families.torchutil import Loading
-from eccv_metric.models.families.torchutil import pinned
-from eccv_metric.models.families.torchutil import to_device
 
 FLAVA = "FlavaForPreTraining"
 TOKENS = 77
@@ -88,36 +86,12 @@ class FlavaScorer(HFPairScorer):
 
 def contrastive_encoder(scorer: FlavaScorer) -> FunctionEncoder:
     """FLAVA's global contrastive head as an encoder (cosine similarity), with its own identity (``head: itc``)."""
-    import torch
-
-    parts, flava, device = scorer.parts, scorer.model.flava, scorer.device
-    normalize = torch.nn.functional.normalize
-
-    def images(pixels: Any) -> Any:
-        with parts.at.autocast():
-            hidden = flava.image_model(pixel_values=to_device(pixels, device)).last_hidden_state
-            return normalize(flava.image_projection(hidden[:, 0, :]), dim=-1).float()
-
-    def tokenize(batch: list[str]) -> dict:
-        cut = {"truncation": True, "max_length": scorer.text.tokens} if scorer.text.tokens else {}
-        out = parts.tokenizer(list(batch), padding=True, return_tensors="np", **cut)
-        return {k: pinned(as_tensor(out[k]), device) for k in ("input_ids", "attention_mask")}
-
-    def encode_tokens(tokens: dict) -> Any:
-        with parts.at.autocast():
-            hidden = flava.text_model(**{k: to_device(v, device) for k, v in tokens.items()}).last_hidden_state
-            return normalize(flava.text_projection(hidden[:, 0, :]), dim=-1).float()
-
+    flava = scorer.model.flava
     identity = {
         **scorer.identity,
         "spec": f"{scorer.spec}#itc",
         "head": "itc",
         "score": "cosine of image_projection(image [CLS]) and text_projection(caption [CLS])",
     }
-    return FunctionEncoder(
-        f"{scorer.spec}#itc", ("image", "caption"), lambda batch: encode_tokens(tokenize(batch)), images,
-        scorer.prepare_image, identity, "cosine", device, scorer.precision, sort_texts=True, tokenize=tokenize,
-        encode_tokens=encode_tokens,
-        tensor_preprocessing=scorer.gpu_preprocessing,
-        image_preprocessing=scorer.image_preprocessing,
-    )  # fmt: skip
+    towers = (flava.image_model, flava.image_projection, flava.text_model, flava.text_projection)
+    return cls_encoder(scorer, towers, list, scorer.text.tokens, identity)
