@@ -250,6 +250,11 @@ class Opening:
         load, given = self.load, self.options.first_stage
         first = None if given is None else load_model(given, device, load.precision, load.batch_size,
                                                       load.text_batch_size, load.digests, load.workers)  # fmt: skip
+        if first is not None and is_pair_scorer(first):
+            raise EvaluationError(
+                f"first_stage= {first.spec} scores pairs: a rerank's first stage embeds images and captions apart "
+                f"(give a dual encoder, or leave first_stage= out to use {scorer.spec}'s own first stage if it has one)"
+            )
         pairs = open_pairs(scorer, self.plan, self.source, self.options, self.save_embeddings, self.started, first)
         return LoadedRun(self.plan, pairs.first, pairs.first_store, self.source, self.options, None, self.started,
                          pairs.opened, pairs=pairs)  # fmt: skip

@@ -108,6 +108,11 @@ class TextsOnly:
         return np.ones((len(texts), 3), np.float32)
 
 
+class Widths(TextsOnly):  # images and captions embedded in spaces of different widths
+    def encode_images(self, images):  # noqa: ANN001, ANN201
+        return np.ones((len(images), 4), np.float32)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
@@ -120,6 +125,8 @@ class TextsOnly:
         ({"shard": "two"}, r"^shard= must be i/N"),
         ({"protocol": "rerank"}, r"has no first stage to rerank: give first_stage="),
         ({"first_stage": TextsOnly()}, r"^first_stage= python:.*TextsOnly encodes texts only: a rerank's first stage"),
+        ({"first_stage": DotPairs()}, r"^first_stage= python:.*DotPairs scores pairs: a rerank's first stage embeds"),
+        ({"first_stage": Widths()}, r"^first_stage= python:.*Widths: image embeddings have 4 dimensions but caption "),
         ({"model": DotPairs(), "score_rule": "itm+itc", "protocol": "exhaustive"}, r"^score_rule= itm\+itc adds"),
         ({"save_embeddings": "x"}, r"^save_embeddings= keeps a dual encoder's embeddings"),
         (

@@ -188,7 +188,7 @@ def first_embeddings(run: PairRun, group: Group, encoded: dict[ItemSet, np.ndarr
         return None
     sets, items = group.sets, run.plan.items
     image, caption = sets.get("image"), sets.get("caption")
-    return Embeddings(
+    emb = Embeddings(
         encoded[image] if image else None,
         encoded[caption] if caption else None,
         items[image].ids if image else None,
@@ -196,6 +196,10 @@ def first_embeddings(run: PairRun, group: Group, encoded: dict[ItemSet, np.ndarr
         normalize=run.first.similarity == "cosine",
         device="numpy",
     )
+    why = emb.cannot_pairs(("image", "caption")) if image and caption else None
+    if why is not None:
+        raise EvaluationError(f"first_stage= {run.first.spec}: {why}; a first stage embeds both in one space")
+    return emb
 
 
 def pair_side(
