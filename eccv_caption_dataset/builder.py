@@ -1,10 +1,23 @@
-"""The ``datasets.GeneratorBasedBuilder`` of ECCV Caption: run by our code, never a Hub loading script."""
+"""The ``datasets.ArrowBasedBuilder`` of ECCV Caption: run by our code, never a Hub loading script.
+
+The table modules yield rows (dicts); the builder hands ``datasets`` Arrow tables made by pyarrow against the
+config's features (``datasets`` encoding 293k rows one at a time took 48 s of a 76 s build of ../shared/data;
+it now takes 27 s). Only columns whose feature encodes its values (``Image``) go through ``encode_example``,
+laid out by ``datasets``' own ``TypedSequence``. Each table holds the rows ``datasets``' writer batches for those
+features (1,000; 100 with images, so the pixels in memory stay those of 100 images). The Parquet files and the
+card are those of row-by-row generation, byte for byte (checked on the real build).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import datasets
+import pyarrow as pa
+from datasets.arrow_writer import TypedSequence
+from datasets.arrow_writer import get_arrow_writer_batch_size_from_features
 
 from eccv_caption_dataset import fg_tables
 from eccv_caption_dataset import tables
@@ -90,7 +103,43 @@ class EccvCaptionConfig(datasets.BuilderConfig):
     pm_include_own: bool = False
 
 
-class EccvCaption(datasets.GeneratorBasedBuilder):
+def plain(feature: object) -> bool:
+    """Whether pyarrow takes a feature's Python values as they are: a ``Value``, or a ``List`` of plain ones."""
+    if isinstance(feature, datasets.List):
+        return plain(feature.feature)
+    return isinstance(feature, datasets.Value)
+
+
+def arrow_tables(rows: Iterable[dict], features: datasets.Features) -> Iterator[tuple[int, pa.Table]]:
+    """``rows`` as Arrow tables in the features' schema and column order, each of the rows ``datasets``' writer
+    batches for these features."""
+    size = get_arrow_writer_batch_size_from_features(features) or datasets.config.DEFAULT_MAX_BATCH_SIZE
+    schema = features.arrow_schema
+    encoders = {name: None if plain(feature) else feature.encode_example for name, feature in features.items()}
+    batch: list[dict] = []
+
+    def table() -> pa.Table:
+        columns = []
+        for (name, encode), field in zip(encoders.items(), schema, strict=True):
+            values = [row.get(name) for row in batch]  # a missing key: null, as datasets encodes it
+            if encode is None:
+                columns.append(pa.array(values, type=field.type))
+            else:  # the arrays datasets' writer makes of encoded values (an Image struct's nulls as it lays them)
+                encoded = [None if v is None else encode(v) for v in values]
+                columns.append(pa.array(TypedSequence(encoded, type=features[name])))
+        return pa.Table.from_arrays(columns, schema=schema)
+
+    index = 0
+    for row in rows:
+        batch.append(row)
+        if len(batch) == size:
+            yield index, table()
+            index, batch = index + 1, []
+    if batch or index == 0:
+        yield index, table()
+
+
+class EccvCaption(datasets.ArrowBasedBuilder):
     """ECCV Caption: images, captions, categories and COCO / CxC / ECCV / PM positives of the 5K test split."""
 
     BUILDER_CONFIG_CLASS = EccvCaptionConfig
@@ -116,7 +165,7 @@ class EccvCaption(datasets.GeneratorBasedBuilder):
         sources = self._sources or resolve(cfg.source_dir, cfg.download)
         return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs={"sources": sources})]
 
-    def _generate_examples(self, sources: Sources):
+    def _generate_tables(self, sources: Sources) -> Iterator[tuple[int, pa.Table]]:
         cfg = self.config
         gt = tables.ground_truth(sources)
         if cfg.name == "images":
@@ -138,4 +187,4 @@ class EccvCaption(datasets.GeneratorBasedBuilder):
             if sources.cxc_dir is None:
                 raise ValueError(sources.skipped.get("cxc_ratings", "no CxC CSVs"))
             rows = tables.cxc_ratings(sources.cxc_dir, gt)
-        yield from enumerate(rows)
+        yield from arrow_tables(rows, FEATURES[cfg.name])
