@@ -98,7 +98,6 @@ PARSE_ONLY = {
     "PYTHONPYCACHEPREFIX=/tmp/pyc python3 scripts/benchmark_models.py --preset b32 --precision fp16 --batch-size 256 "
     "--workers 15 --decode gpu --models 2 --profile": "a speed measurement on a GPU",
     # the model path's pages merged from the helpers' notes (issues 50, 52, 53): weights, GPUs or the Hub
-    'pip install "eccv-caption-hf[models]"': "installs torch and the model libraries from the package index",
     "eccv-caption evaluate --model hf:openai/clip-vit-base-patch32 --data eccv_caption_hf -o clip_b32.json "
     "--per-query clip_b32_pq.json": "downloads CLIP's weights and encodes 30,000 items (see the line above)",
     "eccv-caption push-results clip_b32.json --per-query clip_b32_pq.json --dry-run": (
