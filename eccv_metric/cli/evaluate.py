@@ -272,7 +272,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
         )
     means = results.means()
     per_query = results.per_query_json() if args.per_query else None
-    written = {**means, "provenance": with_digests(score_provenance(source), means, per_query)}
+    provenance = score_provenance(source) | ({"partial": True} if args.partial else {})  # push-results refuses it
+    written = {**means, "provenance": with_digests(provenance, means, per_query)}
     if args.json:  # the numbers (as before); the results file carries them with their provenance
         print(json.dumps(means, indent=1))
     elif not args.quiet:

@@ -257,8 +257,17 @@ def _benchmark(api: object, sub: Submission, what: str, log: Callable[[str], Non
 
 
 def _check_details_repo(api: object, target: Target, sub: Submission, what: str) -> None:
-    """A details repo holding another model's or another benchmark's details is not overwritten."""
+    """A details repo holding another model's or another benchmark's details, or files that are no details at
+    all (a dataset, the benchmark itself), is not overwritten; an empty repo (the Hub's ``.gitattributes``) is
+    taken."""
     if det.RESULTS_JSON not in target.files:
+        held = sorted(name for name in target.files if name != ".gitattributes")
+        if held:
+            shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
+            raise EvaluationError(
+                f"{what}: the details repo {target.repo} holds files that are no details ({shown}; no "
+                f"{det.RESULTS_JSON}): give details_repo= a new or empty repo, then {AGAIN}"
+            )
         return
     revision = target.revision or target.head
     path = api.hf_hub_download(target.repo, det.RESULTS_JSON, repo_type="dataset", revision=revision)  # type: ignore[attr-defined]

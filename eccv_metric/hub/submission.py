@@ -87,7 +87,8 @@ class Submission:
 
     @property
     def setup(self) -> str:
-        """The entries' ``notes``: precision, similarity, model revision, producer; short, never a local path."""
+        """The entries' ``notes``: precision, similarity, model revision, a pair scorer's protocol, producer; short,
+        never a local path."""
         prov, parts = self.provenance, []
         for key, suffix in (("precision", ""), ("similarity", " similarity")):
             if isinstance(prov.get(key), str) and SAFE_WORD.fullmatch(prov[key]):
@@ -96,12 +97,31 @@ class Submission:
         revision = identity.get("revision")
         if isinstance(revision, str) and re.fullmatch(r"[0-9a-f]{7,64}", revision):
             parts.append(f"model revision {revision[:12]}")
+        parts += protocol_words(prov.get("protocol"))
         if self.producer == "MTEB":
             parts.append("ranked by MTEB (trec_eval ties)")
         return ", ".join(parts)
 
     def tasks(self) -> list[str]:
         return [task.id for task, _ in self.values]
+
+
+def protocol_words(protocol: object) -> list[str]:
+    """A pair scorer's protocol as the notes say it (``rerank top 128 by itm+itc``, ``every pair by itm``, COCO
+    1K reranked within each fold); [] for a dual encoder's run (no protocol) or a value not of ours."""
+    if not isinstance(protocol, dict):
+        return []
+    name, rule, k = protocol.get("name"), protocol.get("score_rule"), protocol.get("rerank_k")
+    if not (isinstance(rule, str) and SAFE_WORD.fullmatch(rule)):
+        return []
+    if name == "exhaustive":
+        return [f"every pair by {rule}"]
+    if name != "rerank" or not isinstance(k, int) or isinstance(k, bool):
+        return []
+    words = [f"rerank top {k} by {rule}"]
+    if protocol.get("coco_1k") == "within":
+        words.append("COCO 1K reranked within each fold")
+    return words
 
 
 def public_spec(spec: str) -> str:
@@ -170,6 +190,11 @@ def read_submission(
     package = provenance.get("package")
     if not isinstance(package, str) or not package.startswith(DISTRIBUTION):
         raise EvaluationError(f"{path}: its provenance names no {DISTRIBUTION} version ('package'); {EVALUATE}")
+    if provenance.get("partial") is True:
+        raise EvaluationError(
+            f"{path} was scored with --partial (only the queries its input ranks count): a published number is "
+            "one of every query of its benchmark; evaluate without --partial, then push those results"
+        )
     means = {k: v for k, v in raw.items() if k != "provenance"}
     digests = provenance.get("digests") if isinstance(provenance.get("digests"), dict) else {}
     if "results" in digests and digests["results"] != json_digest(means):

@@ -117,7 +117,8 @@ def check_rights(target: Target, user: Account, flag: str, what: str) -> None:
 
 def commit(api: object, target: Target, operations: list, message: str, description: str) -> tuple[str, str]:
     """Send one commit to the target; (its commit sha, a line saying what happened). Files that did not change
-    are left out by huggingface_hub; nothing changed at all: no commit, the head's sha."""
+    are left out by huggingface_hub; nothing changed at all: no commit, the head's sha. A repo made for the
+    commit is deleted again when the commit fails (nothing half-written: no empty repo left behind)."""
     import logging
 
     if not target.exists:
@@ -136,6 +137,13 @@ def commit(api: object, target: Target, operations: list, message: str, descript
             create_pr=not target.direct and target.pr is None,
             parent_commit=target.head,
         )
+    except BaseException:
+        if not target.exists:  # the repo this call made holds nothing: not left behind empty
+            try:
+                api.delete_repo(target.repo, repo_type=target.repo_type, missing_ok=True)  # type: ignore[attr-defined]
+            except Exception:  # noqa: BLE001 (the commit's own error is the one to say)
+                pass
+        raise
     finally:
         said.setLevel(level)
     if target.head is not None and info.oid == target.head:

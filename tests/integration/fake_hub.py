@@ -160,10 +160,14 @@ class FakeHub:
             def do_POST(self):
                 self._route()
 
+            def do_DELETE(self):  # HfApi.delete_repo
+                self._route()
+
             def _route(self):
                 if self.path.startswith(("http://", "https://")):  # absolute URI: a proxied plain-http request
                     return self._trap()
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0)) if self.command == "POST" else b""
+                sends = self.command in ("POST", "DELETE")
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0)) if sends else b""
                 parts = urlsplit(self.path)
                 try:
                     with hub._lock:
@@ -185,6 +189,11 @@ class FakeHub:
                     repo = f"{req.get('organization')}/{req['name']}"
                     hub.store.create(kind, repo, token)
                     return self._json({"url": f"{hub.url}/{'' if kind == 'models' else kind + '/'}{repo}"})
+                if self.command == "DELETE" and raw == "/api/repos/delete":
+                    req = json.loads(body)
+                    kind = {"dataset": "datasets", "space": "spaces"}.get(req.get("type"), "models")
+                    hub.store.delete(kind, f"{req.get('organization')}/{req['name']}", token)
+                    return self._json({})
                 m = TREE.match(raw)
                 if m and self.command == "GET":
                     path = unquote(m["path"] or "").strip("/")

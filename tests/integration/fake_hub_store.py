@@ -13,7 +13,8 @@ files committed to it. The rules are the real Hub's, as far as the clients here 
   repo's owner only (403 otherwise; 412 when its ``parentCommit`` is not the pull request's head);
 - every commit is checked as the Hub checks it (:mod:`tests.integration.fake_hub_rules`): an ``eval.yaml`` or an
   ``.eval_results/*.yaml`` file the Hub would refuse makes the whole commit a 400, nothing of it applied;
-- ``POST /api/repos/create`` makes a repo in the token's own namespace (403 elsewhere, 409 when it exists);
+- ``POST /api/repos/create`` makes a repo in the token's own namespace (403 elsewhere, 409 when it exists),
+  ``DELETE /api/repos/delete`` removes one (403 elsewhere, 404 when there is none);
 - ``/api/whoami-v2`` names the token's user and role; a dataset on the allow-list (``allow_listed``) carries
   the ``benchmark:official`` tag. The leaderboards are :mod:`tests.integration.fake_hub_board`.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import shutil
 import tempfile
 from dataclasses import dataclass
 from dataclasses import field
@@ -69,6 +71,7 @@ class Store:
     prs: dict[tuple[str, str], list[PullRequest]] = field(default_factory=dict)
     commits: list[dict] = field(default_factory=list)
     created: list[tuple[str, str]] = field(default_factory=list)
+    deleted: list[tuple[str, str]] = field(default_factory=list)  # repos removed (DELETE /api/repos/delete)
 
     def user(self, token: str | None) -> tuple[str, bool] | None:
         """The token's (user, may write); an unknown token is refused as the Hub refuses it."""
@@ -123,6 +126,16 @@ class Store:
             raise HubError(409, "", "You already created this repo")
         self.repos[(kind, repo)] = Path(tempfile.mkdtemp(prefix="fake-hub-repo-"))
         self.created.append((kind, repo))
+
+    def delete(self, kind: str, repo: str, token: str | None) -> None:
+        """``DELETE /api/repos/delete``: a repo of the token's namespace removed (404 when there is none)."""
+        who = self.user(token)
+        if who is None or not who[1] or repo.split("/")[0] != who[0]:
+            raise HubError(403, "", f"You don't have the rights to delete {repo}")
+        if (kind, repo) not in self.repos:
+            raise HubError(404, "RepoNotFound", f"Repository Not Found for url: {repo}")
+        shutil.rmtree(self.repos.pop((kind, repo)), ignore_errors=True)
+        self.deleted.append((kind, repo))
 
     def tasks_of(self, dataset: str) -> list[str] | None:
         """The task ids of a dataset's ``eval.yaml`` on main (None: no such benchmark here)."""

@@ -323,6 +323,8 @@ def test_a_refusal_by_the_hub_is_one_line_and_leaves_nothing_half_written(hub, r
         "then run push-results again",
     )
     assert hub.store.commits == []
+    made = ("datasets", "me/details_me__clip")  # the details repo made for the refused commit: deleted again
+    assert hub.store.created == [made] and hub.store.deleted == [made] and made not in hub.store.repos
     hub.store.refuse = {".eval_results/me--eccv-caption--eccv_r1_t2i.yaml": "Invalid input: a rule unknown here"}
     done = cli(hub.env, "push-results", res, "--per-query", pq)
     start = "push-results to model me/clip failed: the Hub answered 400: Invalid input: a rule unknown here"
@@ -334,6 +336,22 @@ def test_a_refusal_by_the_hub_is_one_line_and_leaves_nothing_half_written(hub, r
     hub.store.refuse = {}
     again = cli(hub.env, "push-results", res, "--per-query", pq)
     assert again.returncode == 0 and "nothing changed on dataset me/details_me__clip" in again.stdout, again.stderr
+
+
+def test_a_details_repo_holding_other_files_is_not_overwritten(hub, results, bench, tmp_path):
+    """--details-repo naming a repo of the user's that holds no details (here the benchmark itself) was committed
+    to on main, its card replaced; it is one line and nothing is sent. An empty repo is taken."""
+    res, pq = (str(p) for p in results)
+    card = (bench / "README.md").read_bytes()
+    done = cli(hub.env, "push-results", res, "--per-query", pq, "--details-repo", "me/eccv-caption")
+    one_line(done, "push-results to model me/clip: the details repo me/eccv-caption holds files that are no details (",
+             "give --details-repo a new or empty repo, then run push-results again")  # fmt: skip
+    assert hub.store.commits == [] and (bench / "README.md").read_bytes() == card
+    empty = hub.store.repos[("datasets", "me/empty")] = tmp_path / "empty"
+    empty.mkdir()
+    (empty / ".gitattributes").write_text("*.parquet filter=lfs diff=lfs merge=lfs -text\n")
+    done = cli(hub.env, "push-results", res, "--per-query", pq, "--details-repo", "me/empty")
+    assert done.returncode == 0 and hub.store.commits[0]["repo"] == "me/empty", done.stderr
 
 
 def test_bad_inputs_send_nothing(hub, results, run, tmp_path):

@@ -163,6 +163,28 @@ def test_notes_are_short_and_never_carry_a_local_path(tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("protocol", "words"),
+    [
+        (
+            {"name": "rerank", "rerank_k": 128, "score_rule": "itm+itc", "coco_1k": "restrict"},
+            "rerank top 128 by itm+itc",
+        ),
+        (
+            {"name": "rerank", "rerank_k": 16, "score_rule": "itm", "coco_1k": "within"},
+            "rerank top 16 by itm, COCO 1K reranked within each fold",
+        ),
+        ({"name": "exhaustive", "rerank_k": None, "score_rule": "itm", "coco_1k": None}, "every pair by itm"),
+        ({"name": "rerank", "rerank_k": "128; rm -rf /", "score_rule": "itm"}, ""),  # not a value of ours: left out
+    ],
+)
+def test_a_pair_scorers_notes_say_its_protocol(tmp_path, protocol, words):
+    """Two runs of one pair scorer, reranked or every pair, published the same notes; the protocol says which."""
+    sub = read_submission(write(tmp_path, {**VALUES, "provenance": {**PROVENANCE, "protocol": protocol}}))
+    (item,) = yaml.safe_load(eval_files(sub, URL)[".eval_results/me--eccv-caption--eccv_r1_i2t.yaml"])
+    assert item["notes"] == ", ".join(filter(None, ["fp32, cosine similarity, model revision ffffffffffff", words]))
+
+
+@pytest.mark.parametrize(
     ("change", "where"),
     [
         (lambda e: e["source"].update(url=None), "[0].source.url: expected a URL string, received null"),
@@ -306,6 +328,7 @@ def test_digests_tell_an_edited_file_and_another_runs_per_query_values(tmp_path)
         (lambda r: r.pop("provenance"), [], "holds no provenance (results scored from --scores"),
         (lambda r: r["provenance"].pop("model"), [], "its provenance names no model (results scored from --scores"),
         (lambda r: r["provenance"].pop("package"), [], "names no eccv-caption-hf version"),
+        (lambda r: r["provenance"].update(partial=True), [], "was scored with --partial (only the queries its input"),
         (lambda r: None, ["--model-repo", "clip"], "--model-repo 'clip' is not a Hub repo id"),
         (lambda r: None, ["--dataset-repo", "a/b/c"], "--dataset-repo 'a/b/c' is not a Hub repo id"),
         (lambda r: None, ["--dataset-repo", "me/other"], "was scored on the Hub dataset me/eccv-caption, not"),
