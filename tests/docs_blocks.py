@@ -100,10 +100,10 @@ PARSE_ONLY = {
     # the model path's pages merged from the helpers' notes (issues 50, 52, 53): weights, GPUs or the Hub
     "eccv-caption evaluate --model hf:openai/clip-vit-base-patch32 --data eccv_caption_hf -o clip_b32.json "
     "--per-query clip_b32_pq.json": "downloads CLIP's weights and encodes 30,000 items (see the line above)",
-    "eccv-caption push-results clip_b32.json --per-query clip_b32_pq.json --dry-run": (
+    "eccv-caption push-results clip_b32.json --per-query clip_b32_pq.json --dataset-repo you/eccv-caption --dry-run": (
         "reads a model run's results and the Hub dataset's eval.yaml (tested against the local fake Hub)"
     ),
-    "eccv-caption push-results clip_b32.json --per-query clip_b32_pq.json": (
+    "eccv-caption push-results clip_b32.json --per-query clip_b32_pq.json --dataset-repo you/eccv-caption": (
         "uploads a model run's results and details to the Hub (tests/integration/test_hub_results.py, fake Hub)"
     ),
     "eccv-caption evaluate --model hf:Salesforce/blip-itm-base-coco --data eccv_caption_hf --rerank-k 128 "
