@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from dataclasses import field
 
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.hub.repos import status_of
 
 WRITE_ROLES = ("write", "admin", "contributor")
 
@@ -118,7 +119,8 @@ def check_rights(target: Target, user: Account, flag: str, what: str) -> None:
 def commit(api: object, target: Target, operations: list, message: str, description: str) -> tuple[str, str]:
     """Send one commit to the target; (its commit sha, a line saying what happened). Files that did not change
     are left out by huggingface_hub; nothing changed at all: no commit, the head's sha. A repo made for the
-    commit is deleted again when the commit fails (nothing half-written: no empty repo left behind)."""
+    commit is deleted again when the Hub refuses the commit (nothing half-written: no empty repo left behind); not
+    when the answer was lost (a timeout: the commit may have been applied)."""
     import logging
 
     if not target.exists:
@@ -137,8 +139,9 @@ def commit(api: object, target: Target, operations: list, message: str, descript
             create_pr=not target.direct and target.pr is None,
             parent_commit=target.head,
         )
-    except BaseException:
-        if not target.exists:  # the repo this call made holds nothing: not left behind empty
+    except Exception as exc:
+        refused = (status_of(exc) or 0) in range(400, 500)  # the Hub answered no: nothing of the commit applied
+        if not target.exists and refused:  # the repo this call made holds nothing: not left behind empty
             try:
                 api.delete_repo(target.repo, repo_type=target.repo_type, missing_ok=True)  # type: ignore[attr-defined]
             except Exception:  # noqa: BLE001 (the commit's own error is the one to say)
