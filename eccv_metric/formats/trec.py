@@ -57,6 +57,7 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import atomic_open
 from eccv_metric.core.files import read_text
 from eccv_metric.core.files import unreadable
+from eccv_metric.core.ids import INT64_MAX
 from eccv_metric.core.options import TIES as TIES
 from eccv_metric.core.options import check_ties
 from eccv_metric.core.positives import Positives
@@ -71,6 +72,7 @@ ITEM_KIND_CODES = ("image", "caption")
 DIRECTION_OF = {kinds: direction for direction, kinds in DIRECTION_KINDS.items()}
 _TREC_ID = re.compile(r"(image|caption)-(0|[1-9][0-9]{0,18})")
 _RANK = re.compile(r"[+-]?[0-9]{1,18}")
+DOC_MEMO = 1 << 17  # parsed document tokens a run reader keeps (a gallery is 25,000 captions or 31,244 images)
 _SCORE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
@@ -82,7 +84,7 @@ def trec_id(kind: str, ident: int) -> str:
 def parse_trec_id(token: str, where: str) -> tuple[str, int]:
     """``image-<id>`` / ``caption-<id>``: the id in ASCII decimal digits, canonical (no sign, no leading zero)."""
     match = _TREC_ID.fullmatch(token)
-    if match is None or int(match.group(2)) > np.iinfo(np.int64).max:
+    if match is None or int(match.group(2)) > INT64_MAX:
         raise EvaluationError(f"{where}: id {token!r:.40} is not 'image-<id>' or 'caption-<id>' (ASCII decimal id)")
     return match.group(1), int(match.group(2))
 
@@ -246,6 +248,8 @@ def read_run_parts(
     queries: dict[str, int] = {}
     columns = {"query": array("q"), "kind": array("b"), "doc": array("q"), "rank": array("q"), "score": array("d")}
     numbers = array("q")  # the line number of each run line, for the errors
+    # each document token parsed once: (kind code, id); at most DOC_MEMO tokens held (memory bounded)
+    memo: dict[str, tuple[int, int]] = {}
     n = 0
     try:
         with open(path, encoding="utf-8-sig", newline=None) as fin:
@@ -253,20 +257,26 @@ def read_run_parts(
                 parts = line.split()
                 if not parts:
                     continue
-                where = f"{path}:{n}"
                 if len(parts) != 6:
-                    raise EvaluationError(f"{where}: a run line has 6 fields '<query> Q0 <doc> <rank> <score> <tag>'")
+                    raise EvaluationError(
+                        f"{path}:{n}: a run line has 6 fields '<query> Q0 <doc> <rank> <score> <tag>'"
+                    )
                 if not _RANK.fullmatch(parts[3]) or not _SCORE.fullmatch(parts[4]):
                     raise EvaluationError(
-                        f"{where}: rank must be an integer and score must be a finite decimal number (ASCII digits)"
+                        f"{path}:{n}: rank must be an integer and score must be a finite decimal number (ASCII digits)"
                     )
                 score = float(parts[4])
                 if not math.isfinite(score):
-                    raise EvaluationError(f"{where}: score must be finite, not {parts[4]}")
-                dkind, did = parse_trec_id(parts[2], where)
+                    raise EvaluationError(f"{path}:{n}: score must be finite, not {parts[4]}")
+                doc = memo.get(parts[2])
+                if doc is None:
+                    dkind, did = parse_trec_id(parts[2], f"{path}:{n}")
+                    doc = (ITEM_KIND_CODES.index(dkind), did)
+                    if len(memo) < DOC_MEMO:
+                        memo[parts[2]] = doc
                 columns["query"].append(queries.setdefault(parts[0], len(queries)))
-                columns["kind"].append(ITEM_KIND_CODES.index(dkind))
-                columns["doc"].append(did)
+                columns["kind"].append(doc[0])
+                columns["doc"].append(doc[1])
                 columns["rank"].append(int(parts[3]))
                 columns["score"].append(score)
                 numbers.append(n)
