@@ -74,8 +74,11 @@ def brute_positives(rows, kind, directed=False, caption_image=None):
             if not directed:
                 pos[b].add(a)
     if caption_image is not None:
+        by_image = defaultdict(set)  # image -> its captions, so each caption's co-captions are one lookup
         for c, i in caption_image.items():
-            pos[c] |= {d for d, j in caption_image.items() if j == i and d != c}
+            by_image[i].add(c)
+        for c, i in caption_image.items():
+            pos[c] |= by_image[i] - {c}
     return pos
 
 
