@@ -184,10 +184,15 @@ class Positives:
 
     def to_id_lists(self, query_ids: np.ndarray, gallery_ids: np.ndarray) -> dict[int, list[int]]:
         """``{query id: sorted positive ids}`` (outside ids included)."""
-        gal = gallery_ids[self.indices]
-        return {
-            int(query_ids[q]): sorted(
-                gal[self.indptr[k] : self.indptr[k + 1]].tolist() + list(self.outside.get(int(q), ()))
-            )
-            for k, q in enumerate(self.query)
-        }
+        by_id = np.argsort(gallery_ids, kind="stable")  # the gallery's dense indices in id order
+        rank = np.empty(len(by_id), dtype=np.int64)
+        rank[by_id] = np.arange(len(by_id))
+        row = np.repeat(np.arange(len(self.query), dtype=np.int64), np.diff(self.indptr))
+        keys = np.sort(row * max(len(by_id), 1) + rank[self.indices])  # each query's ids ascending, in CSR order
+        flat = gallery_ids[by_id[keys % max(len(by_id), 1)]].tolist()
+        bounds = self.indptr.tolist()
+        out = {}
+        for k, (q, qid) in enumerate(zip(self.query.tolist(), query_ids[self.query].tolist(), strict=True)):
+            ids, extra = flat[bounds[k] : bounds[k + 1]], self.outside.get(q)
+            out[qid] = sorted(ids + list(extra)) if extra else ids
+        return out
