@@ -188,8 +188,9 @@ class Positives:
         rank = np.empty(len(by_id), dtype=np.int64)
         rank[by_id] = np.arange(len(by_id))
         row = np.repeat(np.arange(len(self.query), dtype=np.int64), np.diff(self.indptr))
-        keys = np.sort(row * max(len(by_id), 1) + rank[self.indices])  # each query's ids ascending, in CSR order
-        flat = gallery_ids[by_id[keys % max(len(by_id), 1)]].tolist()
+        width = max(len(by_id), 1)
+        keys = np.sort(row * width + rank[self.indices])  # (query, id rank): each query's ids ascending, CSR order
+        flat = gallery_ids[by_id[keys % width]].tolist()
         bounds = self.indptr.tolist()
         out = {}
         for k, (q, qid) in enumerate(zip(self.query.tolist(), query_ids[self.query].tolist(), strict=True)):

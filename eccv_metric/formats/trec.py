@@ -72,8 +72,8 @@ ITEM_KIND_CODES = ("image", "caption")
 DIRECTION_OF = {kinds: direction for direction, kinds in DIRECTION_KINDS.items()}
 _TREC_ID = re.compile(r"(image|caption)-(0|[1-9][0-9]{0,18})")
 _RANK = re.compile(r"[+-]?[0-9]{1,18}")
-DOC_MEMO = 1 << 17  # parsed document tokens a run reader keeps (a gallery is 25,000 captions or 31,244 images)
 _SCORE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+DOC_MEMO = 1 << 17  # parsed document tokens a run reader keeps (a gallery is 25,000 captions or 31,244 images)
 
 
 def trec_id(kind: str, ident: int) -> str:
