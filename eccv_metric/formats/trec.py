@@ -241,8 +241,9 @@ def read_run_parts(
     trec_eval, pytrec_eval and MTEB order them (``ties="trec_eval"``, the rank column ignored).
 
     The arrays form of :class:`~eccv_metric.inputs.given.Rankings` (no Python list per query). Lines
-    are read one at a time into typed columns (~40 bytes a line), never held as text or Python objects:
-    peak memory is a small fraction of the file beyond these columns. Queries in order of first appearance.
+    are read one at a time into typed columns (~40 bytes a line), never held as text or Python objects (but for
+    each document token parsed, at most ``DOC_MEMO`` of them): peak memory is a small fraction of the file beyond
+    these columns. Queries in order of first appearance.
     """
     check_ties(ties)
     queries: dict[str, int] = {}
