@@ -42,9 +42,36 @@ def matrix_digest(scores: np.ndarray) -> str:
 
 def ranked_indices(scores: np.ndarray, depth: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Stable descending argsort of rows (i2t) and columns (t2i), optionally truncated."""
-    i2t = np.argsort(-scores, axis=1, kind="stable")[:, :depth]
-    t2i = np.argsort(-scores.T, axis=1, kind="stable")[:, :depth]
+    if depth is not None:
+        return stable_top(scores, depth), stable_top(scores.T, depth)
+    i2t = np.argsort(-scores, axis=1, kind="stable")
+    t2i = np.argsort(-scores.T, axis=1, kind="stable")
     return i2t, t2i
+
+
+def stable_top(scores: np.ndarray, depth: int, block: int = 500) -> np.ndarray:
+    """``np.argsort(-scores, axis=1, kind="stable")[:, :depth]`` (finite scores), without sorting whole rows.
+
+    Written apart from the engine's top-k (tests/unit/test_fixtures_top.py holds it to the full sort): per block
+    of rows, ``np.partition`` finds each row's depth-th highest score ``t``; every item scoring ``>= t`` (at least
+    ``depth`` of them, ties at ``t`` included) is sorted by (row, score descending, column ascending) with
+    ``np.lexsort``, which is what a stable descending sort of the row gives, and the first ``depth`` are kept.
+    """
+    n_rows, n_cols = scores.shape
+    if depth >= n_cols:
+        return np.argsort(-scores, axis=1, kind="stable")
+    out = np.empty((n_rows, depth), dtype=np.int64)
+    for start in range(0, n_rows, block):
+        part = np.ascontiguousarray(scores[start : start + block])  # a column-major view: one block copied
+        if not np.isfinite(part).all():
+            raise ValueError("stable_top takes finite scores only")
+        kth = -np.partition(-part, depth - 1, axis=1)[:, depth - 1 : depth]
+        rows, cols = np.nonzero(part >= kth)
+        order = np.lexsort((cols, -part[rows, cols], rows))
+        rows, cols = rows[order], cols[order]
+        first = np.searchsorted(rows, np.arange(len(part)))
+        out[start : start + len(part)] = cols[first[:, None] + np.arange(depth)]
+    return out
 
 
 def rankings(

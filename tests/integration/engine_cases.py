@@ -13,6 +13,7 @@ import numpy as np
 from eccv_metric import Metrics
 from eccv_metric.measures.results import QueryScores
 from tests.fixtures import make_scores
+from tests.fixtures import stable_top
 
 SCORE_TARGETS = (
     "coco_1k_recalls",
@@ -34,11 +35,9 @@ CASES = ("gauss", "ties", "float16", "permuted", "extra_ids", "lists_dict", "lis
 
 
 def top_indices(scores: np.ndarray, depth: int) -> np.ndarray:
-    """First ``depth`` columns of each row under a full stable descending argsort (row blocks: bounded memory)."""
-    out = np.empty((len(scores), depth), dtype=np.int64)
-    for start in range(0, len(scores), 500):
-        out[start : start + 500] = np.argsort(-scores[start : start + 500], axis=1, kind="stable")[:, :depth]
-    return out
+    """First ``depth`` columns of each row under a full stable descending argsort (tests.fixtures.stable_top: the
+    same columns without sorting whole rows; row blocks: bounded memory)."""
+    return stable_top(scores, depth)
 
 
 def _shuffled(metrics: Metrics, scores: np.ndarray, extra: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -74,7 +73,7 @@ def run_case(
         scores, image_ids, caption_ids = _shuffled(metrics, base, name == "extra_ids")
         return metrics.per_query_from_scores(scores, image_ids, caption_ids, target_metrics=SCORE_TARGETS, Ks=KS)
     if top is None:
-        top = top_indices(base, 50), top_indices(np.ascontiguousarray(base.T), 50)
+        top = top_indices(base, 50), top_indices(base.T, 50)
     i2t, t2i = gt.caption_ids[top[0]], gt.image_ids[top[1]]
     if name == "lists_arrays":
         return metrics.per_query_from_arrays((gt.image_ids, i2t), (gt.caption_ids, t2i), LIST_TARGETS, LIST_KS)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
 from tests.fixtures import ROOT
@@ -28,7 +27,7 @@ FROZEN = json.loads((ROOT / "tests" / "data" / "engine_digests.json").read_text(
 
 @pytest.fixture(scope="module")
 def top(scores_gauss):
-    return top_indices(scores_gauss, 50), top_indices(np.ascontiguousarray(scores_gauss.T), 50)
+    return top_indices(scores_gauss, 50), top_indices(scores_gauss.T, 50)
 
 
 @pytest.mark.parametrize("case", CASES)

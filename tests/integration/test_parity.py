@@ -23,6 +23,7 @@ from tests.fixtures import MATRICES
 from tests.fixtures import ROOT
 from tests.fixtures import make_scores
 from tests.fixtures import matrix_digest
+from tests.fixtures import ranked_indices
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -67,9 +68,7 @@ def test_full_rankings_match_stored_official_outputs(gt, stored, name):
 @pytest.fixture(scope="module")
 def gauss_ranked(scores_gauss):
     """Stable descending argsort (the reference ranking), first 100 items of every row and column."""
-    i2t = np.argsort(-scores_gauss, axis=1, kind="stable")[:, :100]
-    t2i = np.argsort(-scores_gauss.T, axis=1, kind="stable")[:, :100]
-    return i2t, t2i
+    return ranked_indices(scores_gauss, 100)
 
 
 def as_dicts(gt, idx_pair, depth):

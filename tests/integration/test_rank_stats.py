@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from eccv_metric import EvaluationError
+from tests.fixtures import stable_top
 
 SETS = ("coco_5k", "coco_1k", "cxc", "eccv")
 
@@ -37,10 +38,10 @@ def brute_ranks(gt, scores, image_ids, caption_ids, bench, direction, queries, f
     return np.array(out, dtype=float)
 
 
-def top_rows(scores, depth, block=256):
-    """Full stable descending argsort of each row, truncated, a block of rows at a time (bounded memory)."""
-    parts = [np.argsort(-scores[s : s + block], axis=1, kind="stable")[:, :depth] for s in range(0, len(scores), block)]
-    return np.concatenate(parts)
+def top_rows(scores, depth):
+    """Full stable descending argsort of each row, truncated (tests.fixtures.stable_top: the same columns without
+    sorting whole rows), a block of rows at a time (bounded memory)."""
+    return stable_top(scores, depth)
 
 
 def check(metrics, gt, scores, image_ids, caption_ids, rng):
