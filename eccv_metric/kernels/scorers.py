@@ -357,14 +357,20 @@ def column_block(
     dtype = np.dtype(np.float32 if scores.dtype == np.float16 else scores.dtype)
     if gallery_pos is not None and is_range(gallery_pos):
         scores, gallery_pos = take(scores, gallery_pos, axis=0), None  # a view: restrict rows first
-    cols = take(scores, pos, axis=1)
+    order = None if is_range(pos) or bool((np.diff(pos) > 0).all()) else np.argsort(pos, kind="stable")
+    # permuted columns are gathered in ascending order (each row read front to back), and each lands on its
+    # own row of the copy below
+    cols = take(scores, pos if order is None else pos[order], axis=1)
     if gallery_pos is not None:
         cols = take(cols, gallery_pos, axis=0)
     shape = (cols.shape[1], cols.shape[0])
     out = np.empty(shape, dtype=dtype) if scratch is None else scratch.floats(shape, dtype)
     tile = 512
     for r in range(0, cols.shape[0], tile):  # tiled transpose: cache friendly
-        out[:, r : r + tile] = cols[r : r + tile].T
+        if order is None:
+            out[:, r : r + tile] = cols[r : r + tile].T
+        else:
+            out[order, r : r + tile] = cols[r : r + tile].T
     return out
 
 

@@ -21,7 +21,7 @@ def brute_ranks(gt, scores, image_ids, caption_ids, bench, direction, queries, f
     out = []
     for q in queries:
         k = int(np.searchsorted(rel.query, q))
-        positives = set(rel.indices[rel.indptr[k] : rel.indptr[k + 1]].tolist())
+        positives = rel.indices[rel.indptr[k] : rel.indptr[k + 1]]
         row = (
             scores[q_index[int(gt.query_index(direction).ids[q])]]
             if direction == "i2t"
@@ -33,7 +33,7 @@ def brute_ranks(gt, scores, image_ids, caption_ids, bench, direction, queries, f
             keep = (g_dense >= 0) & (gt.gallery_fold(direction)[np.maximum(g_dense, 0)] == qfold)
         cols = np.flatnonzero(keep)
         order = cols[np.argsort(-row[cols], kind="stable")]
-        is_pos = np.array([g_dense[c] in positives for c in order])
+        is_pos = np.isin(g_dense[order], positives)  # an extra id (-1) is never a positive
         out.append(int(np.argmax(is_pos)) + 1)
     return np.array(out, dtype=float)
 
