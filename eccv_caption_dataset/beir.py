@@ -35,8 +35,8 @@ from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.benchmarks.subsets import Subset
 from eccv_metric.core.folder import read_config
 from eccv_metric.core.view import DIRECTION_KINDS
-from eccv_metric.formats.trec import cxc_grades
-from eccv_metric.formats.trec import relevance
+from eccv_metric.formats.qrels import cxc_grades
+from eccv_metric.formats.qrels import relevance
 from eccv_metric.groundtruth.split import N_FOLDS
 from eccv_metric.groundtruth.split import GroundTruth
 

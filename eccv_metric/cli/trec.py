@@ -23,6 +23,7 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import check_output_path
 from eccv_metric.core.files import load_npy
 from eccv_metric.core.files import named_file
+from eccv_metric.formats import qrels
 from eccv_metric.formats import trec
 from eccv_metric.formats.ids import load_ids
 from eccv_metric.formats.mteb import is_mteb_predictions
@@ -110,9 +111,9 @@ def run_export(args: argparse.Namespace) -> int:
         relation = "cxc" if args.qrels == "cxc_graded" else args.qrels
         for direction in directions:  # PM: ~12M pairs a direction, listed in ~20 s
             with progress.working(f"listing the {args.qrels} positives ({direction})"):
-                lists = trec.positives_lists(gt, resources.relation(bench, relation, direction), direction)
-            grades = trec.cxc_grades(resources.ratings("sits"), direction) if args.qrels == "cxc_graded" else None
-            parts[direction] = trec.qrels_lines(lists, direction, grades)
+                lists = qrels.positives_lists(gt, resources.relation(bench, relation, direction), direction)
+            grades = qrels.cxc_grades(resources.ratings("sits"), direction) if args.qrels == "cxc_graded" else None
+            parts[direction] = qrels.qrels_lines(lists, direction, grades)
     elif args.rankings:
         if is_mteb_predictions(args.rankings):
             raise not_rankings(args.rankings, "`eccv-caption evaluate --run` scores them; export-trec takes rankings")

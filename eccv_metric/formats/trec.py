@@ -1,4 +1,5 @@
-"""TREC qrels and run files (trec_eval, pytrec_eval, ranx) for every benchmark and direction.
+"""TREC qrels and run files (trec_eval, pytrec_eval, ranx) for every benchmark and direction: the formats and
+their ids, and runs (qrels are written and read in :mod:`eccv_metric.formats.qrels`).
 
 Ids: images and captions live in different id spaces, so TREC / BEIR ids carry
 their modality: ``image-391895`` (a COCO image id), ``caption-770337`` (a COCO
@@ -31,7 +32,7 @@ documents are i2t; ``caption-*`` ranking ``caption-*`` is t2t).
 
 - CxC grades: the ``cxc`` positives (SITS >= 3) are binary like every
   benchmark's; ``cxc_graded`` gives each pair its SITS rating rounded half up
-  (3, 4 or 5) as the relevance (:func:`cxc_grades`), the same in the dataset's
+  (3, 4 or 5) as the relevance (:func:`eccv_metric.formats.qrels.cxc_grades`), the same in the dataset's
   ``cxc_graded-*-qrels`` configs.
 
 Metric names across tools: COCO R@K = trec_eval ``success_K`` = ranx / MTEB
@@ -55,15 +56,12 @@ import numpy as np
 
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import atomic_open
-from eccv_metric.core.files import read_text
 from eccv_metric.core.files import unreadable
 from eccv_metric.core.ids import INT64_MAX
 from eccv_metric.core.options import TIES as TIES
 from eccv_metric.core.options import check_ties
-from eccv_metric.core.positives import Positives
 from eccv_metric.core.view import DIRECTION_KINDS
 from eccv_metric.core.view import View
-from eccv_metric.groundtruth.cxc import Ratings
 from eccv_metric.groundtruth.split import GroundTruth
 from eccv_metric.inputs.given import Rankings
 from eccv_metric.inputs.matrix import ScoreMatrix
@@ -87,52 +85,6 @@ def parse_trec_id(token: str, where: str) -> tuple[str, int]:
     if match is None or int(match.group(2)) > INT64_MAX:
         raise EvaluationError(f"{where}: id {token!r:.40} is not 'image-<id>' or 'caption-<id>' (ASCII decimal id)")
     return match.group(1), int(match.group(2))
-
-
-def positives_lists(gt: GroundTruth, relevance: object, direction: str) -> dict[int, list[int]]:
-    """``{query id: [positive ids]}`` of CSR positives or of PM relevance (materialised)."""
-    positives = relevance if isinstance(relevance, Positives) else relevance.to_positives()  # type: ignore[attr-defined]
-    q, g = DIRECTION_KINDS[direction]
-    return positives.to_id_lists(gt.index(q).ids, gt.index(g).ids)
-
-
-def cxc_grades(ratings: Ratings, direction: str) -> dict[tuple[int, int], int]:
-    """``{(query id, doc id): SITS rating rounded half up}`` of every rated caption-image pair (``cxc_graded``).
-
-    A pair rated more than once keeps its highest grade. ``direction``: ``t2i`` keys are (caption, image),
-    ``i2t`` keys (image, caption).
-    """
-    if ratings.kind != "sits" or direction not in ("i2t", "t2i"):
-        raise EvaluationError(f"CxC grades are SITS ratings of i2t / t2i pairs, not {ratings.kind} {direction}")
-    grade = np.floor(ratings.score + 0.5).astype(np.int64)
-    captions, images = ratings.id_1.tolist(), ratings.id_2.tolist()
-    pairs = zip(captions, images, strict=True) if direction == "t2i" else zip(images, captions, strict=True)
-    out: dict[tuple[int, int], int] = {}
-    for pair, value in zip(pairs, grade.tolist(), strict=True):
-        if value > out.get(pair, -1):
-            out[pair] = value
-    return out
-
-
-def qrels_lines(
-    lists: Mapping[int, Sequence[int]], direction: str, grades: Mapping[tuple[int, int], int] | None = None
-) -> Iterator[str]:
-    """qrels lines of ``{query id: [positive ids]}``: relevance 1, or ``grades[(query, doc)]`` (every pair needs
-    one: a positive without a grade is an error, never a silent 1)."""
-    q, g = DIRECTION_KINDS[direction]
-    for query, docs in lists.items():
-        for doc in docs:
-            yield f"{q}-{query} 0 {g}-{doc} {relevance(grades, direction, query, doc)}"
-
-
-def relevance(grades: Mapping[tuple[int, int], int] | None, direction: str, query: int, doc: int) -> int:
-    """1 (binary positives), or the pair's grade; a graded positive without a grade is an error."""
-    if grades is None:
-        return 1
-    if (query, doc) not in grades:
-        q, g = DIRECTION_KINDS[direction]
-        raise EvaluationError(f"{direction} positive {q}-{query} {g}-{doc} has no grade (no SITS rating)")
-    return grades[(query, doc)]
 
 
 def run_lines(rankings: Mapping[int, Sequence[int]], direction: str, tag: str = "eccv_caption") -> Iterator[str]:
@@ -332,25 +284,6 @@ def read_run_parts(
         del at
     found = {d: arrays[d] for d in DIRECTION_KINDS if d in arrays}
     return found, rising_notes(path, {d: rising[d] for d in found})
-
-
-def read_qrels(path: str | Path) -> dict[str, dict[int, dict[int, int]]]:
-    """TREC qrels -> ``{direction: {query id: {doc id: relevance}}}``."""
-    out: dict[str, dict[int, dict[int, int]]] = {}
-    for n, line in enumerate(read_text(path).splitlines(), 1):
-        parts = line.split()
-        if not parts:
-            continue
-        where = f"{path}:{n}"
-        if len(parts) != 4 or not _RANK.fullmatch(parts[3]):
-            raise EvaluationError(f"{where}: a qrels line is '<query> 0 <doc> <integer relevance>'")
-        kind, qid = parse_trec_id(parts[0], where)
-        dkind, did = parse_trec_id(parts[2], where)
-        docs = out.setdefault(DIRECTION_OF[(kind, dkind)], {}).setdefault(qid, {})
-        if did in docs:
-            raise EvaluationError(f"{where}: pair {parts[0]} {parts[2]} given twice")
-        docs[did] = int(parts[3])
-    return out
 
 
 def run_from_scores(

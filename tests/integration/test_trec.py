@@ -20,6 +20,8 @@ import pytrec_eval
 from eccv_metric import EvaluationError
 from eccv_metric.cli.main import main
 from eccv_metric.formats import trec
+from eccv_metric.formats.qrels import positives_lists
+from eccv_metric.formats.qrels import qrels_lines
 from tests.fixtures import SHARED
 from tests.fixtures import make_scores
 from tests.unit.brute import numbers
@@ -164,11 +166,11 @@ def test_pm_rprecision_matches_trec_rprec_where_r_fits_the_list(metrics, gt, top
         rel = metrics.relevance("pm", direction)
         small = rel.query[rel.n_positives <= 50]  # materialise only the sampled queries' ~10M-pair lists
         picked = np.sort(rng.choice(small, size=min(150, len(small)), replace=False))
-        lists = trec.positives_lists(gt, rel.to_positives().restrict(picked), direction)
+        lists = positives_lists(gt, rel.to_positives().restrict(picked), direction)
         assert all(len(docs) <= 50 for docs in lists.values()) and len(lists) == len(picked)
         sample = list(lists)
         path = tmp_path / f"pm_{direction}.qrels"
-        path.write_text("\n".join(trec.qrels_lines(lists, direction)) + "\n")
+        path.write_text("\n".join(qrels_lines(lists, direction)) + "\n")
         qrels = parse_qrels(path)
         tre, rx = third_party(qrels, {q: run[q] for q in qrels}, {1})
         values = dict(zip(ours[direction].query_ids.tolist(), ours[direction].values.tolist(), strict=True))
@@ -266,7 +268,7 @@ def test_ties_exported_and_imported_as_trec_eval_orders_them(gt, metrics, tmp_pa
     }
     qrels = {
         f"image-{q}": {f"caption-{c}": 1 for c in cs}
-        for q, cs in trec.positives_lists(gt, gt.positives["eccv"]["i2t"], "i2t").items()
+        for q, cs in positives_lists(gt, gt.positives["eccv"]["i2t"], "i2t").items()
     }
     eccv = gt.image_ids[rows].tolist()
     r1 = {}

@@ -13,6 +13,7 @@ from eccv_metric.benchmarks.subsets import not_offered
 from eccv_metric.benchmarks.subsets import subset
 from eccv_metric.benchmarks.subsets import subsets
 from eccv_metric.cli.trec import direction_path
+from eccv_metric.formats import qrels
 from eccv_metric.formats import trec
 from eccv_metric.formats.mteb import is_mteb_predictions
 from eccv_metric.formats.mteb import read_predictions
@@ -107,17 +108,17 @@ def test_runs_read_by_either_tie_rule(tmp_path):
 
 def test_cxc_grades_round_half_up_and_keep_the_highest():
     ratings = Ratings("sits", np.array([10, 10, 11, 12]), np.array([1, 1, 2, 3]), np.array([2.5, 3.49, 4.5, 3.0]), "x")
-    assert trec.cxc_grades(ratings, "t2i") == {(10, 1): 3, (11, 2): 5, (12, 3): 3}
-    assert trec.cxc_grades(ratings, "i2t") == {(1, 10): 3, (2, 11): 5, (3, 12): 3}
-    grades = trec.cxc_grades(ratings, "t2i")
-    assert list(trec.qrels_lines({10: [1], 11: [2]}, "t2i", grades)) == [
+    assert qrels.cxc_grades(ratings, "t2i") == {(10, 1): 3, (11, 2): 5, (12, 3): 3}
+    assert qrels.cxc_grades(ratings, "i2t") == {(1, 10): 3, (2, 11): 5, (3, 12): 3}
+    grades = qrels.cxc_grades(ratings, "t2i")
+    assert list(qrels.qrels_lines({10: [1], 11: [2]}, "t2i", grades)) == [
         "caption-10 0 image-1 3",
         "caption-11 0 image-2 5",
     ]
     with pytest.raises(EvaluationError, match="positive caption-12 image-9 has no grade"):
-        list(trec.qrels_lines({12: [9]}, "t2i", grades))
+        list(qrels.qrels_lines({12: [9]}, "t2i", grades))
     with pytest.raises(EvaluationError, match="SITS ratings of i2t / t2i pairs"):
-        trec.cxc_grades(Ratings("sts", ratings.id_1, ratings.id_2, ratings.score), "t2t")
+        qrels.cxc_grades(Ratings("sts", ratings.id_1, ratings.id_2, ratings.score), "t2t")
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from eccv_metric.cli.main import main
 from eccv_metric.core.files import load_npy
 from eccv_metric.core.files import read_text
 from eccv_metric.core.jsonio import read_json
+from eccv_metric.formats import qrels
 from eccv_metric.formats import trec
 from eccv_metric.formats.ids import load_ids
 from eccv_metric.formats.rankings import load_rankings
@@ -27,7 +28,7 @@ READERS = {
     "ids": lambda p: load_ids(p, "image ids"),
     "rankings": load_rankings,
     "trec run": trec.read_run,
-    "trec qrels": trec.read_qrels,
+    "trec qrels": qrels.read_qrels,
     "cxc csv": lambda p: read_csv(p, "sits"),
 }
 
