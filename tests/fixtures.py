@@ -58,8 +58,10 @@ def stable_top(scores: np.ndarray, depth: int, block: int = 500) -> np.ndarray:
     ``np.lexsort``, which is what a stable descending sort of the row gives, and the first ``depth`` are kept.
     """
     n_rows, n_cols = scores.shape
-    if depth >= n_cols:
-        return np.argsort(-scores, axis=1, kind="stable")
+    if depth <= 0 or depth >= n_cols:
+        if not np.isfinite(scores).all():
+            raise ValueError("stable_top takes finite scores only")
+        return np.argsort(-scores, axis=1, kind="stable")[:, : max(depth, 0)]
     out = np.empty((n_rows, depth), dtype=np.int64)
     for start in range(0, n_rows, block):
         part = np.ascontiguousarray(scores[start : start + block])  # a column-major view: one block copied

@@ -1,4 +1,5 @@
-"""``eccv-caption export-trec`` / ``import-trec``: qrels and runs as TREC files (a thin layer over formats.trec).
+"""``eccv-caption export-trec`` / ``import-trec``: qrels and runs as TREC files (a thin layer over formats.trec and
+formats.qrels).
 
 One file per direction: trec_eval's ``all`` line averages every query of a
 file, so a file pooling i2t and t2i queries would report a mean over both
