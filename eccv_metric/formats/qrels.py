@@ -4,7 +4,6 @@ and read back."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from collections.abc import Mapping
 from collections.abc import Sequence
@@ -17,11 +16,10 @@ from eccv_metric.core.files import read_text
 from eccv_metric.core.positives import Positives
 from eccv_metric.core.view import DIRECTION_KINDS
 from eccv_metric.formats.trec import DIRECTION_OF
+from eccv_metric.formats.trec import INTEGER
 from eccv_metric.formats.trec import parse_trec_id
 from eccv_metric.groundtruth.cxc import Ratings
 from eccv_metric.groundtruth.split import GroundTruth
-
-RELEVANCE = re.compile(r"[+-]?[0-9]{1,18}")  # an integer relevance (ASCII digits, as a run's rank)
 
 
 def positives_lists(gt: GroundTruth, relevance: object, direction: str) -> dict[int, list[int]]:
@@ -78,7 +76,7 @@ def read_qrels(path: str | Path) -> dict[str, dict[int, dict[int, int]]]:
         if not parts:
             continue
         where = f"{path}:{n}"
-        if len(parts) != 4 or not RELEVANCE.fullmatch(parts[3]):
+        if len(parts) != 4 or not INTEGER.fullmatch(parts[3]):
             raise EvaluationError(f"{where}: a qrels line is '<query> 0 <doc> <integer relevance>'")
         kind, qid = parse_trec_id(parts[0], where)
         dkind, did = parse_trec_id(parts[2], where)

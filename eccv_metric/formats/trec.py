@@ -69,7 +69,7 @@ from eccv_metric.inputs.matrix import ScoreMatrix
 ITEM_KIND_CODES = ("image", "caption")
 DIRECTION_OF = {kinds: direction for direction, kinds in DIRECTION_KINDS.items()}
 _TREC_ID = re.compile(r"(image|caption)-(0|[1-9][0-9]{0,18})")
-_RANK = re.compile(r"[+-]?[0-9]{1,18}")
+INTEGER = re.compile(r"[+-]?[0-9]{1,18}")  # a rank or a qrels relevance (ASCII digits)
 _SCORE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 DOC_MEMO = 1 << 17  # parsed document tokens a run reader keeps (a gallery is 25,000 captions or 31,244 images)
 
@@ -214,7 +214,7 @@ def read_run_parts(
                     raise EvaluationError(
                         f"{path}:{n}: a run line has 6 fields '<query> Q0 <doc> <rank> <score> <tag>'"
                     )
-                if not _RANK.fullmatch(parts[3]) or not _SCORE.fullmatch(parts[4]):
+                if not INTEGER.fullmatch(parts[3]) or not _SCORE.fullmatch(parts[4]):
                     raise EvaluationError(
                         f"{path}:{n}: rank must be an integer and score must be a finite decimal number (ASCII digits)"
                     )

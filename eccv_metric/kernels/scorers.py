@@ -366,11 +366,9 @@ def column_block(
     shape = (cols.shape[1], cols.shape[0])
     out = np.empty(shape, dtype=dtype) if scratch is None else scratch.floats(shape, dtype)
     tile = 512
+    rows = slice(None) if order is None else order
     for r in range(0, cols.shape[0], tile):  # tiled transpose: cache friendly
-        if order is None:
-            out[:, r : r + tile] = cols[r : r + tile].T
-        else:
-            out[order, r : r + tile] = cols[r : r + tile].T
+        out[rows, r : r + tile] = cols[r : r + tile].T
     return out
 
 

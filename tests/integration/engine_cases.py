@@ -13,7 +13,7 @@ import numpy as np
 from eccv_metric import Metrics
 from eccv_metric.measures.results import QueryScores
 from tests.fixtures import make_scores
-from tests.fixtures import stable_top
+from tests.fixtures import ranked_indices
 
 SCORE_TARGETS = (
     "coco_1k_recalls",
@@ -32,12 +32,6 @@ KS = (1, 5, 10, 20)
 LIST_TARGETS = ("coco_5k_recalls", "cxc_recalls", "eccv_recalls", "eccv_map_at_r", "eccv_rprecision", "pmrp")
 LIST_KS = (1, 5, 10)
 CASES = ("gauss", "ties", "float16", "permuted", "extra_ids", "lists_dict", "lists_arrays")
-
-
-def top_indices(scores: np.ndarray, depth: int) -> np.ndarray:
-    """First ``depth`` columns of each row under a full stable descending argsort (tests.fixtures.stable_top: the
-    same columns without sorting whole rows; row blocks: bounded memory)."""
-    return stable_top(scores, depth)
 
 
 def _shuffled(metrics: Metrics, scores: np.ndarray, extra: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -73,7 +67,7 @@ def run_case(
         scores, image_ids, caption_ids = _shuffled(metrics, base, name == "extra_ids")
         return metrics.per_query_from_scores(scores, image_ids, caption_ids, target_metrics=SCORE_TARGETS, Ks=KS)
     if top is None:
-        top = top_indices(base, 50), top_indices(base.T, 50)
+        top = ranked_indices(base, 50)
     i2t, t2i = gt.caption_ids[top[0]], gt.image_ids[top[1]]
     if name == "lists_arrays":
         return metrics.per_query_from_arrays((gt.image_ids, i2t), (gt.caption_ids, t2i), LIST_TARGETS, LIST_KS)

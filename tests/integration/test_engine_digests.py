@@ -15,19 +15,19 @@ import json
 import pytest
 
 from tests.fixtures import ROOT
+from tests.fixtures import ranked_indices
 from tests.integration.engine_cases import CASES
 from tests.integration.engine_cases import TASK_CASES
 from tests.integration.engine_cases import digests
 from tests.integration.engine_cases import run_case
 from tests.integration.engine_cases import run_task_case
-from tests.integration.engine_cases import top_indices
 
 FROZEN = json.loads((ROOT / "tests" / "data" / "engine_digests.json").read_text())
 
 
 @pytest.fixture(scope="module")
 def top(scores_gauss):
-    return top_indices(scores_gauss, 50), top_indices(scores_gauss.T, 50)
+    return ranked_indices(scores_gauss, 50)
 
 
 @pytest.mark.parametrize("case", CASES)
