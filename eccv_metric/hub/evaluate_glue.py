@@ -28,7 +28,7 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.ids import int_ids
 from eccv_metric.core.view import DIRECTION_KINDS
 from eccv_metric.inputs.choose import input_from_parts
-from eccv_metric.inputs.lists import ranked_to_arrays
+from eccv_metric.inputs.list_ids import ranked_to_arrays
 from eccv_metric.measures.results import Results
 
 DIRECTIONS = tuple(DIRECTION_KINDS)

@@ -103,7 +103,7 @@ def _expected_id(value: object) -> int | None:
 @pytest.mark.parametrize("value", ID_VALUES, ids=repr)
 @pytest.mark.parametrize("ragged", [False, True])
 def test_ranked_ids_are_integers_exactly(value, ragged):
-    from eccv_metric.inputs.lists import ranked_to_arrays
+    from eccv_metric.inputs.list_ids import ranked_to_arrays
 
     lists = [[11, 12, 13], [21, value, 23], [31, 32, 33]]
     if ragged:
@@ -133,7 +133,7 @@ BIG = np.array([2**63], dtype=np.uint64)
     ],
 )
 def test_the_faulty_list_is_named(lists):
-    from eccv_metric.inputs.lists import ranked_to_arrays
+    from eccv_metric.inputs.list_ids import ranked_to_arrays
 
     with pytest.raises(EvaluationError, match="^query 200: ranked ids must be integers"):
         ranked_to_arrays(lists, np.array([100, 200, 300]))
@@ -141,7 +141,7 @@ def test_the_faulty_list_is_named(lists):
 
 @pytest.mark.parametrize("other", [[1, 2], np.array([1, 2])])
 def test_an_empty_array_row_of_any_dtype_holds_no_id(other):
-    from eccv_metric.inputs.lists import ranked_to_arrays
+    from eccv_metric.inputs.list_ids import ranked_to_arrays
 
     flat, lengths = ranked_to_arrays([np.array([]), other, np.array([3], np.uint8)], np.array([100, 200, 300]))
     assert flat.tolist() == [1, 2, 3] and lengths.tolist() == [0, 2, 1]
