@@ -181,7 +181,7 @@ def _run_view(
         queries = np.flatnonzero(needed)
         depth = max(_depth(j, rel_of) for j in by_depth)
         only_hits = all(j.kind == "recall" for j in by_depth) and len(rels) == 1
-        lists = source.top(view, depth + extra, queries, next(iter(rels.values())) if only_hits else None)
+        lists = source.top(view, depth + extra, queries, next(iter(rels.values())) if only_hits else None, extra > 0)
         cache: dict[int, _Hits] = {}
         groups: dict[int, ties.Groups] = {}
         for job in by_depth:

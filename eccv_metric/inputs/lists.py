@@ -14,6 +14,7 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import preview
 from eccv_metric.core.ids import IdIndex
 from eccv_metric.core.view import DIRECTION_KINDS
+from eccv_metric.kernels.past import PastTies
 
 
 class HasHits(Protocol):
@@ -33,7 +34,10 @@ class RankedLists:
     Lists made from scores also carry ``ties`` (bool: the item is in one group of equal scores with the item
     before it, a group whose order the tie rule decided; False past a list's end) and ``scores`` (each listed
     item's score as the ranking compared it), which the tie note reads (:mod:`eccv_metric.engine.ties`); None
-    for ranked lists given in order.
+    for ranked lists given in order. Lists ranked straight from a scorer also carry ``past``: per list, the items
+    past the held ones that tie with its last held item (:class:`~eccv_metric.kernels.past.PastTies`, dense
+    items, -1 for an extra id), so that a group of equal scores at a list's end is counted without reading the
+    scores again; None where not counted.
     """
 
     direction: str
@@ -43,6 +47,7 @@ class RankedLists:
     gallery_size: int | np.ndarray  # per list when galleries differ (folds, a query's own item left out)
     ties: np.ndarray | None = None
     scores: np.ndarray | None = None
+    past: PastTies | None = None
 
     @cached_property
     def _row_of_query(self) -> np.ndarray:
@@ -66,7 +71,8 @@ class RankedLists:
         return rows
 
     def take(self, rows: np.ndarray, query: np.ndarray) -> RankedLists:
-        """The lists at ``rows`` (items, lengths, groups of equal scores, scores), as the lists of ``query``."""
+        """The lists at ``rows`` (items, lengths, groups of equal scores, scores), as the lists of ``query`` (not
+        the ties past them: :attr:`past` is None)."""
         size = self.gallery_size if np.ndim(self.gallery_size) == 0 else np.asarray(self.gallery_size)[rows]
         ties = None if self.ties is None else self.ties[rows]
         scores = None if self.scores is None else self.scores[rows]
