@@ -23,6 +23,8 @@ class PastTies:
     @classmethod
     def of_pairs(cls, row: np.ndarray, col: np.ndarray, m: int, cap: int) -> PastTies:
         """From (row, column) pairs given row by row; rows with more than ``cap`` keep only their count."""
+        if not len(row):  # no tie past any list: the usual block of float scores
+            return cls(np.zeros(m, np.int64), np.zeros(0, np.int32), np.zeros(m + 1, np.int64))
         count = np.bincount(row, minlength=m).astype(np.int64)
         fits = count[row] <= cap
         stored = np.where(count <= cap, count, 0)
