@@ -84,6 +84,8 @@ PARSE_ONLY = {
         "tiny models (tests/unit/test_models.py)"
     ),
     "eccv-caption leaderboard --with clip_b32.json": "reads the results of the model run above",
+    "eccv-caption evaluate --model hf:google/siglip-base-patch16-224 --data eccv_caption_hf -o siglip.json "
+    "--per-query siglip_pq.json": "downloads SigLIP's weights (a second model for compare; see CLIP's line)",
     "eccv-caption compare clip_b32_pq.json siglip_pq.json": (
         "reads two model runs' per-query files (docs/guides/comparing.md makes and compares its own)"
     ),
