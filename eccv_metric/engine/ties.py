@@ -193,6 +193,13 @@ class Groups:
             idx = np.flatnonzero((c >= 1) & (c < self.known))
             idx = idx[self.ties[self.rows[self.sub[idx]], c[idx]]]  # type: ignore[index]
             out[self.sub[idx]] = mixes(*self.in_full(idx, self.listed(idx, c[idx] - 1), mixes))
+            # a cut at the end of a list that stops short (its ties past it known): the open last group straddles
+            # it when it goes on past the list, i.e. when it is larger in full than listed
+            edge = np.flatnonzero((c >= 1) & (c == self.known) & (self.known < self.width) & (self.last >= 0))
+            if len(edge):
+                listed = self.listed(edge, c[edge] - 1)
+                start, size, hits = self.in_full(edge, listed, lambda *_: np.zeros(len(edge), dtype=bool))
+                out[self.sub[edge]] = (size > listed[1]) & mixes(start, size, hits)
             return out
         # mAP@R: any group starting before the cut that mixes positives and non-positives
         found = self.mixed_before(c)

@@ -67,14 +67,16 @@ class Input(Protocol):
         ...
 
     def top(
-        self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None = None, past: bool = False
+        self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None = None, past: int = 0
     ) -> RankedLists:
         """The first ``depth`` items of the rankings of ``queries`` (dense).
 
         ``decided_by``: the only relevance whose first hits will be read; a
-        restricted view's list may then stop at its first positive. ``past``: the
-        lists also carry the ties past their ends (:attr:`RankedLists.past`, for the
-        tie note) where the input can count them as it ranks (else None).
+        restricted view's list may then stop at its first positive. ``past`` > 0: the
+        tie note reads that many of the ``depth`` items past the deepest cut; the
+        lists also carry the ties past their ends where the input can count them as
+        it ranks (:attr:`RankedLists.past`, else None), and a list that carries them
+        may stop up to ``past`` items short (they tell what the items would).
         """
         ...
 

@@ -85,7 +85,7 @@ class Rankings:
         return self.lists(view).query
 
     def top(
-        self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None = None, past: bool = False
+        self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None = None, past: int = 0
     ) -> RankedLists:
         lists = self.lists(view)
         if not view.restricted and not view.exclude_self:

@@ -43,6 +43,7 @@ from eccv_metric.inputs.lists import splice
 from eccv_metric.inputs.lists import tie_flags
 from eccv_metric.inputs.tied import all_tied
 from eccv_metric.inputs.tied import tie_totals
+from eccv_metric.kernels.past import PastTies
 from eccv_metric.kernels.ranks import Ranked
 from eccv_metric.kernels.ranks import RankRequest
 from eccv_metric.kernels.ranks import rank_all
@@ -186,10 +187,10 @@ class ScoredInput(HeldChecks):
     # -- rankings -----------------------------------------------------------------------------------------------
 
     def top(
-        self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None = None, past: bool = False
+        self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None = None, past: int = 0
     ) -> RankedLists:
         if view.restricted:
-            return self._restricted_top(view, depth, queries, decided_by)
+            return self._restricted_top(view, depth, queries, decided_by, past)
         _, qrow = self._rows(view, view.query_kind, queries)
         gdense, _ = self._rows(view, view.gallery_kind, None)
         scorer = self.scorer(view)
@@ -248,7 +249,9 @@ class ScoredInput(HeldChecks):
                 self.tied_queries.setdefault(view.direction, set()).update(view.queries.ids[queries[tied]].tolist())
         return found
 
-    def _restricted_top(self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None) -> RankedLists:
+    def _restricted_top(
+        self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None, past: int = 0
+    ) -> RankedLists:
         """Top items of each query among its group's items (group items keep their given order for ties).
 
         Shortcut, exact: a group's ranking is the whole ranking restricted to the
@@ -262,36 +265,40 @@ class ScoredInput(HeldChecks):
         qgroup = np.zeros(len(view.queries), np.int64) if view.query_group is None else view.query_group
         full = self._last.get(view.unrestricted().key)
         if full is None or not np.isin(queries, full.query).all():
-            return self._group_top(view, depth, queries)
+            return self._group_top(view, depth, queries, past)
         rows = full.rows(queries, view.queries, view.restriction or "")
         sub = full.take(rows, queries)
         own = queries.astype(np.int64) if view.exclude_self else None
         filtered = restrict_lists(sub, depth, qgroup[queries], view.gallery_group, own, sizes)
-        settled = filtered.lengths >= np.minimum(depth, sizes)
+        short = past if filtered.past is not None else 0  # the ties past a list tell what its last items would
+        settled = filtered.lengths >= np.minimum(depth - short, sizes)
         if decided_by is not None:
             hit_rows = filtered.rows(decided_by.query, view.queries, view.restriction or "")
             settled[hit_rows] |= filtered.hits(decided_by, hit_rows).any(axis=1)
         again = np.flatnonzero(~settled)
         if not len(again):
             return RankedLists(view.direction, queries, filtered.items, filtered.lengths, sizes, filtered.ties,
-                               filtered.scores)  # fmt: skip
-        exact = self._group_top(view, depth, queries[again])
+                               filtered.scores, filtered.past)  # fmt: skip
+        exact = self._group_top(view, depth, queries[again], past)
         return splice(filtered, again, exact, exact.rows(queries[again], view.queries, view.restriction or ""), sizes)
 
-    def _group_top(self, view: View, depth: int, queries: np.ndarray) -> RankedLists:
-        """Top ``depth`` items of each query among the gallery items of its group, from the scores."""
+    def _group_top(self, view: View, depth: int, queries: np.ndarray, past: int = 0) -> RankedLists:
+        """Top ``depth`` items of each query among the gallery items of its group, from the scores (``past``: with
+        the ties past each list, :attr:`RankedLists.past`)."""
         scorer = self.scorer(view)
         qgroup = np.zeros(len(view.queries), np.int64) if view.query_group is None else view.query_group
         _, qrow = self._rows(view, view.query_kind, queries)
         pool = np.flatnonzero(view.gallery_group >= 0)
         gdense, grow = self._rows(view, view.gallery_kind, pool)
-        parts_q, parts_items, parts_ties, parts_scores = [], [], [], []
+        parts_q, parts_items, parts_ties, parts_scores, parts_past = [], [], [], [], []
         for group in np.unique(qgroup[queries]).tolist():
             members = queries[qgroup[queries] == group]
             gallery_pos = np.sort(grow[view.gallery_group == group])
             own = np.searchsorted(gallery_pos, grow[members]) if view.exclude_self else None
             k = min(depth, len(gallery_pos) - view.exclude_self)
-            found = self._top(view, scorer, qrow[members], k, gallery_pos, own, members)
+            found = self._top(view, scorer, qrow[members], k, gallery_pos, own, members, max(PAST, k) if past else 0)
+            if found.past is not None:  # dense items (-1: an extra id)
+                parts_past.append(found.past.with_items(gdense[found.past.items].astype(np.int32)))
             parts_q.append(members)
             parts_items.append(gdense[found.top].astype(np.int32))
             parts_ties.append(tie_flags(found.values, np.full(len(members), k)))
@@ -299,7 +306,8 @@ class ScoredInput(HeldChecks):
         query = np.concatenate(parts_q) if parts_q else np.zeros(0, np.int64)
         sizes = view.gallery_sizes(query, 0)
         items, ties = side_by_side(parts_items, -1), side_by_side(parts_ties, False)
-        return RankedLists(view.direction, query, items, sizes, sizes, ties, side_by_side(parts_scores, 0))
+        found_past = PastTies.stacked(parts_past) if past and len(parts_past) == len(parts_q) else None
+        return RankedLists(view.direction, query, items, sizes, sizes, ties, side_by_side(parts_scores, 0), found_past)
 
     def first_ranks(self, view: View, rel: Relevance, name: str) -> np.ndarray:
         """Exact rank of each ``rel.query``'s best-ranked positive, straight from the scores."""

@@ -112,8 +112,9 @@ def group_totals(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`count_tied` of the group of equal scores holding the item at position ``at`` of each list (``lists``
     row ``rows``) for the queries ``rel.query[members]``, from the lists alone: the group's listed items (equal
-    scores are adjacent in a list ranked by score), and the items past the list that tie with its last item
-    (:attr:`RankedLists.past`, counted by the top-k in the blocks it read). Returns (members, positives, found):
+    scores are adjacent in a list ranked by score), and the items past the held ones that tie with the last
+    (:attr:`RankedLists.past`: counted by the top-k in the blocks it read, or filtered from the whole ranking's
+    for a restricted view). Returns (members, positives, found):
     ``found`` False where the lists cannot tell (the group goes on past a list whose ties past it were not
     kept: the caller reads those rows again)."""
     n = len(members)
@@ -121,6 +122,20 @@ def group_totals(
     scores, past = lists.scores, lists.past
     if scores is None or past is None or not n:
         return n_tied, n_positive, found
+    width = scores.shape[1]
+    held = np.minimum(lists.lengths[rows], width)
+    equal = (scores[rows] == scores[rows, at][:, None]) & (np.arange(width)[None, :] < held[:, None])
+    goes_on = equal[np.arange(n), np.maximum(held - 1, 0)] & (held > 0) & (past.count[rows] != 0)
+    found = ~goes_on | past.kept()[rows]
+    n_tied = equal.sum(axis=1) + np.where(goes_on & found, past.count[rows], 0)
+    # the group's items, listed and past, as (list, item) pairs: their positives in one lookup
+    r, p = np.nonzero(equal & found[:, None])
+    owner, items = past.pairs(rows[goes_on & found])
+    owner = np.flatnonzero(goes_on & found)[owner]
+    owner, items = np.concatenate([r, owner]), np.concatenate([lists.items[rows[r], p], items])
+    hits = rel.lookup(rel.query[members[owner]], items)
+    n_positive = np.bincount(owner[hits], minlength=n).astype(np.int64)
+    return n_tied, n_positive, found
     width = scores.shape[1]
     held = np.minimum(lists.lengths[rows], width)
     equal = (scores[rows] == scores[rows, at][:, None]) & (np.arange(width)[None, :] < held[:, None])

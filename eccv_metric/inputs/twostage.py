@@ -168,7 +168,7 @@ class TwoStage(ScoredInput):
     # -- rankings -------------------------------------------------------------------------------------------------
 
     def top(
-        self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None = None, past: bool = False
+        self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None = None, past: int = 0
     ) -> RankedLists:
         if view.restricted:
             return self._restricted_top(view, depth, queries, decided_by)  # the whole ranking filtered, or _group_top
@@ -189,7 +189,7 @@ class TwoStage(ScoredInput):
         order = self.row_order(view.collection, view.gallery_kind)
         return pos if order is None else order[pos]
 
-    def _group_top(self, view: View, depth: int, queries: np.ndarray) -> RankedLists:
+    def _group_top(self, view: View, depth: int, queries: np.ndarray, past: int = 0) -> RankedLists:
         """The two-stage ranking of ``queries`` within the gallery of their group (restricted views)."""
         qgroup = np.zeros(len(view.queries), np.int64) if view.query_group is None else view.query_group
         pool = np.flatnonzero(view.gallery_group >= 0)

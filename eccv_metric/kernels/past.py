@@ -21,6 +21,14 @@ class PastTies:
     start: np.ndarray
 
     @classmethod
+    def of(cls, count: np.ndarray, row: np.ndarray, items: np.ndarray) -> PastTies:
+        """From each row's count (-1: not known) and the items of the rows that keep theirs, as (row, item) pairs
+        given row by row."""
+        start = np.zeros(len(count) + 1, np.int64)
+        np.cumsum(np.bincount(row, minlength=len(count)), out=start[1:])
+        return cls(count.astype(np.int64), items.astype(np.int32), start)
+
+    @classmethod
     def of_pairs(cls, row: np.ndarray, col: np.ndarray, m: int, cap: int) -> PastTies:
         """From (row, column) pairs given row by row; rows with more than ``cap`` keep only their count."""
         if not len(row):  # no tie past any list: the usual block of float scores
@@ -41,6 +49,25 @@ class PastTies:
         start = np.zeros(len(stored) + 1, np.int64)
         np.cumsum(stored, out=start[1:])
         return cls(np.concatenate([p.count for p in parts]), np.concatenate([p.items for p in parts]), start)
+
+    def take(self, rows: np.ndarray) -> PastTies:
+        """The rows ``rows``, in that order."""
+        stored = np.diff(self.start)[rows]
+        owner = np.repeat(np.arange(len(rows)), stored)
+        at = np.repeat(self.start[rows], stored) + np.arange(len(owner)) - np.repeat(np.cumsum(stored) - stored, stored)
+        return PastTies.of(self.count[rows], owner, self.items[at])
+
+    def replaced(self, rows: np.ndarray, other: PastTies, at: np.ndarray) -> PastTies:
+        """These rows with rows ``rows`` replaced by the rows ``at`` of ``other``."""
+        rest = np.ones(len(self.count), dtype=bool)
+        rest[rows] = False
+        kept = np.flatnonzero(rest)
+        return PastTies.stacked([self.take(kept), other.take(at)]).moved(np.concatenate([kept, rows]))
+
+    def pairs(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(position in ``rows``, item) of the kept items of the rows ``rows``."""
+        found = self.take(rows)
+        return np.repeat(np.arange(len(rows)), np.diff(found.start)), found.items
 
     def kept(self) -> np.ndarray:
         """Per row: are its items kept (every one of them)."""
