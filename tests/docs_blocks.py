@@ -93,6 +93,9 @@ PARSE_ONLY = {
         "uploads to the Hub (the --dry-run line above it runs)"
     ),
     "eccv-caption leaderboard --from-hub you/eccv-caption": "reads the Hub's leaderboard (tested against the fake Hub)",
+    "eccv-caption push --dataset-dir eccv_caption_hf --dataset-repo you/eccv-caption": (
+        "uploads the build to the Hub (tests/integration/test_push.py, a local fake of the Hub)"
+    ),
     "python scripts/benchmark.py --skip-official-full --repeat 3": "a speed measurement: minutes, on a quiet machine",
     "python scripts/benchmark_models.py --preset tiny --device cpu --models 2": (
         "a speed measurement: minutes, on a quiet machine"
