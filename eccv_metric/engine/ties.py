@@ -19,9 +19,11 @@ the order inside such a group is the tie rule's, not the scores'. Per kind of me
 Positives tied only with each other decide nothing. The lists are read two items past the deepest cut, with
 each item's tie group (:attr:`~eccv_metric.inputs.lists.RankedLists.ties`): the first tells whether a group
 straddles a cut, the second whether the group at the list's end goes on past it; only such a group (it ties
-with the last item read: rare but for tie-heavy scores) is counted in full from the scores
-(``Input.tie_totals``: the query's row read again), and only for the queries whose verdict needs it. Ranked
-lists (given in order) have no ties.
+with the last item read: rare but for tie-heavy scores) is counted in full (``Input.tie_totals``), and only for
+the queries whose verdict needs it: from the items past the list that tie with its last one, which the top-k
+keeps as it ranks (:attr:`~eccv_metric.inputs.lists.RankedLists.past`; a list that carries them may stop up to
+two items short, as a restricted view's may), else from the query's row read again. Ranked lists (given in order)
+have no ties.
 
 *Decided by the first stage* (two-stage inputs, :mod:`eccv_metric.inputs.twostage`): ``m`` = the query's
 reranked candidates in the view; a rank ``> m``; R@K with no positive among the candidates and ``c > m``;
@@ -44,8 +46,8 @@ from eccv_metric.kernels.ranks import Ranked
 from eccv_metric.measures import formulas
 
 RANK_KINDS = ("medr", "meanr")
-Settled = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 CUT_KINDS = ("rprecision", "capped_rprecision")
+Settled = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]  # (start, members, positives) -> verdict known
 
 
 @dataclass

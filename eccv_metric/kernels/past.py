@@ -11,10 +11,11 @@ import numpy as np
 
 @dataclass(frozen=True)
 class PastTies:
-    """Per row of a top-k: how many items past its k listed items score exactly its k-th item's score
-    (``count``: the group of equal scores holding the list's last item goes on past the list by that many), and
-    those items (row ``i``'s at ``items[start[i]:start[i + 1]]``, in no particular order; a row with more than
-    the cap it was made with keeps none: :meth:`kept` tells)."""
+    """Per ranked list: how many items past its held items score exactly its last held item's score (``count``: the
+    group of equal scores holding the list's last item goes on past the list by that many; -1: not known), and
+    those items (list ``i``'s at ``items[start[i]:start[i + 1]]``, in no particular order; a list with more than
+    the cap it was made with keeps none: :meth:`kept` tells). A top-k's lists hold k items; a restricted view's
+    filtered lists what the whole ranking's gave them (:func:`~eccv_metric.inputs.lists.ties_past`)."""
 
     count: np.ndarray
     items: np.ndarray
