@@ -72,7 +72,7 @@ PARSE_ONLY = {
     "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && eccv-caption evaluate --demo": (
         "installs from the package index (its `eccv-caption evaluate --demo` runs on its own, below)"
     ),
-    "apt-get update -qq && apt-get install -y -qq chromium && . .venv/bin/activate && "
+    "apt-get update -qq && apt-get install -y -qq chromium && . .venv/bin/activate && pip install torch==2.13.0 && "
     'pip install -e ".[dev,space,docs]" && pip install --no-deps clip-benchmark==1.6.2 && '
     "python -m pytest -n 2 --dist loadfile": (
         "installs system and index packages and runs the whole suite (CI runs it: tests/unit/test_readme_ci.py)"
