@@ -233,7 +233,7 @@ def pair_side(
         first = None if run.first is None else {"spec": run.first.spec, "identity": run.first.identity}
         key = block_key(scorer, first, run.protocol, k, pairs, images, captions, options.batch_size,
                         options.pairs.pair_batch_size)  # fmt: skip
-        cache = BlockCache(key, options.folder)  # type: ignore[arg-type]
+        cache = BlockCache(key, options.folder, scorer.spec)  # type: ignore[arg-type]
     return Side(group.name, pairs, images, captions, cache), tables
 
 
