@@ -133,8 +133,8 @@ class BlockCache:
         if entry is None:
             return "this entry (the file names no entry: a block written before blocks carried their entry)"
         return (
-            f"this entry ({self.model}, entry {self.entry[:12]}): it holds the scores of {model or 'another model'} for "
-            f"entry {entry[:12]} (a file copied from another entry: another model, first stage or pair set)"
+            f"this entry ({self.model}, entry {self.entry[:12]}): it holds the scores of {model or 'another model'} "
+            f"for entry {entry[:12]} (a file copied from another entry: another model, first stage or pair set)"
         )
 
     def discard(self, path: Path, why: str) -> None:
