@@ -13,9 +13,11 @@ from eccv_metric import evaluate
 from eccv_metric.analysis.report import format_table
 from eccv_metric.models import Family
 from eccv_metric.models import register
+from eccv_metric.models.families.encoder import wrap_object
 from eccv_metric.models.families.pair_scorer import ObjectPairScorer
 from eccv_metric.models.families.registry import FAMILIES
 from tests.unit.pair_answers import DotPairs
+from tests.unit.pair_answers import FirstOnly
 from tests.unit.pair_answers import brute_scores
 
 FLAGS = ("--protocol", "--rerank-k", "--score-rule", "--coco-1k", "--first-stage", "--max-pairs", "--pair-batch-size",
@@ -31,17 +33,35 @@ def load_pairs(name: str, spec: str, options: object) -> ObjectPairScorer:
 PAIRS = Family("dotpairs", (("dotpairs:<name>", "integer dot products of pairs: a test's pair scorer"),), load_pairs)
 
 
+def load_dual(name: str, spec: str, options: object) -> object:
+    encoder = wrap_object(FirstOnly(), identity={"spec": spec})
+    encoder.spec = spec
+    return encoder
+
+
+DUAL = Family("dotdual", (("dotdual:<name>", "a test's dual encoder (small integer vectors)"),), load_dual)
+
+
+def never_loaded(name: str, spec: str, options: object) -> object:
+    raise AssertionError(f"{spec} was loaded")
+
+
+NEVER = Family("neverload", (("neverload:<name>", "a model a test refuses before it loads"),), never_loaded)
+
+
 @pytest.fixture()
 def cli(world, data, tmp_path, monkeypatch):
     import eccv_metric.models.plan
     from eccv_metric.cli.main import main
 
-    register(PAIRS)
+    for family in (PAIRS, DUAL, NEVER):
+        register(family)
     monkeypatch.setattr(eccv_metric.models.plan, "default_resources", lambda source, options=None: world.resources())
     monkeypatch.setenv("ECCV_CAPTION_CACHE", str(tmp_path / "cache"))
     base = ["evaluate", "--data", str(data), "--workers", "0", "--n-resamples", "20"]
     yield lambda *args: main([*base, *args])
-    FAMILIES.pop("dotpairs")
+    for family in (PAIRS, DUAL, NEVER):
+        FAMILIES.pop(family.prefix)
 
 
 def test_a_pair_scorer_prints_the_table_of_its_scores(cli, world, tmp_path, capsys):
@@ -121,3 +141,52 @@ def test_a_vilt_rerank_of_a_clip_first_stage(cli, world, data, clip, tmp_path, c
     protocol = json.loads(out.read_text())["provenance"]["protocol"]
     assert protocol["name"] == "rerank" and protocol["first_stage"]["spec"] == f"hf:{clip}"
     assert protocol["score_rule"] == "itm" and not protocol["first_stage"]["own"]
+
+
+def _lines(err: str) -> list[str]:
+    return [line for line in err.splitlines() if " nothing: " in line]
+
+
+def test_pair_flags_a_dual_encoder_ignores_are_one_line(cli, capsys):
+    """A dual encoder given the flags of a pair scorer: its own table, and one line naming every flag that did
+    nothing and why."""
+    assert cli("--model", "dotdual:a", "--benchmarks", "coco_5k") == 0
+    alone = capsys.readouterr().out
+    flags = ["--rerank-k", "64", "--coco-1k", "within", "--max-pairs", "5", "--pair-batch-size", "8", "--text-length",
+             "20", "--reference", "transformers", "--protocol", "exhaustive"]  # fmt: skip
+    assert cli("--model", "dotdual:a", "--benchmarks", "coco_5k", *flags) == 0
+    printed = capsys.readouterr()
+    assert printed.out == alone
+    assert _lines(printed.err) == [
+        "warning: --protocol, --rerank-k, --coco-1k, --max-pairs, --pair-batch-size, --text-length, --reference do "
+        "nothing: dotdual:a is a dual encoder, which ranks every item by its embeddings (these are options of a model "
+        "that scores pairs: its rerank, score rule and pair batches)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "flags", [["--score-rule", "itm"], ["--first-stage", "dotdual:b"], ["--protocol", "rerank", "--rerank-k", "5"]]
+)
+def test_pair_flags_a_dual_encoder_cannot_mean_are_refused(cli, capsys, flags):
+    """A score rule, a first stage or a rerank asked of a dual encoder can only be a mistake: one error line."""
+    assert cli("--model", "dotdual:a", "--benchmarks", "coco_5k", *flags) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {flags[0]}") and "do" in err and "nothing: dotdual:a is a dual encoder" in err
+    assert err.count("\n") == 1 and err.rstrip().endswith(("drop it", "drop them"))
+
+
+def test_flags_an_exhaustive_run_ignores_are_one_line(cli, capsys):
+    """--rerank-k and --coco-1k under --protocol exhaustive, --text-length and --reference for a scorer that cuts
+    no caption: one line each, the numbers those of the run without them."""
+    assert cli("--model", "dotpairs:a", "--benchmarks", "coco_5k") == 0
+    alone = capsys.readouterr().out
+    flags = ["--protocol", "exhaustive", "--rerank-k", "8", "--coco-1k", "within", "--text-length", "20"]
+    assert cli("--model", "dotpairs:a", "--benchmarks", "coco_5k", *flags) == 0
+    printed = capsys.readouterr()
+    assert printed.out == alone
+    assert _lines(printed.err) == [
+        "warning: --rerank-k, --coco-1k do nothing: --protocol exhaustive scores every pair with dotpairs:a (no "
+        "rerank)",
+        "warning: --text-length does nothing: dotpairs:a cuts no caption (its own code reads each caption as it is "
+        "given)",
+    ]

@@ -19,6 +19,7 @@ from tests.unit.model_world import caption_text
 from tests.unit.model_world import run_model
 from tests.unit.pair_answers import DotPairs
 from tests.unit.pair_answers import DotPairsWithFirst
+from tests.unit.pair_answers import FirstOnly
 from tests.unit.pair_answers import TorchPairs
 from tests.unit.pair_answers import brute_scores
 from tests.unit.pair_answers import lavis
@@ -208,16 +209,6 @@ LAVIS_SAME = {  # metric -> directions LAVIS's loop decides at k = 20 in this wo
     "eccv_map_at_r": ("i2t", "t2i"), "eccv_rprecision": ("i2t", "t2i"), "eccv_r1": ("i2t", "t2i"),
     "cxc_r1": ("i2t", "t2i"), "cxc_r5": ("i2t", "t2i"), "cxc_r10": ("i2t", "t2i"), "pmrp": ("t2i",),
 }  # fmt: skip
-
-
-class FirstOnly:
-    """A dual encoder (a Python object): DotPairsWithFirst's first stage alone, to give as first_stage=."""
-
-    def encode_images(self, images):  # noqa: ANN001, ANN201
-        return DotPairsWithFirst().encode_images(images)
-
-    def encode_texts(self, texts):  # noqa: ANN001, ANN201
-        return DotPairsWithFirst().encode_texts(texts)
 
 
 @pytest.mark.parametrize(("rule", "given"), [("itm+itc", False), ("itm", False), ("itm", True)])

@@ -49,19 +49,34 @@ class RerankWarning(UserWarning):
 RerankWarning.__module__ = "eccv_metric.models"
 
 
+DEFAULTS = {"rerank_k": RERANK_K, "coco_1k": "restrict", "max_pairs": MAX_PAIRS, "pair_batch_size": PAIR_BATCH_SIZE}
+
+
 @dataclass
 class PairOptions:
-    """How a pair scorer's run goes (see the module docstring); checked when made, one error naming the keyword."""
+    """How a pair scorer's run goes (see the module docstring); checked when made, one error naming the keyword.
+    A keyword left None takes its default (:data:`DEFAULTS`); :attr:`given` names those given (a keyword that does
+    nothing for a model or protocol is said to do nothing only when it was given)."""
 
     protocol: str | None = None
-    rerank_k: int = RERANK_K
+    rerank_k: int | None = None
     score_rule: str | None = None
-    coco_1k: str = "restrict"
+    coco_1k: str | None = None
     first_stage: object = None
-    max_pairs: int = MAX_PAIRS
-    pair_batch_size: int = PAIR_BATCH_SIZE
+    max_pairs: int | None = None
+    pair_batch_size: int | None = None
 
     def __post_init__(self) -> None:
+        names = ("protocol", "rerank_k", "score_rule", "coco_1k", "first_stage", "max_pairs", "pair_batch_size")
+        self.given = tuple(name for name in names if getattr(self, name) is not None)
+        for name, default in DEFAULTS.items():
+            if getattr(self, name) is None:
+                setattr(self, name, default)
+        if isinstance(self.first_stage, str) and not self.first_stage.strip():
+            raise EvaluationError(
+                "first_stage= is empty: give a dual encoder spec whose ranking is reranked (e.g. an hf: CLIP), or "
+                "leave it out to rerank the model's own first stage"
+            )
         if self.protocol is not None and self.protocol not in PROTOCOLS:
             raise EvaluationError(f"protocol= must be one of {', '.join(PROTOCOLS)}, not {self.protocol!r:.30}")
         if self.coco_1k not in COCO_1K:

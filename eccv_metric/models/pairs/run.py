@@ -120,9 +120,24 @@ def open_pairs(
     protocol, rule = options.pairs.decide(first is not None, rules, scorer.spec + (f" ({note})" if note else ""))
     by_first = fit_pairs(plan, scorer.spec, first, protocol)
     needed = protocol == "rerank" or rule == "itm+itc" or bool(by_first)
+    said_unused(scorer, options, protocol, first_stage is not None and not needed)
     store = options.store(first, None) if first is not None and needed else None
     return PairRun(scorer, first if needed else None, store, own, protocol, rule, by_first, plan, source, options,
                    started, time.perf_counter())  # fmt: skip
+
+
+def said_unused(scorer: PairScorer, options: RunOptions, protocol: str, first_unused: bool) -> None:
+    """The keywords given that do nothing for this pair scorer or protocol, said (:meth:`RunOptions.unused`)."""
+    spec = scorer.spec
+    if protocol == "exhaustive":
+        options.unused(("rerank_k", "coco_1k"), f"protocol= exhaustive scores every pair with {spec} (no rerank)")
+    if first_unused:
+        options.unused(("first_stage",), f"{spec} scores every pair under score_rule= itm, and no benchmark asked for "
+                       "is scored by a first stage")  # fmt: skip
+    if scorer.text_length is None:
+        options.unused(("text_length",), f"{spec} cuts no caption (its own code reads each caption as it is given)")
+    if not getattr(scorer, "references", ()):
+        options.unused(("reference",), f"{spec} follows one code (no library port of it differs from its own)")
 
 
 def first_stage(run: PairRun, workers: Workers) -> tuple[dict[ItemSet, np.ndarray], dict]:

@@ -145,6 +145,7 @@ class HFPairScorer:
 
     score_rules: tuple[str, ...]
     text: TextRule
+    references: tuple[str, ...] = ()  # the reference= values it tells apart (PairScorer); BLIP's and BLIP-2's: all
 
     def __init__(
         self, parts: Parts, text: TextRule, head: str, notes: tuple[str, ...], prepare_image: Any = None,

@@ -46,6 +46,7 @@ import numpy as np
 
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.models.families.encoder import FunctionEncoder
+from eccv_metric.models.families.heads.hf_base import REFERENCES
 from eccv_metric.models.families.heads.hf_base import HFPairScorer
 from eccv_metric.models.families.heads.hf_base import Parts
 from eccv_metric.models.families.heads.hf_base import TextRule
@@ -125,6 +126,8 @@ def enc_token_id(parts: Parts) -> int:
 class BlipScorer(HFPairScorer):
     """BLIP's ITM head over cached vision states, with its ITC head as ``first_stage`` (module docstring)."""
 
+    references = REFERENCES
+
     def __init__(self, parts: Parts, itm: TextRule, itc: TextRule, notes: tuple[str, ...]):
         super().__init__(parts, itm, BLIP_HEAD, notes)
         self.first_stage = itc_encoder(self, itc)
@@ -163,6 +166,8 @@ def itc_encoder(scorer: BlipScorer, text: TextRule) -> FunctionEncoder:
 
 class Blip2Scorer(HFPairScorer):
     """BLIP-2's ITM head (the Q-Former with its queries and the caption) over cached vision states."""
+
+    references = REFERENCES
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
