@@ -120,3 +120,31 @@ def test_blocks_scored_late_count_in_the_runs_seconds_and_rate(world, data, tmp_
     assert pairs["pairs_to_score"] == 0 and pairs["blocks_computed"] == 3 and pairs["pairs_scored_here"] == 900
     assert pairs["seconds"] >= 3 * Slow.pause
     assert pairs["pairs_per_second"] == pytest.approx(900 / pairs["seconds"], rel=0.01)
+
+
+@pytest.fixture(scope="module")
+def no_pixels(world, tmp_path_factory):
+    """A built-like folder whose images have no pixels (the texts all there)."""
+    from tests.unit.model_world import write_data
+
+    return write_data(world, tmp_path_factory.mktemp("no_pixels"), skip_pixels=tuple(world.image_ids), fg_pixels=False)
+
+
+def test_a_pair_scorer_that_would_score_no_pair_says_so(world, no_pixels, tmp_path):
+    """Images without pixels: every image-caption benchmark is skipped, and only captions-with-captions benchmarks are
+    left, which the first stage alone would score. Nothing asked: refused before anything is encoded, naming what
+    was skipped, why, and the next step; asked for by name: scored by the first stage, with one NotUsedWarning
+    saying that the pair head scored nothing."""
+    from eccv_metric import EvaluationError
+    from eccv_metric.models import NotUsedWarning
+
+    model = DotPairsWithFirst()
+    with pytest.raises(EvaluationError, match=r"DotPairsWithFirst would score no pair here: every image-caption "
+                       r"benchmark was skipped \(coco_1k, .*images have no pixels.*; the benchmarks left \(coco_t2t, "
+                       r".*\) are the first stage's alone .*give images= .*benchmarks="):  # fmt: skip
+        run_model(model, no_pixels, world, tmp_path, rerank_k=4)
+    assert model.pairs == 0
+    with pytest.warns(NotUsedWarning, match=r"scores no pair: cxc_t2t is scored by its first stage .* alone"):
+        out = run_model(model, no_pixels, world, tmp_path, benchmarks=["cxc_t2t"], rerank_k=4)
+    assert model.pairs == 0 and set(out.results.means()) == {"cxc_t2t_r1", "cxc_t2t_r5", "cxc_t2t_r10"}
+    assert out.provenance["pairs"]["pairs"] == 0

@@ -77,7 +77,7 @@ def fit_pairs(plan: Plan, spec: str, first: Encoder | None, protocol: str) -> di
     if not plan.wanted:
         raise EvaluationError("no benchmark can be scored: " + "; ".join(plan.skipped.values()))
     plan.fit(Kinds(spec))  # type: ignore[arg-type]
-    return by_first
+    return {name: note for name, note in by_first.items() if name in plan.wanted}  # its items all there
 
 
 @dataclass

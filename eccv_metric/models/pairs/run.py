@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from eccv_metric.api.chance import for_model
+from eccv_metric.api.chance import outside_frames
 from eccv_metric.api.chance import warn_chance
 from eccv_metric.api.many import evaluate_benchmarks
 from eccv_metric.core.about import DISTRIBUTION
@@ -45,6 +46,7 @@ from eccv_metric.models.families.pair_scorer import ObjectPairScorer
 from eccv_metric.models.families.pair_scorer import PairScorer
 from eccv_metric.models.families.pair_scorer import is_pair_scorer
 from eccv_metric.models.options import ModelResults
+from eccv_metric.models.options import NotUsedWarning
 from eccv_metric.models.options import RunOptions
 from eccv_metric.models.pairs.blocks import BlockCache
 from eccv_metric.models.pairs.candidates import Candidates
@@ -63,6 +65,7 @@ from eccv_metric.models.pairs.pairset import PairSet
 from eccv_metric.models.pairs.plan import Group
 from eccv_metric.models.pairs.plan import fit_pairs
 from eccv_metric.models.pairs.plan import make_group
+from eccv_metric.models.pairs.plan import needs_first
 from eccv_metric.models.pairs.stage import PairStage
 from eccv_metric.models.pairs.stage import Side
 from eccv_metric.models.pairs.stage import block_key
@@ -121,9 +124,36 @@ def open_pairs(
     by_first = fit_pairs(plan, scorer.spec, first, protocol)
     needed = protocol == "rerank" or rule == "itm+itc" or bool(by_first)
     said_unused(scorer, options, protocol, first_stage is not None and not needed)
+    if all(name in by_first for name in plan.wanted):
+        no_pairs(scorer.spec, first, plan)
     store = options.store(first, None) if first is not None and needed else None
     return PairRun(scorer, first if needed else None, store, own, protocol, rule, by_first, plan, source, options,
                    started, time.perf_counter())  # fmt: skip
+
+
+def no_pairs(spec: str, first: Encoder | None, plan: Plan) -> None:
+    """Every benchmark left is scored by the first stage alone (images without pixels skip every image-caption one):
+    refused when nothing was asked (the run would print the first stage's numbers under the pair scorer's name),
+    said (:class:`~eccv_metric.models.options.NotUsedWarning`) when they were asked for by name."""
+    left = sorted(plan.wanted)
+    first_spec = first.spec if first is not None else "none"
+    if not plan.skip_unavailable:
+        warnings.warn(
+            f"{spec} scores no pair: {', '.join(left)} {'is' if len(left) == 1 else 'are'} scored by its first "
+            f"stage {first_spec} alone (a pair scorer ranks no captions against captions, nor images against images)",
+            NotUsedWarning,
+            stacklevel=outside_frames(),
+        )
+        return
+    crossed = [name for name in plan.skipped if needs_first(name) is None]
+    why = plan.skipped[crossed[0]].removeprefix(crossed[0] + ": ") if crossed else "none was asked for"
+    shown = ", ".join(crossed[:3]) + (f" and {len(crossed) - 3} more" if len(crossed) > 3 else "")
+    raise EvaluationError(
+        f"{spec} would score no pair here: every image-caption benchmark was skipped ({shown}: {why}); the "
+        f"benchmarks left ({', '.join(left)}) are the first stage's alone ({first_spec}): give images= with the "
+        "pixels to score the pair head, or ask for those benchmarks by name (benchmarks=) to score them by the first "
+        "stage"
+    )
 
 
 def said_unused(scorer: PairScorer, options: RunOptions, protocol: str, first_unused: bool) -> None:
