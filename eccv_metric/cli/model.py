@@ -190,6 +190,14 @@ def run_model(args: argparse.Namespace) -> int:
         raise EvaluationError(f"--model is an input of its own: drop {', '.join(given)}")
     if not args.data:
         raise EvaluationError("--model needs --data: a folder built by `eccv-caption build` or its Hub dataset repo")
+    if args.shard:
+        outputs = [flag for flag, value in (("-o", args.output), ("--per-query", args.per_query), ("--json", args.json),
+                                            ("--save-embeddings", args.save_embeddings)) if value]  # fmt: skip
+        if outputs:
+            raise EvaluationError(
+                f"--shard {args.shard} computes this job's share into the cache and prints no numbers: drop "
+                f"{', '.join(outputs)} (the run without --shard, once every job is done, scores and writes them)"
+            )
     models = list(args.model)
     for path in (args.output, args.per_query):
         if len(models) == 1 or path is None:

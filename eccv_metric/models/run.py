@@ -197,6 +197,11 @@ class Opening:
     ):  # fmt: skip
         self.started = time.perf_counter()
         self.model, self.source, self.options, self.save_embeddings = model, source, options, save_embeddings
+        if options.shard is not None and save_embeddings is not None:
+            raise EvaluationError(
+                f"shard= {options.shard} computes this job's share into the cache and returns no embeddings: drop "
+                "save_embeddings= (give it to the run without shard=, which scores once every job is done)"
+            )
         self.plan = make_plan(request, source, options.skip_unavailable, options.resources, options.resource_options,
                               save_embeddings)  # fmt: skip
         self.load = options.load(source.digests)

@@ -95,6 +95,7 @@ def test_help_documents_every_pair_flag(capsys):
         (["--shard", "3/2"], "error: --shard 3/2: job 3 of 2 does not exist (jobs are numbered 1 to 2)"),
         (["--protocol", "rerank"], "has no first stage to rerank: give --first-stage"),
         (["--score-rule", "itm+itc"], "--score-rule itm+itc adds the first stage's similarity"),
+        (["--first-stage", ""], "error: --first-stage is empty: give a dual encoder spec"),
     ],
 )
 def test_bad_pair_flags_are_one_line(cli, capsys, flags, message):
@@ -104,19 +105,16 @@ def test_bad_pair_flags_are_one_line(cli, capsys, flags, message):
 
 
 def test_shard_jobs_then_a_scoring_run(cli, tmp_path, capsys, monkeypatch):
-    """Two --shard jobs print how to score and write nothing else; the run without --shard prints the table of one
+    """Two --shard jobs print how to score and nothing else; the run without --shard prints the table of one
     process and scores no pair."""
     monkeypatch.setattr("eccv_metric.models.pairs.pairset.PAIRS_PER_BLOCK", 300)
     assert cli("--model", "dotpairs:a", "--benchmarks", "coco_5k", "--no-cache") == 0
     alone = capsys.readouterr().out
     for k in (1, 2):
-        assert (
-            cli("--model", "dotpairs:a", "--benchmarks", "coco_5k", "--shard", f"{k}/2", "-o", str(tmp_path / "x")) == 0
-        )
+        assert cli("--model", "dotpairs:a", "--benchmarks", "coco_5k", "--shard", f"{k}/2") == 0
         printed = capsys.readouterr()
         assert printed.out == "" and f"shard {k}/2: its share is in the cache" in printed.err
         assert "run the same command without --shard to score" in printed.err
-    assert not (tmp_path / "x").exists()
     out = tmp_path / "res.json"
     assert cli("--model", "dotpairs:a", "--benchmarks", "coco_5k", "-o", str(out)) == 0
     assert capsys.readouterr().out == alone + f"wrote {out}\n"
@@ -190,3 +188,21 @@ def test_flags_an_exhaustive_run_ignores_are_one_line(cli, capsys):
         "warning: --text-length does nothing: dotpairs:a cuts no caption (its own code reads each caption as it is "
         "given)",
     ]
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [(["-o", "res.json"], "-o"), (["--per-query", "pq.json", "--json"], "--per-query, --json"),
+     (["--save-embeddings", "emb"], "--save-embeddings")],
+)  # fmt: skip
+def test_a_shard_job_refuses_outputs_before_the_model_loads(cli, capsys, tmp_path, flags, named):
+    """A --shard job writes no numbers: -o, --per-query, --json or --save-embeddings would be dropped, so they are
+    refused up front (the model never loads), naming the run that writes them."""
+    args = [tmp_path / f if i % 2 and f != "--json" else f for i, f in enumerate(flags)]
+    assert cli("--model", "neverload:a", "--benchmarks", "coco_5k", "--shard", "1/2", *map(str, args)) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"error: --shard 1/2 computes this job's share into the cache and prints no numbers: drop {named} (the run "
+        "without --shard, once every job is done, scores and writes them)\n"
+    )
+    assert not any(tmp_path.iterdir())

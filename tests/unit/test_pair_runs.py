@@ -130,6 +130,8 @@ class Widths(TextsOnly):  # images and captions embedded in spaces of different 
         ({"first_stage": Widths()}, r"^first_stage= python:.*Widths: image embeddings have 4 dimensions but caption "),
         ({"model": DotPairs(), "score_rule": "itm+itc", "protocol": "exhaustive"}, r"^score_rule= itm\+itc adds"),
         ({"save_embeddings": "x"}, r"^save_embeddings= keeps a dual encoder's embeddings"),
+        ({"save_embeddings": "x", "shard": "1/2"}, r"^shard= 1/2 computes this job's share .* drop save_embeddings="),
+        ({"first_stage": " "}, r"^first_stage= is empty: give a dual encoder spec"),
         (
             {"model": DotPairsWithFirst(), "rerank_k": 50},
             r"^rerank_k= 50 is above the gallery of coco_5k t2i \(20 items\)",
