@@ -52,6 +52,7 @@ from eccv_metric.models.families.pair_scorer import is_pair_scorer
 from eccv_metric.models.families.spec import load_model
 from eccv_metric.models.options import ModelResults
 from eccv_metric.models.options import RunOptions
+from eccv_metric.models.pairs.plan import check_rerank_k
 from eccv_metric.models.pairs.run import PairRun
 from eccv_metric.models.pairs.run import finish_pairs
 from eccv_metric.models.pairs.run import open_pairs
@@ -204,6 +205,7 @@ class Opening:
             )
         self.plan = make_plan(request, source, options.skip_unavailable, options.resources, options.resource_options,
                               save_embeddings)  # fmt: skip
+        check_rerank_k(self.plan, options.pairs)  # a limit the data sets, before the model loads
         self.load = options.load(source.digests)
         self.scorer = pair_scorer_of(model)  # a Python pair scorer (a spec's kind is known once loaded)
         known = options.root is not None and self.scorer is None

@@ -206,3 +206,17 @@ def test_a_shard_job_refuses_outputs_before_the_model_loads(cli, capsys, tmp_pat
         "without --shard, once every job is done, scores and writes them)\n"
     )
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--benchmarks", "coco_5k", "--rerank-k", "50"], "the gallery of coco_5k t2i (20 items): give at most 20"),
+        (["--benchmarks", "coco_1k", "--coco-1k", "within", "--rerank-k", "5"], "within coco_1k_folds (4 items)"),
+    ],
+)
+def test_rerank_k_above_a_gallery_is_refused_before_the_model_loads(cli, capsys, flags, message):
+    """The galleries are the data's: a --rerank-k above one is one error line before any model loads."""
+    assert cli("--model", "neverload:a", *flags) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --rerank-k {flags[-1]} is above ") and message in err and err.count("\n") == 1

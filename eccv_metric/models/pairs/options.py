@@ -112,15 +112,21 @@ class PairOptions:
         return protocol, rule
 
 
-def check_depth(jobs: list[Job], k: int, galleries: dict[str, int]) -> None:
+def check_galleries(k: int, galleries: dict[str, int]) -> None:
     """Refuse a ``rerank_k`` above a gallery it reranks (``galleries``: what each reranked ranking is, in words ->
-    its gallery size); warn (:class:`RerankWarning`, once per metric) where a metric reads deeper than ``k``."""
+    its gallery size)."""
     for what, size in galleries.items():
         if k > size:
             raise EvaluationError(
                 f"rerank_k= {k} is above the gallery of {what} ({size:,} items): give at most {size:,} (every item "
                 "reranked), or protocol= exhaustive"
             )
+
+
+def check_depth(jobs: list[Job], k: int, galleries: dict[str, int]) -> None:
+    """Refuse a ``rerank_k`` above a gallery it reranks (:func:`check_galleries`); warn (:class:`RerankWarning`,
+    once per metric) where a metric reads deeper than ``k``."""
+    check_galleries(k, galleries)
     deep: dict[str, tuple[int, list[str]]] = {}
     for job in jobs:
         kind = METRIC_KINDS[job.kind]
