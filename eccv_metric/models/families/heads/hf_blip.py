@@ -84,7 +84,7 @@ def load_blip(name: str, spec: str, options: LoadOptions, at: Loading, commit: s
             f"(BLIP's retrieval evaluation: 30; LAVIS: 50), then at {tokens} tokens",
         )
     else:
-        itm = TextRule(None, options.text_length or token_limit(parts, None))
+        itm = TextRule(None, token_limit(parts, None, options.text_length))
         notes = ("BLIP ITM reads [CLS] first, as the transformers port does (BLIP's own code reads [ENC])",)
     return BlipScorer(parts, itm, TextRule(itm.words, itm.tokens), notes)
 
@@ -101,7 +101,7 @@ def load_blip2(
             f"at {text.tokens} tokens, as BLIP-2's evaluation (LAVIS compute_sim_matrix) does",
         )
     else:
-        text = TextRule(None, options.text_length or token_limit(parts, None))
+        text = TextRule(None, token_limit(parts, None, options.text_length))
         notes = ("captions tokenised as the transformers processor does (no pre_caption)",)
     return Blip2Scorer(parts, text, BLIP2_HEAD, notes, first_stage_note=NO_FIRST_STAGE)
 
