@@ -220,3 +220,31 @@ def test_rerank_k_above_a_gallery_is_refused_before_the_model_loads(cli, capsys,
     assert cli("--model", "neverload:a", *flags) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: --rerank-k {flags[-1]} is above ") and message in err and err.count("\n") == 1
+
+
+def test_a_rank_whose_peers_never_come_says_so_then_stops(cli, capsys, monkeypatch):
+    """RANK=0 WORLD_SIZE=2 and no second rank (a job script exporting torchrun's variables for one process): the
+    rank says that it waits, where, and for how long (ECCV_CAPTION_JOIN_TIMEOUT, here 0.5 s), then stops with one
+    error line; no process group is left open."""
+    import socket
+    import time
+
+    import torch.distributed as dist
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    env = {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+           "ECCV_CAPTION_JOIN_TIMEOUT": "0.5"}  # fmt: skip
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr("eccv_metric.models.parallel.world.JOIN_NOTICE", 0.1)
+    began = time.monotonic()
+    assert cli("--model", "dotpairs:a", "--benchmarks", "coco_5k") == 2
+    assert time.monotonic() - began < 60
+    err = capsys.readouterr().err
+    where = f"127.0.0.1:{port}"
+    assert (f"rank 0 of 2: waiting for the other ranks to join at {where}, up to 0.5 s (ECCV_CAPTION_JOIN_TIMEOUT "
+            "sets the seconds)\n") in err  # fmt: skip
+    assert f"error: rank 0 of 2: the other ranks did not join at {where} within 0.5 s" in err
+    assert "torchrun --nproc_per_node 2" in err and not dist.is_initialized()
