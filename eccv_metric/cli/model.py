@@ -174,9 +174,10 @@ def add_pair_args(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--reference",
-        choices=["original", "transformers"],
-        help="where a model's transformers port differs from its own code, follow the original (default: e.g. "
-        "BLIP's ITM reads its [ENC] token) or the port",
+        choices=["original", "lavis", "transformers"],
+        help="where a model's codes differ, follow its own (original, the default: e.g. BLIP's ITM reads its [ENC] "
+        "token, captions cut at BLIP's 30 words), LAVIS's (BLIP: LAVIS's 50 words; BLIP-2's own code is LAVIS's) "
+        "or the transformers port",
     )
 
 

@@ -29,7 +29,7 @@ from eccv_metric.models.families.registry import LoadOptions
 from eccv_metric.models.pairs.options import PairOptions
 from eccv_metric.models.parallel.world import Shard
 
-REFERENCES = ("original", "transformers")  # whose code a pair scorer follows where its library's port differs
+REFERENCES = ("original", "lavis", "transformers")  # whose code a pair scorer follows where its library's port differs
 # the keywords of a model that scores pairs: a dual encoder uses none of them
 PAIR_KEYWORDS = ("protocol", "rerank_k", "score_rule", "coco_1k", "first_stage", "max_pairs", "pair_batch_size",
                  "text_length", "reference")  # fmt: skip

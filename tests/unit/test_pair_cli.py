@@ -174,11 +174,12 @@ def test_pair_flags_a_dual_encoder_cannot_mean_are_refused(cli, capsys, flags):
 
 
 def test_flags_an_exhaustive_run_ignores_are_one_line(cli, capsys):
-    """--rerank-k and --coco-1k under --protocol exhaustive, --text-length and --reference for a scorer that cuts
-    no caption: one line each, the numbers those of the run without them."""
+    """--rerank-k and --coco-1k under --protocol exhaustive, --text-length for a scorer that cuts no caption and
+    --reference for one that follows one code: one line each, the numbers those of the run without them."""
     assert cli("--model", "dotpairs:a", "--benchmarks", "coco_5k") == 0
     alone = capsys.readouterr().out
-    flags = ["--protocol", "exhaustive", "--rerank-k", "8", "--coco-1k", "within", "--text-length", "20"]
+    flags = ["--protocol", "exhaustive", "--rerank-k", "8", "--coco-1k", "within", "--text-length", "20", "--reference",
+             "lavis"]  # fmt: skip
     assert cli("--model", "dotpairs:a", "--benchmarks", "coco_5k", *flags) == 0
     printed = capsys.readouterr()
     assert printed.out == alone
@@ -187,6 +188,7 @@ def test_flags_an_exhaustive_run_ignores_are_one_line(cli, capsys):
         "rerank)",
         "warning: --text-length does nothing: dotpairs:a cuts no caption (its own code reads each caption as it is "
         "given)",
+        "warning: --reference does nothing: dotpairs:a follows one code (no library port of it differs from its own)",
     ]
 
 

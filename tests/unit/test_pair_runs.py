@@ -228,9 +228,12 @@ def test_rerank_gives_lavis_numbers(world, data, tmp_path, rule, given):
         out = _run(model, data, world, tmp_path, benchmarks=benches, rerank_k=20, score_rule=rule, cache=False, **extra)
     deep = {str(w.message).split(" reads")[0].split(" items ")[-1] for w in caught if w.category is RerankWarning}
     assert "pmrp (i2t)" in deep and not any("t2i" in d for d in deep)
+    from eccv_metric.models.pairs.options import CANDIDATES
+    from eccv_metric.models.pairs.options import RANKING
+
     assert out.provenance["protocol"] | {"first_stage": None} == {
         "name": "rerank", "rerank_k": 20, "score_rule": rule, "coco_1k": "restrict", "first_stage": None,
-        "max_pairs": 20_000_000,
+        "max_pairs": 20_000_000, "code": None, "reference": None, "candidates": CANDIDATES, "ranking": RANKING,
     }  # fmt: skip
     assert model.pairs == len(np.unique(_candidate_pairs(world, 20)))
     i2t, t2i = lavis(brute_scores(world), _first_stage(world), 20, 20, rule)
@@ -349,7 +352,7 @@ def test_a_tiny_blip_rerank_gives_lavis_numbers(world, data, tmp_path):
     """A tiny random BLIP (from its config), its own ITC first stage, k = 20 (t2i: every image; i2t: 20 of 100
     captions), itm+itc: R@1/5/10, ECCV mAP@R / R-P (both directions) and capped PMRP (t2i) equal LAVIS's
     compute_sim_matrix re-implemented (one forward pass per query's k pairs, -100 elsewhere); the provenance records
-    BLIP's [ENC] note and its caption length."""
+    BLIP's [ENC] note, its caption length, whose code it follows and the tie rule at the k-th candidate."""
     import torch
 
     from eccv_metric import Embeddings
@@ -365,6 +368,10 @@ def test_a_tiny_blip_rerank_gives_lavis_numbers(world, data, tmp_path):
     provenance = out.provenance
     assert provenance["protocol"]["score_rule"] == "itm+itc" and provenance["protocol"]["first_stage"]["own"]
     assert any("[ENC]" in note for note in provenance["notes"]) and provenance["text_length"] == 30
+    protocol = provenance["protocol"]  # the code it follows, and the rule choosing among candidates tied at the k-th
+    assert protocol["code"].startswith("BLIP's own (salesforce/BLIP") and protocol["reference"] == "original"
+    assert "tied at the k-th, the items given first" in protocol["candidates"] and protocol["ranking"]
+    assert provenance["text_unit"] == "words" and any("torch.topk" in note for note in provenance["notes"])
     scorer = load_model(f"hf:{folder}", "cpu")
     prepared = torch.stack([scorer.prepare_image(pil(i)) for i in world.image_ids])
     texts = [caption_text(c) for c in world.caption_ids]

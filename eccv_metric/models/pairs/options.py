@@ -42,6 +42,22 @@ MAX_PAIRS = 20_000_000
 FOLDS = "coco_1k_folds"  # the restriction coco_1k= applies to
 
 
+# the rule choosing a rerank's candidates (models.pairs.candidates), and the ranking they make (inputs.twostage)
+CANDIDATES = (
+    "each query's k best gallery items by the first stage; among first-stage scores tied at the k-th, the items given "
+    "first (the gallery's order)"
+)
+RANKING = (
+    "the k candidates by final score (equal final scores: the gallery's order), then every other item in the first "
+    "stage's order"
+)
+CANDIDATES_NOTE = (
+    "candidates: first-stage scores tied at the k-th are broken by the gallery's order (the item given first); LAVIS's "
+    "and BLIP's own code take torch.topk's k, whose choice among tied scores is its kernel's, so where a query's "
+    "k-th score is tied the items reranked there may differ"
+)
+
+
 class RerankWarning(UserWarning):
     """A metric reads deeper than the reranked candidates: its value depends on the first stage's order there."""
 

@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 
 from eccv_metric.api.chance import for_model
-from eccv_metric.api.chance import outside_frames
 from eccv_metric.api.chance import warn_chance
 from eccv_metric.api.many import evaluate_benchmarks
 from eccv_metric.core.about import DISTRIBUTION
@@ -46,7 +45,6 @@ from eccv_metric.models.families.pair_scorer import ObjectPairScorer
 from eccv_metric.models.families.pair_scorer import PairScorer
 from eccv_metric.models.families.pair_scorer import is_pair_scorer
 from eccv_metric.models.options import ModelResults
-from eccv_metric.models.options import NotUsedWarning
 from eccv_metric.models.options import RunOptions
 from eccv_metric.models.pairs.blocks import BlockCache
 from eccv_metric.models.pairs.candidates import Candidates
@@ -60,15 +58,19 @@ from eccv_metric.models.pairs.inputs import rated_scores
 from eccv_metric.models.pairs.inputs import rows_of
 from eccv_metric.models.pairs.inputs import score_matrix
 from eccv_metric.models.pairs.inputs import two_stage
+from eccv_metric.models.pairs.options import CANDIDATES
+from eccv_metric.models.pairs.options import CANDIDATES_NOTE
+from eccv_metric.models.pairs.options import RANKING
 from eccv_metric.models.pairs.options import check_depth
 from eccv_metric.models.pairs.pairset import PairSet
 from eccv_metric.models.pairs.plan import Group
 from eccv_metric.models.pairs.plan import fit_pairs
 from eccv_metric.models.pairs.plan import make_group
-from eccv_metric.models.pairs.plan import needs_first
 from eccv_metric.models.pairs.stage import PairStage
 from eccv_metric.models.pairs.stage import Side
 from eccv_metric.models.pairs.stage import block_key
+from eccv_metric.models.pairs.unused import no_pairs
+from eccv_metric.models.pairs.unused import said_unused
 from eccv_metric.models.parallel.fill import fill
 from eccv_metric.models.parallel.world import Workers
 from eccv_metric.models.parallel.world import workers_for
@@ -129,45 +131,6 @@ def open_pairs(
     store = options.store(first, None) if first is not None and needed else None
     return PairRun(scorer, first if needed else None, store, own, protocol, rule, by_first, plan, source, options,
                    started, time.perf_counter())  # fmt: skip
-
-
-def no_pairs(spec: str, first: Encoder | None, plan: Plan) -> None:
-    """Every benchmark left is scored by the first stage alone (images without pixels skip every image-caption one):
-    refused when nothing was asked (the run would print the first stage's numbers under the pair scorer's name),
-    said (:class:`~eccv_metric.models.options.NotUsedWarning`) when they were asked for by name."""
-    left = sorted(plan.wanted)
-    first_spec = first.spec if first is not None else "none"
-    if not plan.skip_unavailable:
-        warnings.warn(
-            f"{spec} scores no pair: {', '.join(left)} {'is' if len(left) == 1 else 'are'} scored by its first "
-            f"stage {first_spec} alone (a pair scorer ranks no captions against captions, nor images against images)",
-            NotUsedWarning,
-            stacklevel=outside_frames(),
-        )
-        return
-    crossed = [name for name in plan.skipped if needs_first(name) is None]
-    why = plan.skipped[crossed[0]].removeprefix(crossed[0] + ": ") if crossed else "none was asked for"
-    shown = ", ".join(crossed[:3]) + (f" and {len(crossed) - 3} more" if len(crossed) > 3 else "")
-    raise EvaluationError(
-        f"{spec} would score no pair here: every image-caption benchmark was skipped ({shown}: {why}); the "
-        f"benchmarks left ({', '.join(left)}) are the first stage's alone ({first_spec}): give images= with the "
-        "pixels to score the pair head, or ask for those benchmarks by name (benchmarks=) to score them by the first "
-        "stage"
-    )
-
-
-def said_unused(scorer: PairScorer, options: RunOptions, protocol: str, first_unused: bool) -> None:
-    """The keywords given that do nothing for this pair scorer or protocol, said (:meth:`RunOptions.unused`)."""
-    spec = scorer.spec
-    if protocol == "exhaustive":
-        options.unused(("rerank_k", "coco_1k"), f"protocol= exhaustive scores every pair with {spec} (no rerank)")
-    if first_unused:
-        options.unused(("first_stage",), f"{spec} scores every pair under score_rule= itm, and no benchmark asked for "
-                       "is scored by a first stage")  # fmt: skip
-    if scorer.text_length is None:
-        options.unused(("text_length",), f"{spec} cuts no caption (its own code reads each caption as it is given)")
-    if not getattr(scorer, "references", ()):
-        options.unused(("reference",), f"{spec} follows one code (no library port of it differs from its own)")
 
 
 def first_stage(run: PairRun, workers: Workers) -> tuple[dict[ItemSet, np.ndarray], dict]:
@@ -339,6 +302,7 @@ def rated(group: Group, side: Side, emb: Embeddings, rule: str) -> object:
 def describe(run: PairRun, workers: Workers, report: dict, pairs: dict) -> dict:
     """The provenance of a pair scorer's run."""
     scorer, options = run.scorer, run.options
+    rerank = run.protocol == "rerank"
     first = None
     if run.first is not None:
         first = {"spec": run.first.spec, "identity": run.first.identity, "own": run.own_first,
@@ -362,14 +326,20 @@ def describe(run: PairRun, workers: Workers, report: dict, pairs: dict) -> dict:
         "decode": options.decode,
         "protocol": {
             "name": run.protocol,
-            "rerank_k": options.pairs.rerank_k if run.protocol == "rerank" else None,
+            "rerank_k": options.pairs.rerank_k if rerank else None,
             "score_rule": run.rule,
-            "coco_1k": options.pairs.coco_1k if run.protocol == "rerank" else None,
+            "coco_1k": options.pairs.coco_1k if rerank else None,
             "first_stage": first,
             "max_pairs": options.pairs.max_pairs,
+            # whose evaluation code the pair head's inputs follow (reference=: BLIP's own, LAVIS's, the port's)
+            "code": getattr(scorer, "code", None),
+            "reference": options.reference if getattr(scorer, "references", ()) else None,
+            "candidates": CANDIDATES if rerank else None,
+            "ranking": RANKING if rerank else None,
         },
         "text_length": scorer.text_length,
-        "notes": list(scorer.notes),
+        "text_unit": getattr(scorer, "text_unit", "tokens") if scorer.text_length is not None else None,
+        "notes": list(scorer.notes) + ([CANDIDATES_NOTE] if rerank else []),
         "scored_by_first_stage": run.by_first,
         "pairs": pairs,
         "parallel": workers.describe(),

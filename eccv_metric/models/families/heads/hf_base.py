@@ -39,7 +39,7 @@ from eccv_metric.models.families.torchutil import Loading
 from eccv_metric.models.families.torchutil import pinned
 from eccv_metric.models.families.torchutil import to_device
 
-REFERENCES = ("original", "transformers")  # whose code an adapter follows where the two differ
+REFERENCES = ("original", "lavis", "transformers")  # whose code an adapter follows where the two differ
 
 
 @dataclass(frozen=True)
@@ -170,6 +170,7 @@ class HFPairScorer:
     score_rules: tuple[str, ...]
     text: TextRule
     references: tuple[str, ...] = ()  # the reference= values it tells apart (PairScorer); BLIP's and BLIP-2's: all
+    code: str | None = None  # whose evaluation code its inputs follow, in words (BLIP's, LAVIS's, the port's)
 
     def __init__(
         self, parts: Parts, text: TextRule, head: str, notes: tuple[str, ...], prepare_image: Any = None,
