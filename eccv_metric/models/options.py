@@ -76,11 +76,14 @@ class RunOptions:
     ``rerank_k``, ``score_rule`` (``itm`` or ``itm+itc``), ``coco_1k`` (``restrict`` or ``within``),
     ``first_stage`` (a dual encoder spec or object ranking before a rerank), ``max_pairs`` (the pairs a run
     scores unless asked for more), ``pair_batch_size`` (pairs per forward pass): see
-    :mod:`eccv_metric.models.pairs.options`; ``text_length`` (a caption's length in the unit of the code the
-    scorer follows: BLIP's 30 words, LAVIS's 50; None: that code's) and ``reference`` (``original``: the model's
-    own code where its library's port differs, e.g. BLIP's ``[ENC]`` token; ``transformers``: the port):
-    :mod:`eccv_metric.models.families.heads.registry`. ``shard``: ``"i/N"`` (this job does its share of the blocks and
-    stops; a run without it scores: :mod:`eccv_metric.models.parallel.world`).
+    :mod:`eccv_metric.models.pairs.options` (None: its default); ``text_length`` (a caption's length in the unit of
+    the code the scorer follows: BLIP's 30 words, LAVIS's 50; None: that code's) and ``reference`` (None or
+    ``original``: the model's own code where its library's port differs, e.g. BLIP's ``[ENC]`` token; ``lavis``:
+    LAVIS's where it differs from the model's own, BLIP's captions cut at 50 words; ``transformers``: the port):
+    :mod:`eccv_metric.models.families.heads.registry`. A keyword of these given to a model or protocol that does not
+    use it is said to do nothing (:class:`NotUsedWarning`), or refused where it can only be a mistake
+    (:meth:`unused`). ``shard``: ``"i/N"`` (this job does its share of the blocks and stops; a run without it
+    scores: :mod:`eccv_metric.models.parallel.world`).
     """
 
     skip_unavailable: bool = False

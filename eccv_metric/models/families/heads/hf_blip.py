@@ -11,7 +11,9 @@ first token and ``text_proj`` of the caption's ``[CLS]`` output, both L2-normali
 ``BlipForImageTextRetrieval(use_itm_head=False)`` computes (its ``itm_score``), without a temperature.
 
 Where the transformers port differs from BLIP's own code (salesforce/BLIP ``train_retrieval.py``, ``models/blip.py``),
-this adapter follows the original (``reference="original"``, the default; ``"transformers"`` follows the port):
+this adapter follows the original (``reference="original"``, the default; ``"lavis"`` follows LAVIS's
+``compute_sim_matrix`` and its ``blip_caption`` processor, the same but for captions cut at 50 words;
+``"transformers"`` follows the port):
 
 - the ITM pass puts ``[ENC]`` first (``text_ids[:, 0] = tokenizer.enc_token_id``); the port feeds the tokenizer's
   ``[CLS]`` (transformers issues #22732, #25629). The ITC text encoder reads ``[CLS]`` in both. ``[ENC]`` is the
