@@ -404,6 +404,27 @@ def test_a_tiny_blip_rerank_gives_lavis_numbers(world, data, tmp_path):
             assert ours[metric][d] == (lav_i2t if d == "i2t" else lav_t2i)[metric][d], (metric, d)
 
 
+def test_keywords_a_run_does_not_use_are_said_in_a_sweep_never_refused(world, data, tmp_path):
+    """A sweep of a dual encoder and a pair scorer given score_rule= and coco_1k=: the pair scorer uses the rule,
+    the dual encoder says it ignores both (refused for a dual encoder alone: tests/unit/test_pair_cli.py), and the
+    pair scorer says coco_1k= does nothing when no benchmark reads COCO 1K's folds."""
+    from eccv_metric.models import NotUsedWarning
+    from eccv_metric.models import evaluate_models
+
+    kwargs = {"benchmarks": ["coco_5k"], "resources": world.resources(), "workers": 0, "n_resamples": 20,
+              "cache_dir": tmp_path / "cache", "score_rule": "itm", "coco_1k": "within", "rerank_k": 5}  # fmt: skip
+    with pytest.warns(NotUsedWarning) as caught:
+        runs = evaluate_models([FirstOnly(), DotPairsWithFirst()], data, **kwargs)
+    said = sorted(str(w.message) for w in caught if w.category is NotUsedWarning)
+    assert said == [
+        "coco_1k= does nothing: no benchmark asked for ranks within COCO 1K's folds",
+        "rerank_k=, score_rule=, coco_1k= do nothing: python:tests.unit.pair_answers.FirstOnly is a dual encoder, "
+        "which ranks every item by its embeddings (these are options of a model that scores pairs: its rerank, score "
+        "rule and pair batches)",
+    ]
+    assert runs[1].provenance["protocol"]["score_rule"] == "itm"
+
+
 def test_a_sweep_mixes_pair_scorers_and_dual_encoders(world, data, clip, tmp_path):
     """evaluate_models with a pair scorer between dual encoders: each its own numbers, as a run of its own."""
     from eccv_metric.models import evaluate_models

@@ -125,7 +125,7 @@ def open_pairs(
     protocol, rule = options.pairs.decide(first is not None, rules, scorer.spec + (f" ({note})" if note else ""))
     by_first = fit_pairs(plan, scorer.spec, first, protocol)
     needed = protocol == "rerank" or rule == "itm+itc" or bool(by_first)
-    said_unused(scorer, options, protocol, first_stage is not None and not needed)
+    said_unused(scorer, options, protocol, first_stage is not None and not needed, plan)
     if all(name in by_first for name in plan.wanted):
         no_pairs(scorer.spec, first, plan)
     store = options.store(first, None) if first is not None and needed else None

@@ -7,11 +7,13 @@ from __future__ import annotations
 import warnings
 
 from eccv_metric.api.chance import outside_frames
+from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.models.families.encoder import Encoder
 from eccv_metric.models.families.pair_scorer import PairScorer
 from eccv_metric.models.options import NotUsedWarning
 from eccv_metric.models.options import RunOptions
+from eccv_metric.models.pairs.options import FOLDS
 from eccv_metric.models.pairs.plan import needs_first
 from eccv_metric.models.plan import Plan
 
@@ -41,11 +43,13 @@ def no_pairs(spec: str, first: Encoder | None, plan: Plan) -> None:
     )
 
 
-def said_unused(scorer: PairScorer, options: RunOptions, protocol: str, first_unused: bool) -> None:
+def said_unused(scorer: PairScorer, options: RunOptions, protocol: str, first_unused: bool, plan: Plan) -> None:
     """The keywords given that do nothing for this pair scorer or protocol, said (:meth:`RunOptions.unused`)."""
     spec = scorer.spec
     if protocol == "exhaustive":
         options.unused(("rerank_k", "coco_1k"), f"protocol= exhaustive scores every pair with {spec} (no rerank)")
+    elif not any(task.restriction == FOLDS for name in plan.wanted for task in REGISTRY.get(name).tasks):
+        options.unused(("coco_1k",), "no benchmark asked for ranks within COCO 1K's folds")
     if first_unused:
         options.unused(("first_stage",), f"{spec} scores every pair under score_rule= itm, and no benchmark asked for "
                        "is scored by a first stage")  # fmt: skip
