@@ -106,12 +106,12 @@ PARSE_ONLY = {
     "eccv-caption push-results clip_b32.json --per-query clip_b32_pq.json --dataset-repo you/eccv-caption": (
         "uploads a model run's results and details to the Hub (tests/integration/test_hub_results.py, fake Hub)"
     ),
-    "eccv-caption evaluate --model hf:Salesforce/blip-itm-base-coco --data eccv_caption_hf --rerank-k 128 "
-    "-o blip.json": "downloads BLIP's weights (the pair path runs offline on tiny models in tests/unit)",
     "eccv-caption evaluate --model hf:Salesforce/blip-itm-base-coco --data eccv_caption_hf --rerank-k 256 "
     "-o blip.json": "downloads BLIP's weights",
     "eccv-caption evaluate --model hf:Salesforce/blip-itm-base-coco --data eccv_caption_hf --rerank-k 256 "
-    "--text-length 50": "downloads BLIP's weights",
+    "--reference lavis": "downloads BLIP's weights",
+    "eccv-caption evaluate --model hf:Salesforce/blip-itm-base-coco --data eccv_caption_hf --rerank-k 256 "
+    "--reference lavis -o blip.json": "downloads BLIP's weights (the pair path runs offline on tiny models)",
     "eccv-caption evaluate --model hf:dandelin/vilt-b32-finetuned-coco --first-stage "
     "hf:openai/clip-vit-base-patch32 --data eccv_caption_hf --rerank-k 64": "downloads ViLT's and CLIP's weights",
     "eccv-caption evaluate --model hf:dandelin/vilt-b32-finetuned-coco --data eccv_caption_hf --benchmarks coco_5k "

@@ -137,6 +137,10 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_evaluate)
 
 
+TWO_STAGE_RANKING = (
+    "each query's candidates by final score (equal final scores: the first stage's order), then every other item in "
+    "the first stage's order"
+)
 DEMO_NOTE = (
     "demo: synthetic numbers, not a model's: a seeded random 5,000 x 25,000 score matrix over the real test ids "
     "(noise, +3 on the original COCO pairs), scored like your own --scores"
@@ -272,7 +276,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
         )
     means = results.means()
     per_query = results.per_query_json() if args.per_query else None
-    provenance = score_provenance(source) | ({"partial": True} if args.partial else {})  # push-results refuses it
+    provenance = score_provenance(source, args.normalize) | ({"partial": True} if args.partial else {})
+    if args.demo:
+        provenance["demo"] = True  # synthetic numbers (DEMO_NOTE)
     written = {**means, "provenance": with_digests(provenance, means, per_query)}
     if args.json:  # the numbers (as before); the results file carries them with their provenance
         print(json.dumps(means, indent=1))
@@ -289,14 +295,33 @@ def run_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def score_provenance(source: object) -> dict:
-    """The provenance of results scored from files: the run's date and package, the input's kind, and for MTEB
-    predictions who produced them (:meth:`~eccv_metric.formats.mteb.PredictionRankings.provenance`). No file
-    path is recorded (results are shared; a path says nothing to a reader elsewhere)."""
+def score_provenance(source: object, normalize: bool = False) -> dict:
+    """The provenance of results scored from files: the run's date and package, what the input was
+    (:func:`input_provenance`), and for MTEB predictions who produced them
+    (:meth:`~eccv_metric.formats.mteb.PredictionRankings.provenance`). No file path is recorded (results are
+    shared; a path says nothing to a reader elsewhere). ``partial`` (push-results refuses it) is the caller's."""
     if isinstance(source, PredictionRankings):
         return {**run_stamp(), **source.provenance()}
-    kind = {Rankings: "rankings", ScoreMatrix: "scores", Embeddings: "embeddings"}
-    return {**run_stamp(), "input": next((k for t, k in kind.items() if isinstance(source, t)), "scores")}
+    return {**run_stamp(), **input_provenance(source, normalize)}
+
+
+def input_provenance(source: object, normalize: bool = False) -> dict:
+    """What an input was, in the results file: its kind (``input``: rankings, scores, embeddings or two-stage), its
+    shapes, its tie rule; a two-stage input's first stage (as an input of its own), each direction's reranked
+    queries and candidates per query, and the rule ranking them."""
+    if isinstance(source, TwoStage):
+        second = {d: {"queries": len(r.query_ids), "candidates_per_query": r.k} for d, r in source.reranked.items()}
+        return {"input": "two-stage", "first_stage": input_provenance(source.first, normalize), "second_stage": second,
+                "ranking": TWO_STAGE_RANKING}  # fmt: skip
+    if isinstance(source, ScoreMatrix):
+        shapes = {} if source.scores is None else {"image_caption": list(source.scores.shape)}
+        shapes.update({f"{kind}_{kind}": list(matrix.shape) for kind, matrix in source.square.items()})
+        return {"input": "scores", "shapes": shapes, "ties": source.ties}
+    if isinstance(source, Embeddings):
+        shapes = {kind: list(values.shape) for kind, values in source.vectors.items()}
+        similarity = "cosine (--normalize)" if normalize else "dot product"
+        return {"input": "embeddings", "shapes": shapes, "similarity": similarity, "ties": source.ties}
+    return {"input": "rankings" if isinstance(source, Rankings) else type(source).__name__}
 
 
 def add_benchmarks(sub: argparse._SubParsersAction) -> None:

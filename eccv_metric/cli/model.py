@@ -132,7 +132,6 @@ def add_pair_args(p: argparse.ArgumentParser) -> None:
         "--rerank-k",
         type=int,
         metavar="K",
-        default=RERANK_K,
         help=f"rerank: candidates per query ({RERANK_K}, as LAVIS for BLIP-2 and ALBEF; BLIP on COCO used 256); a "
         "warning names each metric that reads deeper",
     )
@@ -146,9 +145,8 @@ def add_pair_args(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--coco-1k",
         choices=["restrict", "within"],
-        default="restrict",
-        help="rerank: COCO 1K reads the 5K two-stage ranking restricted to each fold (restrict, as the official "
-        "package restricts ranked lists) or reranks each query's top k within its fold (within)",
+        help="rerank: COCO 1K reads the 5K two-stage ranking restricted to each fold (restrict, the default, as the "
+        "official package restricts ranked lists) or reranks each query's top k within its fold (within)",
     )
     g.add_argument(
         "--first-stage", metavar="SPEC", help="rerank: a dual encoder spec whose ranking is reranked (any --model spec)"
@@ -157,7 +155,6 @@ def add_pair_args(p: argparse.ArgumentParser) -> None:
         "--max-pairs",
         type=positive_int,
         metavar="N",
-        default=MAX_PAIRS,
         help=f"pairs a run scores unless raised ({MAX_PAIRS:,}: a k={RERANK_K} rerank of every benchmark, about "
         "12.3M; an exhaustive 5K run is 125M); above it the run stops after its first blocks with the time it "
         "would take",
@@ -166,7 +163,6 @@ def add_pair_args(p: argparse.ArgumentParser) -> None:
         "--pair-batch-size",
         type=positive_int,
         metavar="N",
-        default=PAIR_BATCH_SIZE,
         help=f"pairs per forward pass of the pair head ({PAIR_BATCH_SIZE})",
     )
     g.add_argument(
@@ -178,10 +174,10 @@ def add_pair_args(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--reference",
-        choices=["original", "transformers"],
-        default="original",
-        help="where a model's transformers port differs from its own code, follow the original (default: e.g. "
-        "BLIP's ITM reads its [ENC] token) or the port",
+        choices=["original", "lavis", "transformers"],
+        help="where a model's codes differ, follow its own (original, the default: e.g. BLIP's ITM reads its [ENC] "
+        "token, captions cut at BLIP's 30 words), LAVIS's (BLIP: LAVIS's 50 words; BLIP-2's own code is LAVIS's) "
+        "or the transformers port",
     )
 
 
@@ -195,6 +191,14 @@ def run_model(args: argparse.Namespace) -> int:
         raise EvaluationError(f"--model is an input of its own: drop {', '.join(given)}")
     if not args.data:
         raise EvaluationError("--model needs --data: a folder built by `eccv-caption build` or its Hub dataset repo")
+    if args.shard:
+        outputs = [flag for flag, value in (("-o", args.output), ("--per-query", args.per_query), ("--json", args.json),
+                                            ("--save-embeddings", args.save_embeddings)) if value]  # fmt: skip
+        if outputs:
+            raise EvaluationError(
+                f"--shard {args.shard} computes this job's share into the cache and prints no numbers: drop "
+                f"{', '.join(outputs)} (the run without --shard, once every job is done, scores and writes them)"
+            )
     models = list(args.model)
     for path in (args.output, args.per_query):
         if len(models) == 1 or path is None:

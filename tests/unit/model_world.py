@@ -43,8 +43,9 @@ def _write(folder: Path, config: str, columns: dict, row_group_size: int = 7) ->
     pq.write_table(pa.table(columns), folder / "data" / config / "test-0.parquet", row_group_size=row_group_size)
 
 
-def write_data(world: World, folder: Path, skip_pixels: tuple[int, ...] = ()) -> Path:
-    """A built-like folder for the world (see the module docstring); ``skip_pixels``: image ids left without."""
+def write_data(world: World, folder: Path, skip_pixels: tuple[int, ...] = (), fg_pixels: bool = True) -> Path:
+    """A built-like folder for the world (see the module docstring); ``skip_pixels``: image ids left without in the
+    images config; ``fg_pixels`` False: the FG galleries' val2014 images too (no image has pixels)."""
     names = [f"COCO_val2014_{i:012d}.jpg" for i in world.image_ids]
     _write(
         folder,
@@ -84,7 +85,7 @@ def write_data(world: World, folder: Path, skip_pixels: tuple[int, ...] = ()) ->
                 "source": origin,
                 "image": pa.array(
                     [
-                        {"bytes": png(int(i)), "path": f} if o == "val2014" else None
+                        {"bytes": png(int(i)), "path": f} if o == "val2014" and fg_pixels else None
                         for i, f, o in zip(fg.images.ids.tolist(), files, origin, strict=True)
                     ],
                     IMAGE,

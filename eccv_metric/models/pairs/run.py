@@ -58,6 +58,9 @@ from eccv_metric.models.pairs.inputs import rated_scores
 from eccv_metric.models.pairs.inputs import rows_of
 from eccv_metric.models.pairs.inputs import score_matrix
 from eccv_metric.models.pairs.inputs import two_stage
+from eccv_metric.models.pairs.options import CANDIDATES
+from eccv_metric.models.pairs.options import CANDIDATES_NOTE
+from eccv_metric.models.pairs.options import RANKING
 from eccv_metric.models.pairs.options import check_depth
 from eccv_metric.models.pairs.pairset import PairSet
 from eccv_metric.models.pairs.plan import Group
@@ -66,6 +69,8 @@ from eccv_metric.models.pairs.plan import make_group
 from eccv_metric.models.pairs.stage import PairStage
 from eccv_metric.models.pairs.stage import Side
 from eccv_metric.models.pairs.stage import block_key
+from eccv_metric.models.pairs.unused import no_pairs
+from eccv_metric.models.pairs.unused import said_unused
 from eccv_metric.models.parallel.fill import fill
 from eccv_metric.models.parallel.world import Workers
 from eccv_metric.models.parallel.world import workers_for
@@ -120,6 +125,9 @@ def open_pairs(
     protocol, rule = options.pairs.decide(first is not None, rules, scorer.spec + (f" ({note})" if note else ""))
     by_first = fit_pairs(plan, scorer.spec, first, protocol)
     needed = protocol == "rerank" or rule == "itm+itc" or bool(by_first)
+    said_unused(scorer, options, protocol, first_stage is not None and not needed, plan)
+    if all(name in by_first for name in plan.wanted):
+        no_pairs(scorer.spec, first, plan)
     store = options.store(first, None) if first is not None and needed else None
     return PairRun(scorer, first if needed else None, store, own, protocol, rule, by_first, plan, source, options,
                    started, time.perf_counter())  # fmt: skip
@@ -233,7 +241,7 @@ def pair_side(
         first = None if run.first is None else {"spec": run.first.spec, "identity": run.first.identity}
         key = block_key(scorer, first, run.protocol, k, pairs, images, captions, options.batch_size,
                         options.pairs.pair_batch_size)  # fmt: skip
-        cache = BlockCache(key, options.folder)  # type: ignore[arg-type]
+        cache = BlockCache(key, options.folder, scorer.spec)  # type: ignore[arg-type]
     return Side(group.name, pairs, images, captions, cache), tables
 
 
@@ -294,6 +302,7 @@ def rated(group: Group, side: Side, emb: Embeddings, rule: str) -> object:
 def describe(run: PairRun, workers: Workers, report: dict, pairs: dict) -> dict:
     """The provenance of a pair scorer's run."""
     scorer, options = run.scorer, run.options
+    rerank = run.protocol == "rerank"
     first = None
     if run.first is not None:
         first = {"spec": run.first.spec, "identity": run.first.identity, "own": run.own_first,
@@ -317,14 +326,20 @@ def describe(run: PairRun, workers: Workers, report: dict, pairs: dict) -> dict:
         "decode": options.decode,
         "protocol": {
             "name": run.protocol,
-            "rerank_k": options.pairs.rerank_k if run.protocol == "rerank" else None,
+            "rerank_k": options.pairs.rerank_k if rerank else None,
             "score_rule": run.rule,
-            "coco_1k": options.pairs.coco_1k if run.protocol == "rerank" else None,
+            "coco_1k": options.pairs.coco_1k if rerank else None,
             "first_stage": first,
             "max_pairs": options.pairs.max_pairs,
+            # whose evaluation code the pair head's inputs follow (reference=: BLIP's own, LAVIS's, the port's)
+            "code": getattr(scorer, "code", None),
+            "reference": options.reference if getattr(scorer, "references", ()) else None,
+            "candidates": CANDIDATES if rerank else None,
+            "ranking": RANKING if rerank else None,
         },
         "text_length": scorer.text_length,
-        "notes": list(scorer.notes),
+        "text_unit": getattr(scorer, "text_unit", "tokens") if scorer.text_length is not None else None,
+        "notes": list(scorer.notes) + ([CANDIDATES_NOTE] if rerank else []),
         "scored_by_first_stage": run.by_first,
         "pairs": pairs,
         "parallel": workers.describe(),
