@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from dataclasses import field
 
+from eccv_metric.core import progress
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.hub.repos import status_of
 
@@ -120,7 +121,15 @@ def commit(api: object, target: Target, operations: list, message: str, descript
     """Send one commit to the target; (its commit sha, a line saying what happened). Files that did not change
     are left out by huggingface_hub; nothing changed at all: no commit, the head's sha. A repo made for the
     commit is deleted again when the Hub refuses the commit (nothing half-written: no empty repo left behind); not
-    when the answer was lost (a timeout: the commit may have been applied)."""
+    when the answer was lost (a timeout: the commit may have been applied). huggingface_hub's bars (``Upload N LFS
+    files``) follow this package's rule: drawn only when someone watches (:mod:`eccv_metric.core.progress`)."""
+    import contextlib
+
+    with contextlib.nullcontext() if progress.enabled() else progress.libraries_quiet():
+        return _commit(api, target, operations, message, description)
+
+
+def _commit(api: object, target: Target, operations: list, message: str, description: str) -> tuple[str, str]:
     import logging
 
     if not target.exists:

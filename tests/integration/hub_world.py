@@ -99,9 +99,13 @@ def write_run(folder: Path, run: tuple[dict, dict], name: str = "res", **provena
 
 
 @pytest.fixture()
-def hub(tmp_path, bench):
+def hub(tmp_path, bench, monkeypatch):
     """The fake Hub: model me/clip (a card, a config), the benchmark me/eccv-caption (allow-listed) and its fork
-    other/eccv-caption, and me/plain, a dataset without eval.yaml."""
+    other/eccv-caption, and me/plain, a dataset without eval.yaml. huggingface_hub's clients in this process send
+    large files through the LFS batch API, as those of ``client_env`` do (no Xet: see FakeHub.client_env)."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
     model = tmp_path / "repos" / "clip"
     model.mkdir(parents=True)
     (model / "README.md").write_text(CARD)

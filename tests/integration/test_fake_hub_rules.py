@@ -7,6 +7,9 @@ no route to list them): a test of push-results that passes here passes for the H
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import pytest
 import yaml
 from huggingface_hub import CommitOperationAdd
@@ -132,18 +135,33 @@ def test_pull_requests_belong_to_their_author(hub):
     refused(stale, 412, "since the parent commit")
 
 
-def test_an_unchanged_file_is_no_commit_and_parquet_carries_its_sha256(hub):
+def test_an_unchanged_file_is_no_commit_and_parquet_goes_through_lfs(hub):
+    """A Parquet file as the client sends a large file: the LFS batch API, a PUT of its bytes, the verify call, then
+    an ``lfsFile`` item naming its sha256; sent as a regular file it is refused, as is a pointer to no object."""
     client = api(hub)
     client.create_repo("me/d", repo_type="dataset")
     refused(lambda: api(hub, "hf_other").create_repo("me/e", repo_type="dataset"), 403, "rights to create a repo")
     ops = lambda: [add("data/x.parquet", b"PAR1 data"), add("notes.txt", b"n")]  # noqa: E731
     client.create_commit("me/d", ops(), repo_type="dataset", commit_message="one")
+    digest = hashlib.sha256(b"PAR1 data").hexdigest()
+    sent = [(method, path.split("?")[0]) for method, path, _ in hub.log]
+    lfs = [("POST", "/datasets/me/d.git/info/lfs/objects/batch"), ("PUT", f"/fake-lfs/{digest}"),
+           ("POST", f"/fake-lfs/{digest}/verify")]  # fmt: skip
+    assert sent[-4:] == [*lfs, ("POST", "/api/datasets/me/d/commit/main")]
+    assert hub.store.commits[0]["lfs"] == ["data/x.parquet"] and hub.store.commits[0]["files"]["data/x.parquet"]
     again = client.create_commit("me/d", ops(), repo_type="dataset", commit_message="two")  # nothing changed
     assert len(hub.store.commits) == 1 and again.oid == hub.store.commits[0]["sha"]
+    assert client.hf_hub_download("me/d", "data/x.parquet", repo_type="dataset", cache_dir=hub.model.parent / "c")
     siblings = {s.rfilename: s for s in client.dataset_info("me/d", files_metadata=True).siblings}
-    import hashlib
-
-    assert siblings["data/x.parquet"].lfs.sha256 == hashlib.sha256(b"PAR1 data").hexdigest()
+    assert siblings["data/x.parquet"].lfs.sha256 == digest
+    url = f"{hub.url}/api/datasets/me/d/commit/main"
+    pointer = {"path": "z.npy", "algo": "sha256", "oid": "0" * 64, "size": 1}  # an object never uploaded
+    for item in ({"key": "file", "value": {"path": "y.npy", "content": "eA==", "encoding": "base64"}},
+                 {"key": "lfsFile", "value": pointer}):  # fmt: skip
+        lines = [{"key": "header", "value": {"summary": "raw"}}, item]
+        answer = get_session().post(url, content="\n".join(json.dumps(line) for line in lines),
+                                    headers={"Authorization": "Bearer hf_me"})  # fmt: skip
+        assert answer.status_code == 400 and "Your push was rejected because" in answer.text, answer.text
     assert siblings["notes.txt"].lfs is None and client.whoami()["name"] == "me"
     assert client.whoami()["auth"]["accessToken"]["role"] == "write"
     assert api(hub, "hf_read").whoami()["auth"]["accessToken"]["role"] == "read"
