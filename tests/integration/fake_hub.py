@@ -11,7 +11,8 @@ with <revision> first "v0.4.6" (evaluate's own version: a 404 there makes it ret
 This server answers those for staged Space folders (and dataset / model repos: ``/datasets/<id>/resolve/...``,
 ``/<id>/resolve/...``), the JSON API routes a huggingface_hub client uses for the same repos
 (``/api/<kind>/<id>`` and ``/api/<kind>/<id>/revision/<rev>``, ``<rev>`` also ``refs/pr/<n>`` or a past commit;
-``blobs=true``: sizes, blob ids and the LFS sha256 of Parquet files), folder listings (``/api/<kind>/<id>/tree/<rev>
+``blobs=true``: sizes, blob ids and the LFS sha256 of Parquet files; ``expand=evalResults``: a model's eval results as
+the Hub parses them, an invalid file reported there), folder listings (``/api/<kind>/<id>/tree/<rev>
 [/<path>]``: what ``HfFileSystem``, so ``load_dataset``, reads), ``/api/whoami-v2``, ``POST
 /api/repos/create``, the write routes of ``HfApi.create_commit`` (``POST /api/validate-yaml``,
 ``/api/<kind>/<id>/preupload/<rev>`` (with each file's current ``oid``, so an unchanged file is no change),
@@ -56,6 +57,7 @@ from urllib.parse import parse_qs
 from urllib.parse import unquote
 from urllib.parse import urlsplit
 
+from tests.integration.fake_hub_board import eval_results
 from tests.integration.fake_hub_board import leaderboard
 from tests.integration.fake_hub_rules import stored_with_lfs
 from tests.integration.fake_hub_rules import validate_card
@@ -235,7 +237,8 @@ class FakeHub:
             def _api(self, kind: str, repo: str, action: str | None, rev: str, query: dict, body: bytes):
                 token = self._token()
                 if self.command == "GET" and action in (None, "revision"):
-                    return self._info(kind, repo, rev or "main", query.get("blobs", [""])[0].lower() == "true")
+                    blobs = query.get("blobs", [""])[0].lower() == "true"
+                    return self._info(kind, repo, rev or "main", blobs, query.get("expand", []))
                 if self.command == "GET" and kind == "datasets" and action == "leaderboard":
                     return self._json(leaderboard(hub.store, repo, query, token))
                 if self.command == "GET" and action == "discussions":
@@ -302,8 +305,18 @@ class FakeHub:
                         entries[name] = entry
                 return self._json(list(entries.values()))
 
-            def _info(self, kind: str, repo: str, rev: str, blobs: bool = False):
+            def _info(self, kind: str, repo: str, rev: str, blobs: bool = False, expand: list[str] = ()):
+                """The repo's info; with ``expand``, only the fields asked (``evalResults``: the Hub's parse of a
+                model's ``.eval_results`` files, :func:`tests.integration.fake_hub_board.eval_results`)."""
                 sha, files = hub.store.files(kind, repo, rev, self._token())
+                if expand:
+                    info = {"_id": git_blob_sha1(repo.encode())[:24], "id": repo, "sha": sha}
+                    for name in expand:
+                        if name not in ("evalResults", "sha") or kind != "models":
+                            return self._error(400, "", f"Invalid expand value: {name}")
+                        if name == "evalResults":
+                            info["evalResults"] = eval_results(hub.store, repo, rev, self._token())
+                    return self._json(info)
                 siblings = [{"rfilename": f} for f in sorted(files)]
                 if blobs:  # sizes, git blob ids; large files (Parquet...) are stored with LFS (their sha256)
                     for s in siblings:

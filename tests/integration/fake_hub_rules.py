@@ -1,8 +1,9 @@
-"""What the fake Hub refuses in a commit, as the real Hub does: ``eval.yaml`` and ``.eval_results/*.yaml`` files.
+"""What the fake Hub finds wrong, as the real Hub does: ``eval.yaml`` (refused at commit) and ``.eval_results/*.yaml``
+files (taken at commit, reported as invalid when read: :mod:`tests.integration.fake_hub_board`).
 
 Written from the hub docs alone (``docs/hub/eval-results.md``: "Eval.yaml specification", "Adding Evaluation
 Results"; hub-docs ``eval_results.yaml``; huggingface.js ``packages/tasks/src/eval.ts``), never from this
-package's code, so that a file the package gets wrong is refused here as the Hub would refuse it. Messages follow
+package's code, so that a file the package gets wrong is found wrong here as the Hub would find it. Messages follow
 the Hub's form (``Invalid input: expected string, received null at [18].source.url``).
 
 - ``eval.yaml``: a mapping with ``name``, ``description`` and ``evaluation_framework`` (one of the Hub's list)
@@ -106,7 +107,7 @@ def eval_yaml_errors(text: bytes) -> list[str]:
 
 
 def eval_results_errors(text: bytes, tasks_of: Callable[[str], list[str] | None]) -> list[str]:
-    """Why the Hub refuses an ``.eval_results/*.yaml`` file; ``tasks_of(dataset)``: the task ids of a benchmark's
+    """Why the Hub finds an ``.eval_results/*.yaml`` file invalid; ``tasks_of(dataset)``: the task ids of a benchmark's
     ``eval.yaml`` (None: no benchmark the fake Hub holds)."""
     try:
         data = yaml.safe_load(text)

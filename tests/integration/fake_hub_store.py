@@ -15,8 +15,9 @@ files committed to it. The rules are the real Hub's, as far as the clients here 
   of the bytes to the answer's ``href`` (checked against their sha256), the ``verify`` call, then the commit's
   ``lfsFile`` item naming the object by its sha256 (:attr:`Store.lfs`); an ``lfsFile`` of an object never uploaded,
   or a regular ``file`` the Hub takes through LFS only, is a 400;
-- every commit is checked as the Hub checks it (:mod:`tests.integration.fake_hub_rules`): an ``eval.yaml`` or an
-  ``.eval_results/*.yaml`` file the Hub would refuse makes the whole commit a 400, nothing of it applied;
+- every commit is checked as the Hub checks it (:mod:`tests.integration.fake_hub_rules`): an ``eval.yaml`` the Hub
+  would refuse makes the whole commit a 400, nothing of it applied; an invalid ``.eval_results/*.yaml`` file is
+  taken, as the Hub takes it, and reported when read (:func:`tests.integration.fake_hub_board.eval_results`);
 - ``POST /api/repos/create`` makes a repo in the token's own namespace (403 elsewhere, 409 when it exists),
   ``DELETE /api/repos/delete`` removes one (403 elsewhere, 404 when there is none);
 - ``/api/whoami-v2`` names the token's user and role; a dataset on the allow-list (``allow_listed``) carries
@@ -35,7 +36,6 @@ from pathlib import Path
 
 import yaml
 
-from tests.integration.fake_hub_rules import eval_results_errors
 from tests.integration.fake_hub_rules import eval_yaml_errors
 from tests.integration.fake_hub_rules import stored_with_lfs
 
@@ -180,12 +180,7 @@ class Store:
         for path, data in files.items():
             if path in self.refuse:
                 raise HubError(400, "", self.refuse[path])
-            if kind == "datasets" and path == "eval.yaml":
-                errors = eval_yaml_errors(data)
-            elif kind == "models" and path.startswith(".eval_results/") and path.endswith((".yaml", ".yml")):
-                errors = eval_results_errors(data, self.tasks_of)
-            else:
-                errors = []
+            errors = eval_yaml_errors(data) if kind == "datasets" and path == "eval.yaml" else []
             if errors:
                 raise HubError(400, "", f"{path}: {errors[0]}")
 
