@@ -69,7 +69,12 @@ def add_push_results(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--model-index", action="store_true", help="also write the model card's model-index (the older form)"
     )
-    p.add_argument("--dry-run", action="store_true", help="print the files of both repos, send nothing")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the two commits the push would make (each file added, replaced or deleted; asked of the Hub with "
+        "the same token), send nothing",
+    )
     p.set_defaults(func=run_push_results)
 
 

@@ -9,6 +9,7 @@ import io
 import json
 
 import yaml
+from huggingface_hub import CommitOperationAdd
 from huggingface_hub import HfApi
 
 from eccv_metric.cli.main import main
@@ -215,9 +216,10 @@ def test_what_the_hub_serves_that_is_no_number_is_a_note(here, bench, run, tmp_p
     pushed = pushed_here(here, run, tmp_path, capsys)
     task = "eccv_map_at_r_i2t"
     dup = {"dataset": {"id": "me/eccv-caption", "task_id": task}, "value": 60.0}
-    (here.model / ".eval_results" / "zz-dup.yaml").write_text(yaml.safe_dump([dup]))
     bad = {**pushed["eccv_r1_t2i"], "source": {"url": None}}  # the Hub takes it, and reports it when read
-    (here.model / ".eval_results" / "zz-bad.yaml").write_text(yaml.safe_dump([bad]))
+    by_hand = [CommitOperationAdd(f".eval_results/zz-{name}.yaml", yaml.safe_dump([item]).encode())
+               for name, item in (("dup", dup), ("bad", bad))]  # fmt: skip
+    HfApi().create_commit("me/clip", by_hand, commit_message="by hand")
     tasks = {t: BY_ID[t] for t in task_ids((bench / "eval.yaml").read_text())}
     notes: list[str] = []
     published = read_published(HfApi(), "me/clip", None, "me/eccv-caption", tasks, notes.append)
