@@ -21,6 +21,7 @@ HUB_WORDS = {
     "direct": "--direct",
     "model_index": "--model-index",
     "from_hub": "--from-hub",
+    "other_model": "--other-model",
 }
 
 
@@ -44,6 +45,12 @@ def add_push_results(sub: argparse._SubParsersAction) -> None:
         "--model-repo", help="the model repo, ORG/MODEL (default: the repo the results' model spec hf:ORG/MODEL loads)"
     )
     p.add_argument(
+        "--other-model",
+        action="store_true",
+        help="publish on --model-repo results whose provenance names a model of another repo (refused without it); "
+        "the entries' notes name the model that was run",
+    )
+    p.add_argument(
         "--dataset-repo",
         help="the benchmark dataset repo (default: the Hub dataset the results were scored on; needed for a local "
         "build, checked to hold the same files, and for MTEB's predictions)",
@@ -62,7 +69,12 @@ def add_push_results(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--model-index", action="store_true", help="also write the model card's model-index (the older form)"
     )
-    p.add_argument("--dry-run", action="store_true", help="print the files of both repos, send nothing")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the two commits the push would make (each file added, replaced or deleted; asked of the Hub with "
+        "the same token), send nothing",
+    )
     p.set_defaults(func=run_push_results)
 
 
@@ -84,9 +96,9 @@ def run_push_results(args: argparse.Namespace) -> int:
                                   "evaluate --per-query wrote beside -o), a file for a file")  # fmt: skip
         quiet = args.quiet and not args.dry_run  # a dry run's output is the files: --quiet keeps them
         log = (lambda _: None) if quiet else print
+        repos = (args.model_repo, args.dataset_repo)
         subs = [
-            read_submission(path, args.model_repo, args.dataset_repo, _per_query(args.per_query, path, several))
-            for path in files
+            read_submission(path, *repos, _per_query(args.per_query, path, several), args.other_model) for path in files
         ]
         for submission in subs:
             if several:

@@ -1,13 +1,16 @@
 """The Hub's leaderboard of the benchmark, read back: ``eccv-caption leaderboard --from-hub DATASET_REPO``, and two
 published models' details for ``compare --from-hub``.
 
-The hub docs' "Accessing Benchmark Leaderboard Data" page: ``GET /api/datasets/{id}/leaderboard`` ranks the models
-with results for the benchmark, one entry each with the file its score came from and, for a result still in an
-open pull request, that pull request's number; each task of ``eval.yaml`` is its own leaderboard (the first by
-default). It is asked once per task (``task_id``; ``base_model=false``: fine-tuned models too), so a model that
-published any task is found, and each model's files are then read for every task (at ``refs/pr/<n>`` for a pull
-request's entry) by :mod:`eccv_metric.hub.published`, values out of range left out with a note. A model whose
-files cannot be read is skipped with a note; a dataset the Hub keeps no leaderboard for is one line.
+The hub docs' "Accessing Benchmark Leaderboard Data" page: ``GET /api/datasets/{id}/leaderboard`` (huggingface_hub's
+``HfApi.get_dataset_leaderboard``) ranks the models with results for the benchmark, one entry each with the file
+its score came from and, for a result still in an open pull request, that pull request's number. It is read as
+huggingface_hub reads it, with its one documented parameter (``base_model=false``: fine-tuned models too) and no
+other: neither the page nor huggingface_hub names a way to ask for one task's leaderboard when ``eval.yaml`` lists
+several, so which task the answer ranks is the Hub's choice and a model absent from it (one that published none of
+that task) is not found here; that is said in the summary line. Each model found is then read for every task (at
+``refs/pr/<n>`` for a pull request's entry) by :mod:`eccv_metric.hub.published`: invalid files, values out of range,
+entries that disagree and borrowed details are notes, never numbers. A model whose files cannot be read is skipped
+with a note; a dataset the Hub keeps no leaderboard for is one line.
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ def hub_board(
     what = f"leaderboard --from-hub {dataset_repo}"
     api = _api(token)
     tasks = _hub_call(what, AGAIN, lambda: _tasks(api, dataset_repo, what))
-    entries = _hub_call(what, AGAIN, lambda: _entries(api, dataset_repo, list(tasks), what))  # type: ignore[arg-type]
+    entries = _hub_call(what, AGAIN, lambda: _entries(api, dataset_repo, what))
     names = {name.casefold() for name in taken}
     out: dict[str, Published] = {}
     for model, pr in dict.fromkeys(entries):  # type: ignore[arg-type]
@@ -80,27 +83,21 @@ def hub_board(
         names.add(name.casefold())
         out[name] = published
     found = len(dict.fromkeys(entries))  # type: ignore[arg-type]
-    log(f"{dataset_repo} on the Hub: {found} models or pull requests on the leaderboards of its {len(tasks)} tasks, "  # type: ignore[arg-type]
-        f"{len(out)} shown")  # fmt: skip
+    log(f"{dataset_repo} on the Hub: {found} models or pull requests on its leaderboard, each read for the "
+        f"{len(tasks)} tasks of its eval.yaml; {len(out)} shown")  # type: ignore[arg-type]  # fmt: skip
+    if len(tasks) > 1:  # type: ignore[arg-type]
+        log("note: the Hub's leaderboard API names no task (hub docs, 'Accessing Benchmark Leaderboard Data'): a model "
+            "absent from the leaderboard it serves (one that published other tasks only) is not listed")  # fmt: skip
     return out
 
 
-def _entries(api: object, repo: str, tasks: list[str], what: str) -> list[tuple[str, int | None]]:
-    """(model, pull request) of every entry of every task's leaderboard, in rank order task after task."""
+def _entries(api: object, repo: str, what: str) -> list[tuple[str, int | None]]:
+    """(model, pull request) of every entry of the Hub's leaderboard of ``repo``, in rank order."""
     from huggingface_hub.errors import HfHubHTTPError
     from huggingface_hub.errors import RepositoryNotFoundError
-    from huggingface_hub.utils import build_hf_headers
-    from huggingface_hub.utils import get_session
-    from huggingface_hub.utils import hf_raise_for_status
 
-    url = f"{api.endpoint}/api/datasets/{repo}/leaderboard"  # type: ignore[attr-defined]
-    headers = build_hf_headers(token=api.token)  # type: ignore[attr-defined]
-    out = []
     try:
-        for task in tasks:
-            answer = get_session().get(url, headers=headers, params={"base_model": False, "task_id": task})
-            hf_raise_for_status(answer)
-            out += [(r["modelId"], r.get("pullRequest")) for r in answer.json()]
+        board = api.get_dataset_leaderboard(repo, base_model_only=False)  # type: ignore[attr-defined]
     except RepositoryNotFoundError:
         raise EvaluationError(
             f"{what} failed: the dataset {repo} was not found on the Hub (or is private or gated: log in with "
@@ -114,7 +111,7 @@ def _entries(api: object, repo: str, tasks: list[str], what: str) -> list[tuple[
             "tagged benchmark:official); publish results with `eccv-caption push-results`, or rank your files "
             "with --with"
         ) from None
-    return out
+    return [(entry.model_id, entry.pull_request) for entry in board]
 
 
 def _tasks(api: object, repo: str, what: str) -> dict:
@@ -144,7 +141,8 @@ def _tasks(api: object, repo: str, what: str) -> dict:
 def board_details(
     board: dict[str, Published], names: list[str], token: str | None = None
 ) -> dict[str, tuple[dict, dict]]:
-    """The per-query details (values, ``results.json``) of the rows ``names`` that published them."""
+    """The per-query details (values, ``results.json``) of the rows ``names`` that published their own (details
+    naming another model are none of the row's)."""
     api = _api(token)
     out = {}
     for name in names:
@@ -174,6 +172,13 @@ def model_details(
     dataset = datasets[0]  # type: ignore[index]
     tasks = _hub_call(what, again, lambda: _tasks(api, dataset, what))
     published = _hub_call(what, again, lambda: read_published(api, model, revision or None, dataset, tasks, log))  # type: ignore[arg-type]
+    borrowed = [c for c in published.details_of if not published.own(c)]  # type: ignore[attr-defined]
+    if borrowed:
+        repo, sha = borrowed[0]
+        raise EvaluationError(
+            f"{what}: its eval results for {dataset} point at details that are not its own ({repo}@{sha[:12]} names "
+            f"{published.details_of[borrowed[0]]}): there are no per-query values of {model} to compare"  # type: ignore[attr-defined]
+        )
     commit = published.details_commit()  # type: ignore[attr-defined]
     if commit is None:
         raise EvaluationError(
@@ -186,20 +191,13 @@ def model_details(
 def _datasets_of(api: object, model: str, revision: str) -> list[str]:
     """The benchmark datasets the model's eval results name with a details source."""
     from eccv_metric.hub import details as det
+    from eccv_metric.hub.published import eval_results
 
-    info = api.model_info(model, revision=revision or None)  # type: ignore[attr-defined]
     found: list[str] = []
-    for s in info.siblings or []:
-        if s.rfilename.startswith(f"{FOLDER}/") and s.rfilename.endswith((".yaml", ".yml")):
-            path = api.hf_hub_download(model, s.rfilename, revision=revision or info.sha)  # type: ignore[attr-defined]
-            with open(path, encoding="utf-8") as fin:
-                try:
-                    items = yaml.safe_load(fin)
-                except yaml.YAMLError:
-                    continue
-            for item in items if isinstance(items, list) else []:
-                src = item.get("source") if isinstance(item, dict) and isinstance(item.get("source"), dict) else {}
-                dataset = (item.get("dataset") or {}).get("id") if isinstance(item, dict) else None
-                if det.parse_tree_url(src.get("url")) and isinstance(dataset, str) and dataset not in found:
-                    found.append(dataset)
+    for item in eval_results(api, model, revision or None):
+        data = item.get("data", item) if "error" not in item else {}
+        src = data.get("source") if isinstance(data, dict) and isinstance(data.get("source"), dict) else {}
+        dataset = (data.get("dataset") or {}).get("id") if isinstance(data, dict) else None
+        if det.parse_tree_url(src.get("url")) and isinstance(dataset, str) and dataset not in found:
+            found.append(dataset)
     return found

@@ -2,13 +2,15 @@
 
 A results file of ``eccv-caption evaluate --model SPEC --data DATASET -o res.json`` (or of MTEB's predictions,
 ``evaluate --run <task>_predictions.json -o res.json``) holds the numbers and their ``provenance``: the model,
-the data and its revision, the package, the run's ``date`` and the ``digests`` of the numbers and per-query values
-as written (:mod:`eccv_metric.core.provenance`). A results file naming no model is refused, as is a metric or
-direction the benchmark does not register, a value out of its range, a file edited after the run (its digest no
-longer matches) and a per-query file of another run (its digest, or failing one its aggregates, differ). The
-per-query values are what the details repo publishes (:mod:`eccv_metric.hub.details`); ``details=False``
-(``--no-details``) publishes the numbers alone. A folder (``evaluate --model A --model B -o DIR``) is one
-submission per results file in it.
+the data and its revision, the package, the run's ``date`` and the ``digests`` of the numbers, the per-query values
+and the provenance as written (:mod:`eccv_metric.core.provenance`). A results file naming no model is refused, as
+is a metric or direction the benchmark does not register, a value out of its range, a file edited after the run
+(its numbers or any field of its provenance, the model it names included, no longer match their digests), a file
+whose digests do not seal its provenance (an earlier version's: run it again), a per-query file of another run (its
+digest, or failing one its aggregates, differ) and, unless ``other_model=True`` (``--other-model``), results whose
+model loads another repo than ``model_repo``. The per-query values are what the details repo publishes
+(:mod:`eccv_metric.hub.details`); ``details=False`` (``--no-details``) publishes the numbers alone. A folder
+(``evaluate --model A --model B -o DIR``) is one submission per results file in it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from eccv_metric.core.about import DISTRIBUTION
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.jsonio import read_json
 from eccv_metric.core.jsonio import require_object
+from eccv_metric.core.provenance import broken_seal
 from eccv_metric.core.provenance import json_digest
 from eccv_metric.hub.eval_tasks import TASKS
 from eccv_metric.hub.eval_tasks import HubTask
@@ -61,6 +64,7 @@ class Submission:
     model_from_spec: bool = False
     per_query: dict | None = None  # {metric: {direction: {"query_ids", "values", "aggregate"}}}; None: no details
     notes: list[str] = field(default_factory=list)  # what the user is told before anything is sent
+    other_model: bool = False  # published on another repo than the one the results' model loads (other_model=True)
 
     @property
     def version(self) -> str:
@@ -100,6 +104,8 @@ class Submission:
         parts += protocol_words(prov.get("protocol"))
         if self.producer == "MTEB":
             parts.append("ranked by MTEB (trec_eval ties)")
+        if self.other_model:
+            parts.append(f"results of {self.public_spec}, published on {self.model_repo}")
         return ", ".join(parts)
 
     def tasks(self) -> list[str]:
@@ -170,6 +176,7 @@ def read_submission(
     model_repo: str | None = None,
     dataset_repo: str | None = None,
     per_query: str | Path | None = None,
+    other_model: bool = False,
 ) -> Submission:
     """Check a results file (and its per-query file) and say what it publishes; every refusal is one line naming
     the file or keyword."""
@@ -196,16 +203,14 @@ def read_submission(
             "one of every query of its benchmark; evaluate without --partial, then push those results"
         )
     means = {k: v for k, v in raw.items() if k != "provenance"}
-    digests = provenance.get("digests") if isinstance(provenance.get("digests"), dict) else {}
-    if "results" in digests and digests["results"] != json_digest(means):
-        raise EvaluationError(
-            f"{path} was changed after the run: its numbers no longer match the digest its provenance recorded; "
-            "publish the file evaluate wrote (or run evaluate again)"
-        )
+    check_sealed(path, provenance, means)
+    digests = provenance["digests"]
     dataset, revision = _dataset(path, provenance, dataset_repo)
-    repo, from_spec = _model_repo(spec, model_repo)
+    repo, from_spec = _model_repo(path, spec, model_repo, other_model)
     values, left_out = _values(path, means)
     sub = Submission(path, repo, spec, dataset, revision, package, values, provenance, means, left_out, from_spec)
+    own = suggested_repo(spec)
+    sub.other_model = own is not None and own.casefold() != repo.casefold()
     if per_query is not None:
         sub.per_query = read_per_query(str(per_query), sub, means, digests.get("per_query"))
     if revision is None and sub.local_build is None:
@@ -216,6 +221,27 @@ def read_submission(
     if sub.date is None:
         sub.notes.append(f"no date: {path} records no run time (the Hub shows the commit's)")
     return sub
+
+
+def check_sealed(path: str, provenance: dict, means: dict) -> None:
+    """The results file as the run wrote it: its numbers and every field of its provenance (the model, its
+    revision, the data revision, the protocol, the date) match the digests the run sealed them with
+    (:func:`~eccv_metric.core.provenance.broken_seal`); a file without that seal is refused too (see the module
+    docstring of :mod:`eccv_metric.core.provenance`)."""
+    broken = broken_seal(provenance, means)
+    if broken == "unsealed":
+        raise EvaluationError(
+            f"{path} records no digest of its provenance (a file of an earlier eccv-caption-hf, or its digests "
+            "removed): nothing shows that the model, date and data revision it names are the run's; run the same "
+            "evaluate command again (cached embeddings and pair scores make it a re-score) and publish the file it "
+            "writes"
+        )
+    if broken is not None:
+        what = "numbers" if broken == "numbers" else "provenance (the model, its revision, the data, the date...)"
+        raise EvaluationError(
+            f"{path} was changed after the run: its {what} no longer match the digest the run recorded; publish "
+            "the file evaluate wrote (or run evaluate again)"
+        )
 
 
 def _dataset(path: str, provenance: dict, given: str | None) -> tuple[str, str | None]:
@@ -240,9 +266,18 @@ def _dataset(path: str, provenance: dict, given: str | None) -> tuple[str, str |
     return data, revision  # type: ignore[return-value]
 
 
-def _model_repo(spec: str, given: str | None) -> tuple[str, bool]:
+def _model_repo(path: str, spec: str, given: str | None, other_model: bool) -> tuple[str, bool]:
+    """(the model repo, whether it came from the spec); ``given`` where the results' model loads another repo is
+    refused unless ``other_model``."""
     if given is not None:
         check_repo_id(given, "model_repo", "you/your-model")
+        own = suggested_repo(spec)
+        if own is not None and own.casefold() != given.casefold() and not other_model:
+            raise EvaluationError(
+                f"{path} holds the results of {spec} (the model repo {own}), not of model_repo= {given}: publish "
+                f"them to {own} (drop model_repo=), or give other_model=True to publish them on {given}, the "
+                "entries' notes naming the model that was run"
+            )
         return given, False
     suggested = suggested_repo(spec)
     if suggested is None:
