@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 import yaml
 
-from eccv_caption_dataset.hub_folder import build
 from eccv_metric import Embeddings
 from eccv_metric import GroundTruth
 from eccv_metric import Resources
@@ -22,28 +21,14 @@ from eccv_metric import evaluate
 from eccv_metric.cli.main import main
 from eccv_metric.hub.eval_results import eval_files
 from eccv_metric.hub.submission import read_submission
-from tests.fixtures import SHARED
 from tests.unit.brute import percent
-from tests.unit.model_world import png
 from tests.unit.model_world import tiny_clip
 
 
 @pytest.fixture(scope="module")
-def image_build(tmp_path_factory, gt):
-    src = tmp_path_factory.mktemp("model_sources")
-    (src / "val2014").mkdir()
-    (src / "cxc").mkdir()
-    for name in ("captions_karpathy_test.json", "instances_karpathy_test.json"):
-        (src / name).symlink_to(SHARED / "coco" / name)
-    for name in ("sits_test.csv", "sts_test.csv", "sis_test.csv"):
-        (src / "cxc" / name).symlink_to(SHARED / "cxc" / name)
-    for image_id in gt.image_ids.tolist():
-        (src / "val2014" / f"COCO_val2014_{image_id:012d}.jpg").write_bytes(png(image_id))
-    (src / "fg").symlink_to(SHARED / "mscoco_fg")
-    out = tmp_path_factory.mktemp("model_build") / "eccv_caption"
-    report = build(out, source_dir=src, configs=["images", "captions", "positives", "cxc_ratings"], log=lambda _: None)
-    assert not report.get("images_missing")
-    return out
+def image_build(pixel_build):
+    """The session's build whose images all have pixels (tests/integration/conftest.py)."""
+    return pixel_build
 
 
 @pytest.mark.slow
