@@ -105,6 +105,27 @@ def write_data(world: World, folder: Path, skip_pixels: tuple[int, ...] = (), fg
     return folder
 
 
+def write_ground_truth(world: World, folder: Path) -> Path:
+    """The world's ground truth as a build holds it, in a ``write_data`` folder: the ``positives`` config (one row
+    per query and direction: its COCO, CxC and ECCV ids) and the images' COCO categories (names ``cat<k>``), so
+    that ``GroundTruth.from_dataset(folder)`` is the world's (the Space's dataset, ``ECCV_CAPTION_DATA``)."""
+    images = pq.read_table(folder / "data" / "images" / "test-0.parquet")
+    names = [sorted(f"cat{c}" for c in world.categories.get(i, ())) for i in world.image_ids]
+    images = images.append_column("categories", pa.array(names, pa.list_(pa.string())))
+    pq.write_table(images, folder / "data" / "images" / "test-0.parquet", row_group_size=7)
+    rows: dict[str, list] = {"direction": [], "query_id": [], "coco": [], "cxc": [], "eccv": []}
+    for direction, queries in (("i2t", world.image_ids), ("t2i", world.caption_ids)):
+        for query in queries:
+            rows["direction"].append(direction)
+            rows["query_id"].append(query)
+            for bench in ("coco", "cxc", "eccv"):
+                rows[bench].append(world.lists[bench][direction].get(query) or None)
+    lists = pa.list_(pa.int64())
+    _write(folder, "positives", {"direction": rows["direction"], "query_id": pa.array(rows["query_id"], pa.int64()),
+                                 **{b: pa.array(rows[b], lists) for b in ("coco", "cxc", "eccv")}})  # fmt: skip
+    return folder
+
+
 def pixel_folder(world: World, folder: Path) -> Path:
     """The FG images a build does not embed (unlabeled2017 distractors, Flickr30K photos), as files."""
     folder.mkdir(parents=True, exist_ok=True)
