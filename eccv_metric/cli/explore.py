@@ -24,10 +24,12 @@ from eccv_metric.cli.explore_page import set_section
 from eccv_metric.cli.resource_flags import add_resource_flags
 from eccv_metric.cli.resource_flags import options_of
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.errors import in_words
 from eccv_metric.core.files import check_output_path
 from eccv_metric.core.files import write_text_atomic
 from eccv_metric.explore.family import browsable
 from eccv_metric.explore.media import Media
+from eccv_metric.explore.runs import FILE_WORDS
 from eccv_metric.explore.runs import Run
 from eccv_metric.explore.runs import read_run
 from eccv_metric.explore.sets import query_sets
@@ -93,8 +95,11 @@ def resources_for(args: argparse.Namespace) -> Resources:
 def run_explore(args: argparse.Namespace) -> int:
     check_output_path(args.html)
     started = time.perf_counter()
-    media = Media(args.data, args.images)  # a folder that is not there: one line, before any loading
-    resources = resources_for(args)
+    try:  # a folder that is not there: one line, before any loading
+        media = Media(args.data, args.images)
+        resources = resources_for(args)
+    except EvaluationError as exc:
+        raise EvaluationError(in_words(exc, {"data": "--data", "images": "--images"})) from None
     runs = [read_run(args.run, args.normalize, Path(args.run).stem or "A")]
     if args.vs:
         runs.append(read_run(args.vs, args.normalize, Path(args.vs).stem or "B"))
@@ -103,7 +108,7 @@ def run_explore(args: argparse.Namespace) -> int:
     directions = args.directions or list(REGISTRY.get(args.benchmark).directions)
     for direction in directions:
         browsable(args.benchmark, direction)  # a direction the benchmark lacks: one line, before any loading
-    tables = {d: [table_of(run, args.benchmark, d, resources, args.k) for run in runs] for d in directions}
+    tables = {d: [load_table(run, args.benchmark, d, resources, args.k) for run in runs] for d in directions}
     if args.query is not None:
         return print_query(args, tables)
     sets = {d: query_sets(pair[0], pair[1] if len(pair) > 1 else None, n=args.n, seed=args.seed)
@@ -132,6 +137,14 @@ def run_explore(args: argparse.Namespace) -> int:
     return 0
 
 
+def load_table(run: Run, benchmark: str, direction: str, resources: Resources, k: int) -> QueryTable:
+    """The run's table; an error names the run, its files in their own names (``scores.npy``, not ``scores=``)."""
+    try:
+        return table_of(run, benchmark, direction, resources, k)
+    except EvaluationError as exc:
+        raise EvaluationError(f"{run.about}: {in_words(exc, FILE_WORDS)}") from None
+
+
 def print_query(args: argparse.Namespace, tables: dict[str, list[QueryTable]]) -> int:
     """``--query``: the query's view in every direction it is a query of (an error when in none)."""
     found, reasons = [], []
@@ -155,7 +168,8 @@ def print_query(args: argparse.Namespace, tables: dict[str, list[QueryTable]]) -
                 marks = " ".join(f"{n}{'+' if ok else '-'}" for n, ok in item.marks.items())
                 score = "" if item.score is None else f" {item.score:.6g}"
                 rating = "" if item.rating is None else f" rating {item.rating:g}"
-                print(f"  {item.rank:>3} {item.id if item.id is not None else '(outside)'}{score}  {marks}{rating}")
+                outside = "" if item.inside else " (a distractor, not an item of the benchmark)"
+                print(f"  {item.rank:>3} {item.id}{outside}{score}  {marks}{rating}")
     return 0
 
 

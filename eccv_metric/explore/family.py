@@ -124,9 +124,10 @@ class PairRatings:
 
 
 def pair_ratings(bench: Benchmark, view: View, resources: Resources) -> tuple[PairRatings | None, str | None]:
-    """The CxC ratings of the view's pairs, or (None, why) when they cannot be read (CxC is on the 5K split)."""
+    """The CxC ratings of the view's pairs, or (None, why) when they cannot be read; (None, None) off the 5K
+    split (CxC rates its items only)."""
     if bench.collection != "coco_5k":
-        return None, f"CxC rates pairs of the 5K split, not of {bench.collection}"
+        return None, None
     try:
         return PairRatings(resources.ratings(RATING_KIND[view.direction]), view), None
     except (EvaluationError, OSError) as exc:

@@ -52,18 +52,19 @@ FILE_PARTS = {
     "caption_ids": "caption_ids",
 }
 RERANK_PREFIX = "rerank_"  # rerank_i2t.npz: the i2t second stage
-# the input parts as a run's files name them (errors of the one rule, inputs.choose)
+# the input parts as a run's files name them (the errors of the one rule, inputs.choose, and of the engine, put in
+# these words by core.errors.in_words)
 FILE_WORDS = {
-    "rankings": "a rankings JSON or TREC run",
-    "scores": "scores.npy",
-    "caption_scores": "caption_scores.npy",
-    "image_scores": "image_scores.npy",
-    "image_embeddings": "image_embeddings.npy",
-    "caption_embeddings": "caption_embeddings.npy",
-    "image_ids": "image_ids",
-    "caption_ids": "caption_ids",
+    "rankings": "its ranked lists (a rankings JSON or TREC run)",
+    "scores": "its scores.npy",
+    "caption_scores": "its caption_scores.npy",
+    "image_scores": "its image_scores.npy",
+    "image_embeddings": "its image_embeddings.npy",
+    "caption_embeddings": "its caption_embeddings.npy",
+    "image_ids": "its image_ids file",
+    "caption_ids": "its caption_ids file",
     "normalize": "normalize=",
-    "rerank": "rerank_<direction>.npz",
+    "rerank": "its rerank_<direction>.npz",
     "ties": "ties=",
 }
 NUMBERS_ONLY = (

@@ -43,13 +43,14 @@ IMAGE_CAPTION = ("i2t", "t2i")
 class QueryTable:
     """One run on one benchmark direction (see the module docstring); row ``r`` is query ``query_ids[r]``.
 
-    ``items[r, j]``: the id of the item ranked ``j + 1`` (-1 past the list's end, or an item outside the
-    benchmark: ``inside[r, j]`` says which); ``scores``: their scores (None: ranked lists given without);
-    ``tied``: the item ties the one before it (the tie rule ordered them); ``lengths``: how many items each list
-    holds; ``marks[name][r, j]``: the item is a positive of the query under that benchmark; ``is_query[name][r]``:
-    the query is one of that benchmark's (it has positives); ``n_positives[name]``: its R; ``ratings``: the pair's
-    CxC rating (NaN: not rated); ``values[metric]``: per-query values on the rows (NaN: no value for that query);
-    ``per_query[metric]``: the metric's values on all its queries (the run's number is their aggregate).
+    ``items[r, j]``: the id of the item ranked ``j + 1`` (-1 past the list's end; a distractor the run ranked
+    keeps the id the run gave it, and ``inside[r, j]`` is False); ``scores``: their scores (None: ranked lists
+    given without); ``tied``: the item ties the one before it (the tie rule ordered them); ``lengths``: how many
+    items each list holds; ``marks[name][r, j]``: the item is a positive of the query under that benchmark;
+    ``is_query[name][r]``: the query is one of that benchmark's (it has positives); ``n_positives[name]``: its R;
+    ``ratings``: the pair's CxC rating (NaN: not rated); ``values[metric]``: per-query values on the rows (NaN:
+    no value for that query); ``per_query[metric]``: the metric's values on all its queries (the run's number is
+    their aggregate).
     """
 
     run: str
@@ -127,8 +128,8 @@ def load_table(run: Run, benchmark: str, direction: str, resources: Resources, d
     lengths = np.asarray(lists.lengths)[rows].astype(np.int64)
     listed = np.arange(depth)[None, :] < lengths[:, None]
     dense[~listed] = -1
-    gallery_ids = view.gallery.ids
-    items = np.where(dense >= 0, gallery_ids[np.maximum(dense, 0)], -1)
+    items = np.where(dense >= 0, view.gallery.ids[np.maximum(dense, 0)], -1)
+    _given_ids(source, view, queries, depth, dense < 0, listed, items)
     scores = tied = None
     if lists.scores is not None:
         scores = np.full((len(queries), depth), np.nan)
@@ -160,6 +161,24 @@ def load_table(run: Run, benchmark: str, direction: str, resources: Resources, d
         lengths, members, marks, is_query, n_positives, ratings, None if rater is None else rater.kind,
         on_rows(per_query, view, queries), per_query, notes,
     )  # fmt: skip
+
+
+def _given_ids(
+    source: object, view: View, queries: np.ndarray, depth: int, outside: np.ndarray, listed: np.ndarray,
+    items: np.ndarray,
+) -> None:  # fmt: skip
+    """The ids the run gave the items outside the benchmark (distractors a score matrix or embeddings rank as
+    negatives), written into ``items``: the rows of those queries ranked again (the engine's ``top_positions``)."""
+    outside = outside & listed
+    rows = np.flatnonzero(outside.any(axis=1))
+    if not len(rows) or view.restricted or not hasattr(source, "top_positions"):
+        return
+    positions = source.top_positions(view, depth, queries[rows])  # type: ignore[attr-defined]
+    given = np.asarray(source.given_ids(view.collection, view.gallery_kind), np.int64)  # type: ignore[attr-defined]
+    width = positions.shape[1]
+    found = np.full((len(rows), items.shape[1]), -1, dtype=np.int64)
+    found[:, :width] = given[positions]
+    items[rows] = np.where(outside[rows], found, items[rows])
 
 
 def metrics_of(members: list[Member]) -> list[str]:

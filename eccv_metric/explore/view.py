@@ -31,12 +31,14 @@ from eccv_metric.explore.table import load_table
 
 @dataclass(frozen=True)
 class Item:
-    """One ranked item: its 1-based rank, id (None: an item outside the benchmark), score (None: the run holds
-    none), whether the tie rule placed it (it ties the item before it), its marks (benchmark name -> positive
-    of the query) and the pair's CxC rating (None: not rated)."""
+    """One ranked item: its 1-based rank, id, whether it is an item of the benchmark (``inside``; False: a
+    distractor the run ranked, never a positive), score (None: the run holds none), whether the tie rule placed it
+    (it ties the item before it), its marks (benchmark name -> positive of the query) and the pair's CxC rating
+    (None: not rated)."""
 
     rank: int
-    id: int | None
+    id: int
+    inside: bool
     score: float | None
     tied: bool
     marks: dict[str, bool]
@@ -104,13 +106,13 @@ def view_of(table: QueryTable, row: int) -> QueryView:
     marked = {m.name: m.title for m in table.members if m.name in table.marks}
     items = []
     for j in range(min(table.depth, int(table.lengths[row]))):
-        inside = bool(table.inside[row, j])
         score = None if table.scores is None else float(table.scores[row, j])
         rating = None if table.ratings is None or np.isnan(table.ratings[row, j]) else float(table.ratings[row, j])
         items.append(
             Item(
                 j + 1,
-                int(table.items[row, j]) if inside else None,
+                int(table.items[row, j]),
+                bool(table.inside[row, j]),
                 score,
                 bool(table.tied[row, j]) if table.tied is not None else False,
                 {name: bool(table.marks[name][row, j]) for name in marked},

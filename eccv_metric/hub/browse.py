@@ -65,7 +65,6 @@ BROWSE_LABELS = {
     "seed": "seed",
     "query": "or a query id",
 }
-BROWSE_WORDS = {**SPACE_WORDS, **{k: f"the run files ({v})" for k, v in FILE_WORDS.items() if k != "normalize"}}
 
 
 @dataclass
@@ -89,7 +88,11 @@ def space_media() -> Media:
     key = (os.environ.get(DATA_ENV) or None, os.environ.get(IMAGES_ENV) or None)
     if key not in _MEDIA:
         folders = [p for p in (key[1] or "").split(os.pathsep) if p]
-        _MEDIA[key] = Media(key[0], folders)
+        try:
+            _MEDIA[key] = Media(key[0], folders)
+        except EvaluationError as exc:
+            said = in_words(exc, {"data": DATA_ENV, "images": IMAGES_ENV})
+            raise EvaluationError(f"the Space's settings: {said}") from None
     return _MEDIA[key]
 
 
@@ -178,10 +181,12 @@ def browse(
         if not isinstance(benchmark, str) or not isinstance(direction, str):
             raise EvaluationError("pick a benchmark and a direction")
         resources = space.resources_for(space.upload_path(instances, "instances"), space.source_folder(sources))
-        run_a = files_run(run_a_files, norm, "run_a") or score_tab_run(score_boxes)
+        files_a = files_run(run_a_files, norm, "run_a")
+        run_a = files_a or score_tab_run(score_boxes)
         run_b = files_run(run_b_files, norm, "run_b")
-        table_a = table_of(run_a, benchmark, direction, resources)
-        table_b = None if run_b is None else table_of(run_b, benchmark, direction, resources)
+        box_a = None if files_a is None else "run_a"  # None: the Score tab's boxes, named in its errors
+        table_a = load(run_a, benchmark, direction, resources, FILE_WORDS if box_a else SPACE_WORDS, box_a)
+        table_b = None if run_b is None else load(run_b, benchmark, direction, resources, FILE_WORDS, "run_b")
         sets = query_sets(table_a, table_b, n=count, seed=seed_value)
         labels = [(f"{s.title} ({s.count:,})", s.name) for s in sets]
         picked = next((s for s in sets if s.name == set_name), sets[0])
@@ -196,12 +201,23 @@ def browse(
         message = f"{runs}; {benchmark} {direction}: {what} in {time.perf_counter() - started:.1f} s"
         return Browsed(True, "; ".join([message, *notes]), body, labels, picked.name)
     except (EvaluationError, ValueError, OSError, RecursionError) as exc:
-        return Browsed(False, "error: " + hide_paths(in_words(exc, BROWSE_WORDS)))
+        return Browsed(False, "error: " + hide_paths(in_words(exc, SPACE_WORDS)))
     except MemoryError:
         return Browsed(False, "error: out of memory: give a smaller run, or use the CLI (eccv-caption explore)")
     except Exception as exc:  # a bug: still one line, never a traceback on the page
-        said = hide_paths(in_words(exc, BROWSE_WORDS))
+        said = hide_paths(in_words(exc, SPACE_WORDS))
         return Browsed(False, f"error: internal error ({type(exc).__name__}: {said}); please report it")
+
+
+def load(
+    run: Run, benchmark: str, direction: str, resources: object, words: dict, box: str | None
+) -> QueryTable:
+    """A run's table; an error in the words of where the run came from (the Score tab's boxes, or its files)."""
+    try:
+        return table_of(run, benchmark, direction, resources)  # type: ignore[arg-type]
+    except EvaluationError as exc:
+        where = f"the '{BROWSE_LABELS[box]}' box: " if box else ""
+        raise EvaluationError(where + in_words(exc, words)) from None
 
 
 def _query_id(text: str) -> int:

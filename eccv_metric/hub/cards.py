@@ -87,14 +87,15 @@ class Looks:
         captions: list[int] = []
         for view in views:
             (images if view.query_kind == "image" else captions).append(view.query_id)
-            ids = [item.id for item in view.items if item.id is not None]
+            ids = [item.id for item in view.items if item.inside]
             (images if view.item_kind == "image" else captions).extend(ids)
         self.thumbs = media.thumbs(bench, resources, images) if images else {}
         self.texts = media.texts(bench, captions) if captions else {}
 
-    def item(self, kind: str, ident: int | None) -> str:
-        if ident is None:
-            return '<span class="eccv-nopix">an item outside the benchmark</span>'
+    def item(self, kind: str, ident: int, inside: bool = True) -> str:
+        if not inside:
+            said = f"{kind} {ident}: a distractor of the run, not an item of the benchmark"
+            return f'<span class="eccv-nopix">{_e(said)}</span>'
         if kind == "image":
             return thumb_html(self.thumbs[ident], f"image {ident}")
         text = self.texts.get(ident)
@@ -136,14 +137,12 @@ def run_html(view: QueryView, looks: Looks, label: str) -> str:
         tie = " =" if item.tied else ""  # the tie rule placed it after an item of the same score
         score = "" if item.score is None else f'<span class="eccv-score">{item.score:.4g}{tie}</span>'
         rating = "" if item.rating is None else f' data-rating="{item.rating!r}"'
-        ident = "" if item.id is None else str(item.id)
         head = f'<span class="eccv-rank">{item.rank}</span>'
-        look = looks.item(view.item_kind, item.id)
+        look = looks.item(view.item_kind, item.id, item.inside)
         tags = f'<span class="eccv-marks">{_marks(view, item.marks, item.rating)}</span>'
         body = f"<div>{head}{score}</div>{look}{tags}" if view.item_kind == "image" else f"{head}{look}{tags}{score}"
-        rows.append(
-            f'<li class="eccv-item" data-rank="{item.rank}" data-id="{ident}" data-marks="{marks}"{rating}>{body}</li>'
-        )
+        about = f'data-rank="{item.rank}" data-id="{item.id}" data-inside="{int(item.inside)}" data-marks="{marks}"'
+        rows.append(f'<li class="eccv-item" {about}{rating}>{body}</li>')
     title = label if view.run == label else f"{label}: {view.run}"
     more = ""
     if view.list_length < view.depth:
