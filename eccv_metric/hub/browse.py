@@ -209,9 +209,7 @@ def browse(
         return Browsed(False, f"error: internal error ({type(exc).__name__}: {said}); please report it")
 
 
-def load(
-    run: Run, benchmark: str, direction: str, resources: object, words: dict, box: str | None
-) -> QueryTable:
+def load(run: Run, benchmark: str, direction: str, resources: object, words: dict, box: str | None) -> QueryTable:
     """A run's table; an error in the words of where the run came from (the Score tab's boxes, or its files)."""
     try:
         return table_of(run, benchmark, direction, resources)  # type: ignore[arg-type]
