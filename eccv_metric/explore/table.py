@@ -86,14 +86,15 @@ class QueryTable:
         if pos < len(self.queries) and self.queries[pos] == dense:
             return pos
         kind = self.view.query_kind
+        article = "an" if kind == "image" else "a"
         if dense < 0:
             raise EvaluationError(
-                f"query {query_id!r:.30}: not a {kind} id of {self.benchmark} (its {self.direction} queries are "
-                f"{len(self.queries):,} {kind} ids, e.g. {int(self.query_ids[0])})"
+                f"query {query_id!r:.30}: not {article} {kind} id of {self.benchmark} (its {self.direction} queries "
+                f"are {len(self.queries):,} {kind} ids, e.g. {int(self.query_ids[0])})"
             )
         raise EvaluationError(
-            f"query {query_id}: a {kind} of the collection but not a {self.direction} query of {self.benchmark} "
-            f"in {self.run} (no positives under it, or no ranked list in the run)"
+            f"query {query_id}: {article} {kind} of the collection but not a {self.direction} query of "
+            f"{self.benchmark} in {self.run} (no positives under it, or no ranked list in the run)"
         )
 
 

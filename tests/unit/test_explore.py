@@ -134,7 +134,7 @@ def test_query_sets_are_the_filters_written_apart(world, res, tmp_path):
 
 def test_bad_queries_and_sets_are_one_line(world, res, tmp_path):
     source = Setup(world, "coco_5k", "embeddings").make_input(tmp_path)
-    with pytest.raises(EvaluationError, match=r"query 5: not a image id of eccv .*e\.g\. 100"):
+    with pytest.raises(EvaluationError, match=r"query 5: not an image id of eccv .*e\.g\. 100"):
         query_view(source, "eccv", "i2t", 5, resources=res)
     t2i = table_of(source, "eccv", "t2i", res)
     not_eccv = next(c for c in world.caption_ids if c not in t2i.query_ids)

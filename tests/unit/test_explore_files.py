@@ -167,7 +167,7 @@ def test_cli_explore_sets_query_and_bad_input(world, vecs, tmp_path, capsys):
     (tmp_path / "results.json").write_text(json.dumps({"eccv_r1": {"i2t": 0.5}, "provenance": {}}))
     np.save(tmp_path / "wide.npy", np.zeros((len(img) - 1, len(cap)), np.float32))  # another benchmark's items
     bad = {
-        ("a", "--query", "5"): "error: --query 5 is not a query here (i2t: not a image id of eccv",
+        ("a", "--query", "5"): "error: --query 5 is not a query here (i2t: not an image id of eccv",
         ("a", "--images", str(tmp_path / "nowhere")): "error: --images ",  # images missing: before any loading
         ("results.json",): "error: " + str(tmp_path / "results.json") + " is a results file (evaluate -o): numbers",
         ("wide.npy",): f"error: {tmp_path / 'wide.npy'}: its scores.npy has shape (19, 100) but its image_ids file",
