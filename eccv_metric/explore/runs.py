@@ -33,6 +33,8 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.jsonio import read_json
 from eccv_metric.core.view import DIRECTION_KINDS
 from eccv_metric.formats.mteb import is_json_object
+from eccv_metric.formats.mteb import is_mteb_predictions
+from eccv_metric.formats.mteb import is_rankings_json
 from eccv_metric.formats.readers import IDS
 from eccv_metric.formats.readers import NPY
 from eccv_metric.formats.readers import RERANKED
@@ -76,7 +78,8 @@ NUMBERS_ONLY = (
 @dataclass
 class Run:
     """A scored run (see the module docstring): ``groups`` maps a group's name to the engine's input;
-    ``per_query``: the run's own per-query values (a published run's evidence), None: computed by the engine."""
+    ``per_query``: the run's own per-query values (a published run's evidence), None: computed by the engine;
+    ``benchmark_groups``: the group each benchmark was scored on, where the run says (an evidence manifest)."""
 
     def __post_init__(self) -> None:
         self.about = self.about or self.name
@@ -85,11 +88,14 @@ class Run:
     groups: dict[str, object]
     per_query: Mapping | None = None
     about: str = ""  # where it comes from, in words (default: its name)
+    benchmark_groups: dict[str, str] = field(default_factory=dict)  # benchmark -> the group that scored it
     tables: dict[tuple, object] = field(default_factory=dict, repr=False)  # explore.table's, loaded once
 
     def input_for(self, bench: Benchmark) -> object:
         """The group a benchmark is scored on: the only one, or the one named as its collection (with its
         caption texts: ``mscoco_fg_original_caption``), as ``--save-embeddings`` names them."""
+        if bench.name in self.benchmark_groups:
+            return self.groups[self.benchmark_groups[bench.name]]
         if len(self.groups) == 1:
             return next(iter(self.groups.values()))
         names = [f"{bench.collection}_{bench.texts}" if bench.texts else bench.collection, bench.collection]
@@ -147,7 +153,7 @@ def _read_group(files: list[Path], normalize: bool, where: Path) -> object:
     """One input from a group's files (named as :data:`FILE_PARTS`; a ranked-lists file by its content)."""
     parts: dict[str, object] = {"normalize": normalize}
     reranks: dict[str, object] = {}
-    ranked: list[Path] = []
+    ranked: list[tuple[Path, Reader]] = []
     for path in files:
         part = FILE_PARTS.get(path.stem.lower())
         if part is not None and (part.endswith("_ids") or path.suffix.lower() == ".npy"):
@@ -171,11 +177,13 @@ def _read_group(files: list[Path], normalize: bool, where: Path) -> object:
                 parts["scores"] = NPY.read(path, "scores", None)
                 continue
             raise EvaluationError(_unknown(path, reader))
-        ranked.append(path)
+        ranked.append((path, reader))
     if len(ranked) > 1:
-        raise EvaluationError(f"{where}: {len(ranked)} ranked-lists files ({', '.join(p.name for p in ranked)}): one")
+        names = ", ".join(p.name for p, _ in ranked)
+        raise EvaluationError(f"{where}: {len(ranked)} ranked-lists files ({names}): one")
     if ranked:
-        parts["rankings"] = _read_ranked(ranked[0])  # read as what its content is
+        path, reader = ranked[0]
+        parts["rankings"] = reader.read(path, "rankings", None)  # read as what its content is
     if reranks:
         parts["rerank"] = reranks
     if len(parts) == 1:
@@ -186,16 +194,12 @@ def _read_group(files: list[Path], normalize: bool, where: Path) -> object:
     return input_from_parts(parts, FILE_WORDS)
 
 
-def _read_ranked(path: Path) -> object:
-    reader: Reader | None = detect(path)
-    assert reader is not None
-    return reader.read(path, "rankings", None)
-
-
 def _numbers_file(path: Path) -> str | None:
     """What a results (``-o``) or per-query (``--per-query``) file is, in words; None for any other file."""
     if path.suffix.lower() != ".json" or not is_json_object(path):
         return None
+    if is_rankings_json(path) or is_mteb_predictions(path):
+        return None  # told by their first bytes: ranked lists are never read twice
     try:
         raw = read_json(path, "JSON")
     except (EvaluationError, OSError):

@@ -119,6 +119,10 @@ def _kept(key: tuple, load: object) -> Run:
 
 def score_tab_run(boxes: tuple) -> Run:
     """Run A from the Score tab's boxes (upload, pasted, embeddings, normalize, ids), read as it scores them."""
+    if all(box in (None, "", [], False) or (isinstance(box, str) and not box.strip()) for box in boxes):
+        raise EvaluationError(
+            f"no run to look at: give an input in the Score tab (or run files in the '{BROWSE_LABELS['run_a']}' box)"
+        )
 
     def load() -> Run:
         source, what = space.read_input(*boxes)
@@ -189,7 +193,8 @@ def browse(
         table_b = None if run_b is None else load(run_b, benchmark, direction, resources, FILE_WORDS, "run_b")
         sets = query_sets(table_a, table_b, n=count, seed=seed_value)
         labels = [(f"{s.title} ({s.count:,})", s.name) for s in sets]
-        picked = next((s for s in sets if s.name == set_name), sets[0])
+        asked = next((s for s in sets if s.name == set_name), None)
+        picked = asked or next((s for s in sets if s.count), sets[0])  # by default the first set holding queries
         text = str(query or "").strip()
         if text:
             rows, what = [table_a.row(_query_id(text))], f"query {text}"

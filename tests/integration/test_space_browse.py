@@ -130,8 +130,8 @@ def page(browser, server, runs):
 def choose(page, box: str, label: str) -> None:
     """Pick a dropdown's choice as a user does: type its label, click the option shown (its label, a count)."""
     field = page.locator(f"#{box} input")
-    if field.input_value().startswith(label):
-        return  # picked already (typing the picked choice's own label leaves the list unsettled)
+    if field.input_value() == label:
+        return  # picked already (typing the picked choice's own label leaves gradio's list unsettled)
     field.click()
     field.fill(label)
     page.get_by_role("option", name=re.compile("^" + re.escape(label))).first.click()
@@ -224,8 +224,9 @@ def test_two_runs_marks_values_and_sets(page, runs, data, world, tmp_path):
         assert counts == want
         seen = 0
         for label in counts if direction == "t2i" else list(counts)[:1]:  # every set once, in one direction
-            choose(page, "query_set", label)
-            show(page)
+            if not page.locator("#query_set input").input_value().startswith(label):  # else its cards are shown
+                choose(page, "query_set", label)
+                show(page)
             for card in cards(page):
                 query = card["query"]
                 for run, pq in zip(card["runs"], (pq_a, pq_b), strict=True):
