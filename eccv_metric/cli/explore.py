@@ -38,8 +38,7 @@ from eccv_metric.explore.table import QueryTable
 from eccv_metric.explore.view import table_of
 from eccv_metric.explore.view import view_of
 from eccv_metric.hub.browse import browsable_benchmarks
-from eccv_metric.hub.cards import Looks
-from eccv_metric.hub.cards import card_html
+from eccv_metric.hub.cards import cards_html
 
 RUN_HELP = (
     "the run: a rankings JSON, a TREC run or a scores .npy (images x captions), or a folder of its files "
@@ -194,18 +193,8 @@ def report(
     for direction, found in sets.items():
         pair = tables[direction]
         for s in found:
-            views = []
-            for row in s.rows[: args.n].tolist():
-                a = view_of(pair[0], row)
-                b = None
-                if len(pair) == 2:
-                    try:
-                        b = view_of(pair[1], pair[1].row(a.query_id))
-                    except EvaluationError:
-                        b = None
-                views.append((a, b))
-            looks = Looks(media, args.benchmark, resources, [v for two in views for v in two if v])
-            cards = '<div class="eccv-cards">' + "".join(card_html(a, b, looks) for a, b in views) + "</div>"
+            other = pair[1] if len(pair) == 2 else None
+            cards = cards_html(pair[0], other, s.rows[: args.n].tolist(), media, resources)
             sections.append(set_section(s.title, s.count, s.rule, cards, direction))
     about = [f"{name}: {run.about}" for name, run in zip("AB", runs, strict=False)]
     about.append(f"benchmark {args.benchmark}; ground truth: {resources.gt.source or 'the eccv_caption wheel'}")

@@ -33,10 +33,8 @@ from eccv_metric.explore.sets import QuerySet
 from eccv_metric.explore.sets import query_sets
 from eccv_metric.explore.table import QueryTable
 from eccv_metric.explore.view import table_of
-from eccv_metric.explore.view import view_of
 from eccv_metric.hub import space
-from eccv_metric.hub.cards import Looks
-from eccv_metric.hub.cards import card_html
+from eccv_metric.hub.cards import cards_html
 from eccv_metric.hub.space_words import DATA_ENV
 from eccv_metric.hub.space_words import IMAGES_ENV
 from eccv_metric.hub.space_words import SPACE_WORDS
@@ -200,7 +198,7 @@ def browse(
             rows, what = [table_a.row(_query_id(text))], f"query {text}"
         else:
             rows, what = picked.rows[:count].tolist(), _set_words(picked, count)
-        body = cards(table_a, table_b, rows, resources)
+        body = cards_html(table_a, table_b, rows, space_media(), resources)
         notes = [*table_a.notes, *([] if table_b is None else [f"B: {n}" for n in table_b.notes])]
         runs = f"A: {run_a.about}" + ("" if run_b is None else f"; B: {run_b.about}")
         message = f"{runs}; {benchmark} {direction}: {what} in {time.perf_counter() - started:.1f} s"
@@ -233,21 +231,3 @@ def _set_words(picked: QuerySet, count: int) -> str:
     first = min(count, picked.count)
     held = f"{picked.count:,} {'query' if picked.count == 1 else 'queries'}"
     return f"'{picked.title}': {held}" + (f", the first {first:,} shown" if picked.count else "")
-
-
-def cards(table_a: QueryTable, table_b: QueryTable | None, rows: list[int], resources: object) -> str:
-    """The cards of rows of ``table_a``, with run B's view of the same queries beside (where B has them)."""
-    views = []
-    for row in rows:
-        a = view_of(table_a, row)
-        b = None
-        if table_b is not None:
-            try:
-                b = view_of(table_b, table_b.row(a.query_id))
-            except EvaluationError:
-                b = None
-        views.append((a, b))
-    if not views:
-        return '<div class="eccv-cards"><p class="eccv-empty">no query in this set</p></div>'
-    looks = Looks(space_media(), table_a.benchmark, resources, [v for pair in views for v in pair if v])  # type: ignore[arg-type]
-    return '<div class="eccv-cards" tabindex="0">' + "".join(card_html(a, b, looks) for a, b in views) + "</div>"

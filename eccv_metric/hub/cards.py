@@ -19,10 +19,13 @@ from eccv_metric.analysis.report import shown
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.names import metric_label
 from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.core.errors import EvaluationError
 from eccv_metric.explore.family import SHORT
 from eccv_metric.explore.media import Media
 from eccv_metric.explore.media import Thumb
+from eccv_metric.explore.table import QueryTable
 from eccv_metric.explore.view import QueryView
+from eccv_metric.explore.view import view_of
 
 # the cards' style: a scroller that stops at each query (scroll-snap), fitting a 1366 x 900 screen
 CARDS_CSS = """
@@ -169,3 +172,24 @@ def card_html(a: QueryView, b: QueryView | None, looks: Looks) -> str:
         f'<section class="eccv-card" data-query="{a.query_id}" data-benchmark="{_e(a.benchmark)}" '
         f'data-direction="{_e(a.direction)}">{head}<div class="eccv-runs">{runs}</div></section>'
     )
+
+
+def cards_html(
+    table_a: QueryTable, table_b: QueryTable | None, rows: list[int], media: Media, resources: Resources
+) -> str:
+    """The cards of rows of run A's table, run B's view of each query beside it (where B has it), in a scroller
+    that stops at each query."""
+    views = []
+    for row in rows:
+        a = view_of(table_a, row)
+        b = None
+        if table_b is not None:
+            try:
+                b = view_of(table_b, table_b.row(a.query_id))
+            except EvaluationError:  # not one of B's queries (its ranked lists leave it out)
+                b = None
+        views.append((a, b))
+    if not views:
+        return '<div class="eccv-cards"><p class="eccv-empty">no query in this set</p></div>'
+    looks = Looks(media, table_a.benchmark, resources, [v for pair in views for v in pair if v])
+    return '<div class="eccv-cards" tabindex="0">' + "".join(card_html(a, b, looks) for a, b in views) + "</div>"
