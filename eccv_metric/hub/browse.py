@@ -89,7 +89,7 @@ def space_media() -> Media:
         try:
             _MEDIA[key] = Media(key[0], folders)
         except EvaluationError as exc:
-            said = in_words(exc, {"data": DATA_ENV, "images": IMAGES_ENV})
+            said = in_words(exc, {"data": DATA_ENV + "=", "images": IMAGES_ENV + "="})
             raise EvaluationError(f"the Space's settings: {said}") from None
     return _MEDIA[key]
 

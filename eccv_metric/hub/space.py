@@ -19,6 +19,7 @@ sha256-checked).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -197,10 +198,22 @@ def resources_for(instances: Path | None, sources: Path | None) -> Resources:
     data = os.environ.get(DATA_ENV)
     if not data:
         return options.resources()
-    from eccv_metric.models.data.source import DataSource
     from eccv_metric.models.data.source import default_resources
 
-    return default_resources(DataSource(data), options)
+    try:
+        source = data_source(data)
+    except EvaluationError as exc:  # the Space's owner set it: named as its variable
+        raise EvaluationError(f"the Space's settings: {in_words(exc, {'data': DATA_ENV + '='})}") from None
+    return default_resources(source, options)
+
+
+@functools.lru_cache(maxsize=2)
+def data_source(data: str) -> object:
+    """The Space's dataset (:data:`~eccv_metric.hub.space_words.DATA_ENV`), opened once (a Hub repo: its commit
+    and configs fetched once)."""
+    from eccv_metric.models.data.source import DataSource
+
+    return DataSource(data)
 
 
 def read_input(
