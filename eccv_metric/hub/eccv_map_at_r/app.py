@@ -1,8 +1,10 @@
 """Gradio Space for the ECCV Caption family: any registered benchmark, from rankings, a TREC run, a score matrix
-or embeddings; the library's numbers, formatted by kind, with R@K curves.
+or embeddings; the library's numbers, formatted by kind, with R@K curves (the Score tab); what a run retrieved,
+query by query, each item marked by every benchmark ranking the same gallery, two runs side by side (the Browse
+tab).
 
-A thin layer over ``eccv_metric.hub.space`` (the handler, without gradio) and so over the library: parsing,
-checks, metrics and number formatting all come from ``eccv_metric``. Run it locally with
+A thin layer over ``eccv_metric.hub.space`` and ``eccv_metric.hub.browse`` (the handlers, without gradio) and so
+over the library: parsing, checks, metrics and number formatting all come from ``eccv_metric``. Run it locally with
 ``python eccv_metric/hub/eccv_map_at_r/app.py`` and open http://127.0.0.1:7860 (benchmark sources: the
 "benchmark source files" box, else the folder in ``ECCV_CAPTION_SOURCE_DIR``, else the canonical files,
 downloaded once). evaluate.utils.launch_gradio_widget only works with gradio < 4 (huggingface/evaluate#602),
