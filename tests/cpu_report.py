@@ -7,6 +7,13 @@ session fixture's cost lands on the first test that asks for it. Under pytest-xd
 numbers to the controller with the test's report (``user_properties``), and at its end its whole CPU
 (collection included) in ``workeroutput``.
 
+The developer's loop, ``python -m pytest -n 2 -m "not slow"``: besides the tests marked ``@pytest.mark.slow`` by
+hand, every test listed in ``tests/slow_tests.txt`` is marked slow at collection. That list is measured, not
+guessed: ``--write-slow`` rewrites it from this run's figures (every test over :data:`SLOW_CPU` CPU-seconds, but
+each test file keeps its cheapest test, so the loop still runs every file). A session fixture's cost lands on the
+first test that asks for it: once those are listed, the next user pays it in the loop, so a run of the loop with
+``--write-slow`` adds what became slow to the list (a whole run rewrites it).
+
 At the end of the run the plugin prints the 15 test files that cost the most, the whole run's CPU-seconds (the
 controller, each worker and their children: what ``/usr/bin/time`` would count), the tests over
 :data:`HEAVY_CPU` seconds with the reason each gives (``@pytest.mark.heavy("why it must be")``; one without a
@@ -17,6 +24,7 @@ asserts a time.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import resource
@@ -27,6 +35,8 @@ from pathlib import Path
 import pytest
 
 HEAVY_CPU = 60.0  # CPU-seconds above which a test must say why it must cost that (docs/contributing/tests.md)
+SLOW_CPU = 2.0  # CPU-seconds above which --write-slow lists a test in SLOW_LIST
+SLOW_LIST = Path(__file__).with_name("slow_tests.txt")
 SHOWN = 15  # files printed at the end of a run
 KEY = "cpu_seconds"
 
@@ -44,6 +54,41 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=".pytest_cache/cpu-report.json",
         help="where the CPU-seconds per test file and per test are written (JSON); '' writes none",
     )
+    parser.addoption(
+        "--write-slow",
+        action="store_true",
+        help=f"rewrite {SLOW_LIST.name} from this run: tests over {SLOW_CPU:g} CPU-s, each file's cheapest kept",
+    )
+
+
+@functools.cache
+def slow_list() -> frozenset[str]:
+    """The test ids tests/slow_tests.txt marks slow (one per line; '#' starts a comment)."""
+    if not SLOW_LIST.is_file():
+        return frozenset()
+    lines = (line.split("#", 1)[0].strip() for line in SLOW_LIST.read_text().splitlines())
+    return frozenset(line for line in lines if line)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    listed = slow_list()
+    for item in items:
+        if item.nodeid in listed:
+            item.add_marker(pytest.mark.slow)
+
+
+def slow_tests(per_test: dict[str, float], marked: set[str]) -> list[str]:
+    """The tests over SLOW_CPU CPU-seconds, less each file's cheapest test not already marked slow by hand (the
+    loop runs every file)."""
+    by_file: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for nodeid, cpu in per_test.items():
+        by_file[nodeid.split("::")[0]].append((cpu, nodeid))
+    out = []
+    for tests in by_file.values():
+        free = sorted(t for t in tests if t[1] not in marked)
+        keep = free[0][1] if free else None
+        out += [nodeid for cpu, nodeid in tests if cpu > SLOW_CPU and nodeid != keep and nodeid not in marked]
+    return sorted(out)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -63,6 +108,7 @@ class CpuReport:
         self.per_test: dict[str, float] = defaultdict(float)
         self.reasons: dict[str, str] = {}
         self.workers: dict[str, float] = {}
+        self.by_hand: set[str] = set()
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None):
@@ -78,10 +124,11 @@ class CpuReport:
         start = next(value for name, value in item.user_properties if name == KEY)
         now = cpu_now()
         marker = item.get_closest_marker("heavy")
+        by_hand = item.get_closest_marker("slow") is not None and item.nodeid not in slow_list()
         why = "" if marker is None else str(marker.args[0] if marker.args else marker.kwargs.get("reason", ""))
         # each phase reports the CPU spent since the previous phase ended; the item keeps the running mark
         item.user_properties[:] = [*props, (KEY, now)]
-        report.user_properties = [*props, (KEY, now - start), ("heavy_reason", why)]
+        report.user_properties = [*props, (KEY, now - start), ("heavy_reason", why), ("slow_by_hand", by_hand)]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         props = dict(report.user_properties)
@@ -89,6 +136,8 @@ class CpuReport:
             self.per_test[report.nodeid] += float(props[KEY])
             if props.get("heavy_reason"):
                 self.reasons[report.nodeid] = str(props["heavy_reason"])
+            if props.get("slow_by_hand"):
+                self.by_hand.add(report.nodeid)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         out = getattr(self.config, "workeroutput", None)
@@ -136,6 +185,16 @@ class CpuReport:
             tmp.write_text(json.dumps(doc, indent=1) + "\n")
             os.replace(tmp, path)
             write(f"every file and test: {path}")
+        if self.config.getoption("--write-slow"):
+            listed = slow_tests(self.per_test, self.by_hand)
+            if self.config.getoption("markexpr"):  # a loop's run: its newly slow tests join the list (the
+                listed = sorted(slow_list() | set(listed))  # costs of fixtures its deselected tests paid move)
+            header = (
+                f"# tests marked slow at collection (tests/cpu_report.py): over {SLOW_CPU:g} CPU-s in a whole run,\n"
+                "# each file's cheapest test kept; rewritten by `python -m pytest -n 2 --dist loadfile --write-slow`\n"
+            )
+            SLOW_LIST.write_text(header + "".join(f"{nodeid}\n" for nodeid in listed))
+            write(f"{len(listed)} tests listed as slow in {SLOW_LIST}")
 
 
 class WorkerTotals:
