@@ -15,7 +15,8 @@ This server answers those for staged Space folders (and dataset / model repos: `
 [/<path>]``: what ``HfFileSystem``, so ``load_dataset``, reads), ``/api/whoami-v2``, ``POST
 /api/repos/create``, the write routes of ``HfApi.create_commit`` (``POST /api/validate-yaml``,
 ``/api/<kind>/<id>/preupload/<rev>`` (with each file's current ``oid``, so an unchanged file is no change),
-``/api/<kind>/<id>/commit/<rev>`` with ``create_pr=1`` for a pull request), the pull requests of a repo
+``/api/<kind>/<id>/commit/<rev>`` with ``create_pr=1`` for a pull request; a large or binary file goes through the
+Git LFS batch API as huggingface_hub sends it without Xet, :func:`lfs_mode`), the pull requests of a repo
 (``GET /api/<kind>/<id>/discussions``) and the leaderboards of a benchmark dataset (``GET
 /api/datasets/<id>/leaderboard``), and logs every request it sees. The rules of the write side (tokens, owners,
 pull requests, what a commit may hold) are in :mod:`tests.integration.fake_hub_store` and
@@ -76,6 +77,29 @@ RESOLVE = re.compile(r"^(?:/(?P<kind>spaces|datasets))?/(?P<repo>[^/]+/[^/]+)/re
 def git_blob_sha1(data: bytes) -> str:
     """The ETag the Hub gives a regular (non-LFS) file: its git blob id."""
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+LFS_THRESHOLD = 10 * 1024 * 1024  # the Hub stores files above 10 MB with LFS (hub docs, "Uploading files")
+# the binary formats a new Hub repo's default .gitattributes sends to LFS (those this project uploads among them)
+LFS_SUFFIXES = (".parquet", ".npy", ".npz", ".arrow", ".bin", ".safetensors", ".pt", ".pth", ".zip", ".png", ".jpg")
+# the LFS batch API (git-lfs docs/api/batch.md) at [/<kind>]/<owner>/<name>.git/info/lfs/objects/batch
+LFS_BATCH = re.compile(r"^(?:/(?P<kind>datasets|spaces))?/(?P<repo>[^/]+/[^/]+)\.git/info/lfs/objects/batch$")
+
+
+def lfs_mode(path: str, size: int) -> bool:
+    """Whether the Hub takes a file through LFS: a name its default ``.gitattributes`` sends to LFS (a new repo's:
+    ``*.parquet``, ``*.npy``, ``*.npz``, ``*.safetensors``, ...) or larger than 10 MB, as the Hub answers
+    ``uploadMode: lfs``. huggingface_hub then asks the batch API where to PUT it (``transfer: basic``), PUTs it, and
+    commits an ``lfsFile`` pointer (its sha256). With hf_xet installed the client would take the Xet protocol
+    instead, whose storage is hf_xet's own native client: the fake Hub's clients run with ``HF_HUB_DISABLE_XET=1``
+    (:meth:`FakeHub.client_env`), so the same commit takes the LFS path."""
+    return size > LFS_THRESHOLD or path.endswith(LFS_SUFFIXES)
+
+
+def oid_of(path: str, data: bytes) -> str:
+    """The oid preupload gives an existing file: the sha256 of an LFS file, the git blob id of a regular one (what
+    huggingface_hub compares with its own, so an unchanged file is no change)."""
+    return hashlib.sha256(data).hexdigest() if lfs_mode(path, len(data)) else git_blob_sha1(data)
 
 
 class FakeHub:
@@ -163,11 +187,26 @@ class FakeHub:
             def do_DELETE(self):  # HfApi.delete_repo
                 self._route()
 
+            def do_PUT(self):  # an LFS object's upload (the href the batch API gave)
+                self._route()
+
+            def _body(self) -> bytes:
+                """The request's body: Content-Length bytes, or a chunked body (a file streamed by the client)."""
+                if self.headers.get("Transfer-Encoding", "").lower() != "chunked":
+                    return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                out = b""
+                while True:
+                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                    chunk = self.rfile.read(size + 2)[:size]
+                    if size == 0:
+                        return out
+                    out += chunk
+
             def _route(self):
                 if self.path.startswith(("http://", "https://")):  # absolute URI: a proxied plain-http request
                     return self._trap()
-                sends = self.command in ("POST", "DELETE")
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0)) if sends else b""
+                sends = self.command in ("POST", "DELETE", "PUT")
+                body = self._body() if sends else b""
                 parts = urlsplit(self.path)
                 try:
                     with hub._lock:
@@ -194,6 +233,18 @@ class FakeHub:
                     kind = {"dataset": "datasets", "space": "spaces"}.get(req.get("type"), "models")
                     hub.store.delete(kind, f"{req.get('organization')}/{req['name']}", token)
                     return self._json({})
+                m = LFS_BATCH.match(raw)
+                if m and self.command == "POST":
+                    objects = json.loads(body)["objects"]
+                    return self._json(
+                        {"transfer": "basic", "objects": [hub.store.lfs_action(o, hub.url) for o in objects]}
+                    )
+                if self.command == "PUT" and raw.startswith("/lfs-upload/"):
+                    hub.store.lfs_upload(raw.removeprefix("/lfs-upload/"), body)
+                    return self._send(200)
+                if self.command == "POST" and raw == "/lfs-verify":
+                    hub.store.lfs_verify(json.loads(body))
+                    return self._json({})
                 m = TREE.match(raw)
                 if m and self.command == "GET":
                     path = unquote(m["path"] or "").strip("/")
@@ -219,9 +270,11 @@ class FakeHub:
                 if self.command == "POST" and action == "preupload":
                     current = hub.store.files(kind, repo, rev or "main", token)[1]
                     files = json.loads(body)["files"]
-                    modes = [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files]
-                    for mode in modes:  # the file's blob id where it is already there: unchanged files are skipped
-                        mode["oid"] = git_blob_sha1(current[mode["path"]]) if mode["path"] in current else None
+                    modes = [{"path": f["path"], "shouldIgnore": False,
+                              "uploadMode": "lfs" if lfs_mode(f["path"], f["size"]) else "regular"}
+                             for f in files]  # fmt: skip
+                    for mode in modes:  # the file's oid where it is already there: unchanged files are skipped
+                        mode["oid"] = oid_of(mode["path"], current[mode["path"]]) if mode["path"] in current else None
                     return self._json({"files": modes})
                 if self.command == "POST" and action == "commit":
                     items = [json.loads(line) for line in body.splitlines() if line.strip()]
@@ -348,6 +401,7 @@ class FakeHub:
                 "HF_UPDATE_DOWNLOAD_COUNTS": "0",  # else a HEAD to s3.amazonaws.com on every load
                 "HF_HUB_DISABLE_TELEMETRY": "1",
                 "HF_HUB_DISABLE_IMPLICIT_TOKEN": "1",
+                "HF_HUB_DISABLE_XET": "1",  # large files through the LFS batch API this server speaks (lfs_mode)
                 "HTTP_PROXY": self.url,
                 "HTTPS_PROXY": self.url,
                 "http_proxy": self.url,

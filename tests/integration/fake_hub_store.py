@@ -72,6 +72,26 @@ class Store:
     commits: list[dict] = field(default_factory=list)
     created: list[tuple[str, str]] = field(default_factory=list)
     deleted: list[tuple[str, str]] = field(default_factory=list)  # repos removed (DELETE /api/repos/delete)
+    lfs: dict[str, bytes] = field(default_factory=dict)  # LFS objects uploaded, by sha256
+
+    def lfs_action(self, obj: dict, url: str) -> dict:
+        """The batch API's answer for one object: where to PUT it (and verify it), or no actions when it is
+        already stored."""
+        out = {"oid": obj["oid"], "size": obj["size"], "authenticated": True}
+        if obj["oid"] not in self.lfs:
+            out["actions"] = {"upload": {"href": f"{url}/lfs-upload/{obj['oid']}", "header": {}},
+                              "verify": {"href": f"{url}/lfs-verify", "header": {}}}  # fmt: skip
+        return out
+
+    def lfs_upload(self, oid: str, data: bytes) -> None:
+        """``PUT`` of an LFS object: kept when its bytes are its sha256."""
+        if hashlib.sha256(data).hexdigest() != oid:
+            raise HubError(400, "", f"LFS object {oid[:12]}: the uploaded bytes do not match their sha256")
+        self.lfs[oid] = data
+
+    def lfs_verify(self, obj: dict) -> None:
+        if obj.get("oid") not in self.lfs or len(self.lfs[obj["oid"]]) != obj.get("size"):
+            raise HubError(404, "", f"LFS object {str(obj.get('oid'))[:12]} was not uploaded")
 
     def user(self, token: str | None) -> tuple[str, bool] | None:
         """The token's (user, may write); an unknown token is refused as the Hub refuses it."""
@@ -177,9 +197,13 @@ class Store:
             raise HubError(403, "", f"You don't have the rights to commit to {repo}: open a pull request instead")
         header = next(i["value"] for i in items if i["key"] == "header")
         files = {i["value"]["path"]: base64.b64decode(i["value"]["content"]) for i in items if i["key"] == "file"}
+        for item in (i["value"] for i in items if i["key"] == "lfsFile"):  # a pointer to an uploaded LFS object
+            if item.get("oid") not in self.lfs:
+                raise HubError(422, "", f"{item.get('path')}: LFS object {str(item.get('oid'))[:12]} was not uploaded")
+            files[item["path"]] = self.lfs[item["oid"]]
         deleted = [i["value"]["path"] for i in items if i["key"] == "deletedFile"]
-        if any(i["key"] not in ("header", "file", "deletedFile") for i in items):
-            raise HubError(400, "", "the fake Hub takes regular files and deletions only")
+        if any(i["key"] not in ("header", "file", "lfsFile", "deletedFile") for i in items):
+            raise HubError(400, "", "the fake Hub takes regular files, LFS files and deletions only")
         parent = header.get("parentCommit")
         if pr is not None and parent is not None and parent != pr.sha:
             raise HubError(412, "", "A commit has happened on the pull request since the parent commit")
