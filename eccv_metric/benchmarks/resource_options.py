@@ -30,6 +30,7 @@ from eccv_metric.groundtruth.plausible import PMOptions
 from eccv_metric.groundtruth.split import GroundTruth
 
 Source = str | Path | None
+SOURCES = ("ground_truth", "instances_json", "extra_file_dir", "cxc_source", "fg_source")  # the fields naming files
 
 # one line per field: the CLI's --help, the docs
 HELP = {
@@ -74,6 +75,19 @@ class ResourceOptions:
     def is_default(self) -> bool:
         """Whether nothing was given: every field at its default."""
         return self == ResourceOptions()
+
+    def record(self, resources_given: bool = False) -> dict:
+        """What a run's evidence says of its ground truth: the PM options and CxC's, and which sources were given
+        (``given``; ``resources_given``: a :class:`Resources` was, so every source is the caller's) rather than
+        taken from the benchmark's own build (or the package's defaults)."""
+        given = [name for name in SOURCES if getattr(self, name) is not None]
+        return {
+            "pm_zeta": self.pm_zeta,
+            "pm_include_own": self.pm_include_own,
+            "pm_r_cap": self.pm_r_cap,
+            "cxc_directed": self.cxc_directed,
+            "given": list(SOURCES) if resources_given else given,
+        }
 
     def filled(self, **defaults: object) -> ResourceOptions:
         """These options with the sources not given (None) taken from ``defaults`` (e.g. a dataset's own files)."""

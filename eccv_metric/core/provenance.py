@@ -2,8 +2,9 @@
 
 ``date``: the run's time (ISO-8601, UTC, seconds), as the Hub's eval results take it (``date: "2026-01-15T10:30:00Z"``).
 ``digests``: sha256 of the numbers as written (``results``) and of the per-query values (``per_query``, when
-``--per-query`` wrote them), each over the canonical JSON text of what the file holds (keys sorted, no spaces): a
-file edited after the run, or the per-query file of another run, no longer matches (``push-results`` checks both).
+``--per-query`` wrote them), each over the canonical JSON text of what the file holds (keys sorted, no spaces), and of
+the evidence's manifest (``evidence``, when ``--evidence`` kept what the run scored): a file edited after the run, or
+the per-query file or evidence of another run, no longer matches (``push-results`` and ``verify`` check them).
 ``data_files`` (a model run on a local build): the sha256 of each of its Parquet files, so the build can be told
 apart from, or matched with, the Hub repo it was pushed to.
 """
@@ -36,11 +37,14 @@ def json_digest(payload: object) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def with_digests(provenance: dict, means: dict, per_query: dict | None) -> dict:
-    """``provenance`` with the ``digests`` of the numbers and, when written, the per-query values."""
+def with_digests(provenance: dict, means: dict, per_query: dict | None, evidence: str | None = None) -> dict:
+    """``provenance`` with the ``digests`` of the numbers and, when written, the per-query values and the evidence
+    (``evidence``: the digest of its manifest, :mod:`eccv_metric.evidence.layout`)."""
     digests = {"results": json_digest(means)}
     if per_query is not None:
         digests["per_query"] = json_digest(per_query)
+    if evidence is not None:
+        digests["evidence"] = evidence
     return {**provenance, "digests": digests}
 
 

@@ -52,6 +52,8 @@ from eccv_metric.models.families.pair_scorer import is_pair_scorer
 from eccv_metric.models.families.spec import load_model
 from eccv_metric.models.options import ModelResults
 from eccv_metric.models.options import RunOptions
+from eccv_metric.models.options import Scored
+from eccv_metric.models.options import scoring_record
 from eccv_metric.models.pairs.options import MAX_PAIRS
 from eccv_metric.models.pairs.options import PAIR_BATCH_SIZE
 from eccv_metric.models.pairs.options import RERANK_K
@@ -310,6 +312,9 @@ def finish_run(run: LoadedRun) -> ModelResults:
             "score": round(scored - embedded, 3),
         },
         "skipped": plan.skipped,
+        "scoring": scoring_record(plan.request),
+        "resources": options.resources_record(),
     }
     embeddings = {name: group.embeddings for name, group in groups.items()}
-    return ModelResults(results, provenance, plan.skipped, embeddings)
+    inputs = [Scored(name, g.embeddings, g.scored, g.sets) for name, g in groups.items() if g.scored]
+    return ModelResults(results, provenance, plan.skipped, embeddings, inputs=inputs)
