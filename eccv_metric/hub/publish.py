@@ -134,12 +134,15 @@ def _dry_run(
     if details:
         shown_repo = repo if details_repo else f"{repo} (YOUR_ACCOUNT: the token's account; --details-repo names it)"
         made = det.with_repo(det.details_files(sub), repo)
-        log(f"would commit the details to dataset {shown_repo}, one commit of {len(made)} files:")
+        kept = det.evidence_files(sub)
+        log(f"would commit the details to dataset {shown_repo}, one commit of {len(made) + len(kept)} files:")
         for path, data in made.items():
             if path.endswith(".parquet"):
                 log(f"--- {path} ({len(data):,} bytes: query_id, value)")
             else:
                 log(f"--- {path}\n{data.decode().rstrip()}")
+        for path, local in kept.items():
+            log(f"--- {path} ({local.stat().st_size:,} bytes: the evidence)")
     return files
 
 
@@ -189,12 +192,15 @@ def _send(
     card = updated_card(card_text, sub, url, registered) if with_model_index else None
     old = superseded(_eval_files_at(api, model, set(files)), sub, set(files))
     made = det.with_repo(det.details_files(sub), target.repo) if target else {}
+    kept = det.evidence_files(sub) if target else {}
     if target is not None:
-        log(f"{target.where()}: {len(made)} files (the per-query values behind the numbers)")
+        what_kept = f" and the evidence ({sub.evidence.bytes:,} bytes)" if sub.evidence is not None else ""
+        log(f"{target.where()}: {len(made) + len(kept)} files (the per-query values behind the numbers{what_kept})")
         oid, line = commit(
             api,
             target,
-            [CommitOperationAdd(path_in_repo=p, path_or_fileobj=data) for p, data in made.items()],
+            [CommitOperationAdd(path_in_repo=p, path_or_fileobj=data) for p, data in made.items()]
+            + [CommitOperationAdd(path_in_repo=p, path_or_fileobj=str(local)) for p, local in kept.items()],
             details_title,
             f"Per-query details of {describe(sub)} on {sub.dataset_repo}.",
         )

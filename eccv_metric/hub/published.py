@@ -37,6 +37,8 @@ class Published:
     results: Results = field(default_factory=dict)
     details: dict[str, tuple[str, str]] = field(default_factory=dict)  # task id -> (details repo, commit)
     files: dict[str, str] = field(default_factory=dict)  # task id -> the .eval_results file it came from
+    revisions: dict[str, str | None] = field(default_factory=dict)  # task id -> the benchmark's dataset.revision
+    values: dict[str, float] = field(default_factory=dict)  # task id -> the value as published (its task's unit)
 
     def details_commit(self) -> tuple[str, str] | None:
         """The one details commit behind every number (None: none, or numbers from several commits)."""
@@ -72,6 +74,8 @@ def read_published(
                 continue
             out.results.setdefault(task.metric, {})[task.direction] = read_back(task, value)  # type: ignore[arg-type]
             out.files[task.id] = file
+            out.revisions[task.id] = where.get("revision") if isinstance(where.get("revision"), str) else None
+            out.values[task.id] = float(value)  # type: ignore[arg-type]
             src = data.get("source") if isinstance(data.get("source"), dict) else {}
             commit = det.parse_tree_url(src.get("url"))
             if commit is not None:
