@@ -230,20 +230,21 @@ OPTIONS = ("pm_zeta", "pm_include_own", "pm_r_cap", "cxc_directed")  # what the 
 
 
 def run_resources(ev: Evidence, source: str | Path | None = None) -> Resources:
-    """The ground truth ``ev`` was scored on: the benchmark build ``source`` (a folder, or a Hub repo pinned as
-    ``<repo>@<revision>``: the configs it has, the package's defaults for the others; None: the package's) with the
-    run's PM and CxC options."""
+    """The ground truth ``ev`` was scored on: what the run took from its benchmark build read from ``source`` (that
+    build: a folder, or a Hub repo pinned as ``<repo>@<revision>``), the package's for the rest, with the run's PM
+    and CxC options."""
     options = {k: ev.resources[k] for k in OPTIONS if k in ev.resources}
-    if source is None:
-        return ResourceOptions(**options).resources()
-    has = {c: bool(config_files(source, c)[0]) for c in ("positives", "cxc_ratings", "mscoco_fg_captions",
-                                                       "flickr30k_fg_captions")}  # fmt: skip
-    return ResourceOptions(
-        ground_truth=source if has["positives"] else None,
-        cxc_source=source if has["cxc_ratings"] else None,
-        fg_source=source if has["mscoco_fg_captions"] or has["flickr30k_fg_captions"] else None,
-        **options,
-    ).resources()
+    taken = from_data(ev) if source is not None else []
+    configs = {"ground_truth": ("positives",), "cxc_source": ("cxc_ratings",),
+               "fg_source": ("mscoco_fg_captions", "flickr30k_fg_captions")}  # fmt: skip
+    sources = {name: source for name in taken if any(config_files(source, c)[0] for c in configs[name])}  # type: ignore[arg-type]
+    return ResourceOptions(**sources, **options).resources()  # type: ignore[arg-type]
+
+
+def from_data(ev: Evidence) -> list[str]:
+    """The sources the run took from its benchmark build (``ground_truth``, ``cxc_source``, ``fg_source``)."""
+    taken = ev.resources.get("from_data")
+    return list(taken) if isinstance(taken, list) else ["ground_truth", "cxc_source", "fg_source"]
 
 
 def recompute(

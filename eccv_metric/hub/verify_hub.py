@@ -23,6 +23,7 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.evidence.check import NOT_RECOMPUTABLE
 from eccv_metric.evidence.check import Check
 from eccv_metric.evidence.check import Verification
+from eccv_metric.evidence.check import from_data
 from eccv_metric.evidence.check import run_resources
 from eccv_metric.evidence.check import verify
 from eccv_metric.evidence.load import Evidence
@@ -216,10 +217,15 @@ def mismatch(fetched: Fetched, model: str, dataset: str, published: Published, t
 
 
 def pinned_resources(api: object, dataset: str, revision: str | None, evidence: Evidence) -> Resources:
-    """The benchmark's ground truth at ``revision`` (the configs it has there: positives, CxC ratings, FG), with the
-    run's PM and CxC options; a revision the dataset lacks, or none named, is one line."""
+    """The ground truth the run read: what it took from the benchmark's build, read at ``revision`` (a revision the
+    dataset lacks, or none named, is one line), the package's for the rest, with the run's PM and CxC options."""
     from huggingface_hub.errors import RevisionNotFoundError
 
+    given = evidence.resources.get("given") or []
+    if given:
+        raise EvaluationError(f"the run read {', '.join(given)} from sources of its own, not {dataset}'s")
+    if not from_data(evidence):  # the package's ground truth (a run on files, MTEB's lists): no revision to pin
+        return run_resources(evidence)
     if revision is None:
         raise EvaluationError(f"its entry names no revision of {dataset} (dataset.revision): which ground truth scored "
                               "it is unknown")  # fmt: skip
@@ -227,7 +233,4 @@ def pinned_resources(api: object, dataset: str, revision: str | None, evidence: 
         api.dataset_info(dataset, revision=revision)  # type: ignore[attr-defined]
     except RevisionNotFoundError:
         raise EvaluationError(f"{dataset} has no revision {revision} (the entry's dataset.revision)") from None
-    given = evidence.resources.get("given") or []
-    if given:
-        raise EvaluationError(f"the run read {', '.join(given)} from sources of its own, not {dataset}'s")
     return run_resources(evidence, f"{dataset}@{revision}")

@@ -20,6 +20,7 @@ from eccv_metric.models.cache.store import EmbeddingStore
 from eccv_metric.models.data.digests import FileDigests
 from eccv_metric.models.data.items import ItemSet
 from eccv_metric.models.data.source import DataSource
+from eccv_metric.models.data.source import data_sources
 from eccv_metric.models.encoding.decode import DECODERS
 from eccv_metric.models.encoding.decode import Decoder
 from eccv_metric.models.encoding.text_batches import default_text_batch_size
@@ -165,9 +166,11 @@ class RunOptions:
         """Image decoding processes for a model on ``device`` (given, or by the device)."""
         return default_workers(device) if self.workers is None else self.workers
 
-    def resources_record(self) -> dict:
-        """The ground truth's options and the sources given (:meth:`ResourceOptions.record`), for the provenance."""
-        return (self.resource_options or ResourceOptions()).record(resources_given=self.resources is not None)
+    def resources_record(self, source: DataSource) -> dict:
+        """The ground truth's options, the sources given and those taken from ``source``'s build
+        (:meth:`ResourceOptions.record`), for the provenance."""
+        options = self.resource_options or ResourceOptions()
+        return options.record(self.resources is not None, data_sources(source) if self.resources is None else [])
 
     @property
     def root(self) -> Path | None:

@@ -313,7 +313,7 @@ def finish_run(run: LoadedRun) -> ModelResults:
         },
         "skipped": plan.skipped,
         "scoring": scoring_record(plan.request),
-        "resources": options.resources_record(),
+        "resources": options.resources_record(run.source),
     }
     embeddings = {name: group.embeddings for name, group in groups.items()}
     inputs = [Scored(name, g.embeddings, g.scored, g.sets) for name, g in groups.items() if g.scored]

@@ -340,5 +340,5 @@ def describe(run: PairRun, workers: Workers, report: dict, pairs: dict) -> dict:
         "cache": None if options.root is None else str(options.root),
         "skipped": run.plan.skipped,
         "scoring": scoring_record(run.plan.request),
-        "resources": options.resources_record(),
+        "resources": options.resources_record(run.source),
     }
