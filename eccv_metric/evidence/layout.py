@@ -39,6 +39,7 @@ import dataclasses
 import hashlib
 import os
 import shutil
+import zipfile
 from collections.abc import Iterable
 from collections.abc import Mapping
 from pathlib import Path
@@ -108,7 +109,7 @@ class Writer:
             if suffix == ".npy":
                 np.save(fout, arrays[""], allow_pickle=False)
             else:
-                np.savez(fout, **arrays)
+                save_npz(fout, arrays)
         digest = sha256_file(target)
         if digest in self.by_digest:  # the same bytes already written (a first stage two inputs share)
             target.unlink()
@@ -119,6 +120,16 @@ class Writer:
         self.files[path] = record
         self.by_digest[digest] = path
         return path
+
+
+def save_npz(fout: object, arrays: Mapping[str, np.ndarray]) -> None:
+    """``np.savez``'s format (an uncompressed zip of ``<name>.npy`` members, read by ``np.load``) with a fixed
+    timestamp in each member: the same arrays are the same bytes, so the same sha256, whenever they are written."""
+    with zipfile.ZipFile(fout, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:  # type: ignore[arg-type]
+        for name, values in arrays.items():
+            member = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            with archive.open(member, "w", force_zip64=True) as out:
+                np.lib.format.write_array(out, np.asanyarray(values), allow_pickle=False)
 
 
 def sha256_file(path: str | Path) -> str:
