@@ -131,7 +131,7 @@ PARSE_ONLY = {
         "reads the Hub (tests/integration/test_verify_hub.py runs the page's lines against the fake Hub)"
     ),
     "eccv-caption verify --from-hub you/your-clip --dataset-repo you/eccv-caption --reencode 50 --model "
-    "hf:you/your-clip": "reads the Hub and a model's weights (test_verify_hub.py runs it on the fake Hub, a tiny model)",
+    "hf:you/your-clip": "reads the Hub and a model's weights (test_verify_hub.py runs it on the fake Hub, tiny model)",
     "eccv-caption push-results results.json --per-query per_query.json --dry-run": "asks the Hub (fake Hub tests)",
     "eccv-caption push-results results.json --per-query per_query.json": "uploads to the Hub (fake Hub tests)",
     "eccv-caption evaluate --run predictions/ECCVCaption_eccv-i2t_predictions.json --metrics eccv_map_at_r "

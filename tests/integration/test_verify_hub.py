@@ -141,6 +141,13 @@ def test_both_models_are_recomputed_equal_from_their_published_evidence(hub, run
     assert {f"evidence/{p}" for p in manifest["files"]} <= set(tree)
     uploads = [path for method, path, _ in hub.log if method == "POST" and path.endswith(".git/info/lfs/objects/batch")]
     assert "/datasets/me/details_me__clip.git/info/lfs/objects/batch" in uploads  # the evidence went through LFS
+    card = tree_of(hub, "me/details_me__clip")["README.md"].decode()
+    assert "`eccv-caption verify --from-hub me/clip --dataset-repo me/world`" in card
+    res, pq, _ = runs["clip"]
+    dry = ["push-results", res, "--per-query", pq, "--dataset-repo", "me/world", "--model-repo", "me/clip", "--dry-run"]
+    assert main(dry) == 0
+    said = capsys.readouterr().out
+    assert "--- evidence/evidence.json (" in said and "--- evidence/coco_5k/image_embeddings.npy (768 bytes" in said
 
 
 def test_a_forged_or_damaged_entry_is_named_never_equal(hub, runs, capsys, monkeypatch):
