@@ -18,6 +18,7 @@ HUB_WORDS = {
     "details=False": "--no-details",
     "details": "--no-details",
     "per_query": "--per-query",
+    "evidence": "--evidence",
     "direct": "--direct",
     "model_index": "--model-index",
     "from_hub": "--from-hub",
@@ -40,6 +41,12 @@ def add_push_results(sub: argparse._SubParsersAction) -> None:
         "--per-query",
         help="the per-query JSON of the same run (evaluate --per-query; a folder for several --model): published "
         "as the details the numbers' source points at",
+    )
+    p.add_argument(
+        "--evidence",
+        metavar="DIR",
+        help="the evidence folder of the same run (evaluate --evidence; a folder of them for several --model), "
+        "published in the details repo so anyone can recompute the numbers (default: the folder the results record)",
     )
     p.add_argument(
         "--model-repo", help="the model repo, ORG/MODEL (default: the repo the results' model spec hf:ORG/MODEL loads)"
@@ -98,8 +105,10 @@ def run_push_results(args: argparse.Namespace) -> int:
         log = (lambda _: None) if quiet else print
         repos = (args.model_repo, args.dataset_repo)
         subs = [
-            read_submission(path, *repos, _per_query(args.per_query, path, several), args.other_model) for path in files
-        ]
+            read_submission(path, *repos, _per_query(args.per_query, path, several), args.other_model,
+                            _evidence(args.evidence, path, several))
+            for path in files
+        ]  # fmt: skip
         for submission in subs:
             if several:
                 log(f"{submission.path}:")
@@ -120,6 +129,13 @@ def _per_query(given: str | None, results: Path, several: bool) -> Path | None:
     if not path.is_file():
         raise EvaluationError(f"--per-query {given} has no {results.name} (the per-query file of {results})")
     return path
+
+
+def _evidence(given: str | None, results: Path, several: bool) -> Path | None:
+    """The evidence folder of a results file: the one given, or in a folder of them the one of its model."""
+    if given is None or not several:
+        return None if given is None else Path(given)
+    return Path(given) / results.stem
 
 
 def hub_board_rows(dataset_repo: str, taken: list[str]) -> dict:

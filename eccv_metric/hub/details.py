@@ -10,6 +10,9 @@ As lighteval and lm-evaluation-harness publish theirs (a dataset repo beside the
 - ``results.json``: the numbers as the results file holds them (fractions), the run's provenance (local paths
   removed), the model repo, the benchmark dataset and its revision, and each config's metric, direction and
   aggregate;
+- ``evidence/``: what the engine scored (``evaluate --evidence``: :mod:`eccv_metric.evidence.layout`, its
+  ``evidence.json`` and arrays, large files through the Hub's large-file storage), from which anyone recomputes every
+  number (``eccv-caption verify --from-hub``);
 - ``README.md``: the card: its YAML ``configs`` for ``datasets``, what was run and how to load it.
 
 Each ``.eval_results`` entry's ``source.url`` is the commit of this repo that holds them
@@ -21,6 +24,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import yaml
@@ -101,6 +105,19 @@ def details_files(sub: Submission) -> dict[str, bytes]:
     return {"README.md": card(sub, configs, repo="{repo}").encode(), RESULTS_JSON: text.encode(), **files}
 
 
+EVIDENCE = "evidence"
+
+
+def evidence_files(sub: Submission) -> dict[str, Path]:
+    """``{path in the details repo: local file}`` of the run's evidence (``evidence/evidence.json`` and its arrays;
+    {} without evidence)."""
+    if sub.evidence is None:
+        return {}
+    folder = sub.evidence.folder
+    names = ["evidence.json", *sub.evidence.manifest.get("files", {})]
+    return {f"{EVIDENCE}/{name}": folder / name for name in names}
+
+
 def card(sub: Submission, configs: dict[str, dict], repo: str) -> str:
     """The details repo's card: ``configs`` for ``datasets`` and how the numbers were made and are loaded."""
     meta = {
@@ -135,11 +152,25 @@ details = load_dataset("{repo}", "{first}", split="{SPLIT}")
 
 Whether two models differ beyond chance, from their published details (paired test and confidence intervals):
 `eccv-caption compare --from-hub {sub.model_repo} OTHER/MODEL --dataset-repo {sub.dataset_repo}`.
-
+{evidence_words(sub)}
 | task | value |
 |---|---|
 {rows}
 """
+    )
+
+
+def evidence_words(sub: Submission) -> str:
+    """The card's paragraph on the evidence (or on its absence)."""
+    if sub.evidence is None:
+        return (
+            "\nThese are per-query values only (the run kept no evidence): a number can be checked to be their mean.\n"
+        )
+    size = sub.evidence.bytes
+    return (
+        f"\n`evidence/` holds what the engine scored ({size:,} bytes: `evidence/evidence.json` lists each array), so "
+        "anyone can recompute every number: `eccv-caption verify --from-hub "
+        f"{sub.model_repo} --dataset-repo {sub.dataset_repo}`.\n"
     )
 
 

@@ -45,13 +45,21 @@ Results = dict[str, dict[str, float]]
 
 @dataclass(frozen=True)
 class Entry:
-    """One published entry: its task, its value (a fraction, as results files hold it), the file it came from and
-    the details commit ``(repo, sha)`` its ``source.url`` points at (None: no details)."""
+    """One published entry: its task, its value (a fraction, as results files hold it), the file it came from, the
+    details commit ``(repo, sha)`` its ``source.url`` points at (None: no details), the benchmark's revision it
+    names (``dataset.revision``; None: none) and its value as published (the task's unit: percent for a fraction
+    metric; what a recomputation is compared with)."""
 
     task: str
     value: float
     file: str
     details: tuple[str, str] | None = None
+    revision: str | None = None
+    published: float | None = None
+
+    @property
+    def as_published(self) -> float:
+        return self.published if self.published is not None else self.value
 
 
 @dataclass
@@ -147,7 +155,9 @@ def read_published(
             log(f"note: left out {name}'s {task.id} from {file}: {problem}")
             continue
         src = data.get("source") if isinstance(data.get("source"), dict) else {}
-        entry = Entry(task.id, read_back(task, value), file, det.parse_tree_url(src.get("url")))  # type: ignore[arg-type]
+        revision = where.get("revision") if isinstance(where.get("revision"), str) else None
+        details = det.parse_tree_url(src.get("url"))
+        entry = Entry(task.id, read_back(task, value), file, details, revision, float(value))  # type: ignore[arg-type]
         out.entries.append(entry)
     for task, found in out.by_task().items():
         if len(found) > 1:

@@ -30,6 +30,8 @@ from eccv_metric.core.jsonio import read_json
 from eccv_metric.core.jsonio import require_object
 from eccv_metric.core.provenance import broken_seal
 from eccv_metric.core.provenance import json_digest
+from eccv_metric.evidence.load import Evidence
+from eccv_metric.evidence.load import load_evidence
 from eccv_metric.hub.eval_tasks import TASKS
 from eccv_metric.hub.eval_tasks import HubTask
 from eccv_metric.hub.eval_tasks import task_of
@@ -65,6 +67,7 @@ class Submission:
     per_query: dict | None = None  # {metric: {direction: {"query_ids", "values", "aggregate"}}}; None: no details
     notes: list[str] = field(default_factory=list)  # what the user is told before anything is sent
     other_model: bool = False  # published on another repo than the one the results' model loads (other_model=True)
+    evidence: Evidence | None = None  # what the run scored (evaluate --evidence), checked: the details' evidence/
 
     @property
     def version(self) -> str:
@@ -177,9 +180,10 @@ def read_submission(
     dataset_repo: str | None = None,
     per_query: str | Path | None = None,
     other_model: bool = False,
+    evidence: str | Path | None = None,
 ) -> Submission:
-    """Check a results file (and its per-query file) and say what it publishes; every refusal is one line naming
-    the file or keyword."""
+    """Check a results file (and its per-query file and evidence folder: ``evidence``, default the one the results
+    record) and say what it publishes; every refusal is one line naming the file or keyword."""
     path = str(path)
     raw = require_object(read_json(path, RESULTS), path, RESULTS)
     provenance = raw.get("provenance")
@@ -213,6 +217,9 @@ def read_submission(
     sub.other_model = own is not None and own.casefold() != repo.casefold()
     if per_query is not None:
         sub.per_query = read_per_query(str(per_query), sub, means, digests.get("per_query"))
+        sub.evidence = read_run_evidence(sub, evidence, digests.get("evidence"))
+    elif evidence is not None:
+        raise EvaluationError("evidence= goes into the details repo beside the per-query values: give per_query= too")
     if revision is None and sub.local_build is None:
         sub.notes.append(
             f"no dataset.revision: {path} was scored on a local build whose files its provenance does not record "
@@ -356,6 +363,36 @@ def read_per_query(path: str, sub: Submission, means: dict, digest: object) -> d
 
 
 _SAME = "give the --per-query file evaluate wrote in the same run as the results"
+
+
+def read_run_evidence(sub: Submission, given: str | Path | None, digest: object) -> Evidence | None:
+    """The run's evidence folder (``given``, or the one its provenance records), checked to be this run's (the
+    digest of its manifest) and whole (every file's sha256, dtype and shape); None, with a note, when the run kept
+    none or its folder is gone."""
+    recorded = sub.provenance.get("evidence") if isinstance(sub.provenance.get("evidence"), dict) else {}
+    folder = given if given is not None else recorded.get("folder")
+    if folder is None:
+        sub.notes.append(
+            f"no evidence: {sub.path} was scored without evaluate --evidence DIR, so the details hold per-query "
+            "values only (anyone can check a number is their mean, not recompute it)"
+        )
+        return None
+    if given is None and not Path(str(folder)).is_dir():
+        sub.notes.append(f"no evidence: the run's evidence folder {folder} is gone (give evidence= where it is now); "
+                         "the details hold per-query values only")  # fmt: skip
+        return None
+    found = load_evidence(folder)
+    if not isinstance(digest, str):
+        raise EvaluationError(f"{sub.path} records no evidence digest (evaluate ran without --evidence): {folder} "
+                              "cannot be matched with its numbers; evaluate again with --evidence DIR")  # fmt: skip
+    if found.digest != digest:
+        raise EvaluationError(
+            f"{folder} is the evidence of another run than {sub.path} (its evidence.json is not the one the "
+            "results' digest records); give the --evidence folder of the same run"
+        )
+    for part in found.inputs:
+        part.arrays()  # every file checked before anything is sent
+    return found
 
 
 def _arrays(path: str, metric: str, direction: str, entry: dict) -> tuple[np.ndarray, np.ndarray]:
