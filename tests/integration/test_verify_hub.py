@@ -157,8 +157,10 @@ def test_both_models_are_recomputed_equal_from_their_published_evidence(hub, run
     said = capsys.readouterr().out
     assert main(push) == 0
     sent = [c for c in hub.store.commits if c["repo"] == "me/fresh"][-1]["files"]
-    listing = said.split("would create and commit to dataset me/fresh, one commit of the per-query values behind the "
-                         "numbers and the evidence (5,312 bytes): 19 added\n")[1].split("\n---")[0]
+    listing = said.split(
+        "would create and commit to dataset me/fresh, one commit of the per-query values behind the "
+        "numbers and the evidence (5,312 bytes): 19 added\n"
+    )[1].split("\n---")[0]
     assert sorted(line.split()[1] for line in listing.splitlines()) == sorted(sent)
     assert "evidence/evidence.json" in sent and "  add evidence/coco_5k/image_embeddings.npy (768 bytes)" in listing
 
