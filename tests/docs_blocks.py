@@ -142,6 +142,7 @@ PARSE_ONLY = {
     "--model-repo you/your-clip --dry-run": "asks the Hub (fake Hub tests)",
     "eccv-caption leaderboard --from-hub you/eccv-caption -o board.csv": "reads the Hub (fake Hub tests)",
     "eccv-caption leaderboard --from-hub you/eccv-caption --significance": "reads the Hub (fake Hub tests)",
+    "eccv-caption leaderboard --from-hub you/eccv-caption --verified-only": "reads the Hub (test_verify_hub.py)",
     "eccv-caption compare --from-hub you/your-clip other/clip-ft@refs/pr/1 --dataset-repo you/eccv-caption": (
         "reads the Hub (fake Hub tests)"
     ),

@@ -138,12 +138,13 @@ def _evidence(given: str | None, results: Path, several: bool) -> Path | None:
     return Path(given) / results.stem
 
 
-def hub_board_rows(dataset_repo: str, taken: list[str]) -> dict:
-    """``leaderboard --from-hub``: the models of the Hub's leaderboards, as published (errors in flag words)."""
+def hub_board_rows(dataset_repo: str, taken: list[str], verify: bool = True) -> dict:
+    """``leaderboard --from-hub``: the models of the Hub's leaderboards, as published, each row marked with what it
+    rests on (``verify``: recomputed from its evidence; errors in flag words)."""
     from eccv_metric.hub.board import hub_board
 
     try:
-        return hub_board(dataset_repo, taken, log=print)
+        return hub_board(dataset_repo, taken, log=print, verify=verify)
     except EvaluationError as exc:
         raise EvaluationError(in_words(exc, HUB_WORDS)) from None
 

@@ -48,6 +48,7 @@ from eccv_metric.core.jsonio import require_object
 from eccv_metric.evidence.load import Evidence
 from eccv_metric.evidence.load import EvidenceInput
 from eccv_metric.evidence.load import load_evidence
+from eccv_metric.measures.results import QueryScores
 from eccv_metric.measures.results import Results
 
 EQUAL = "equal"
@@ -92,18 +93,28 @@ class Check:
         if self.status == EQUAL:
             per = f" ({self.queries:,} per-query values equal)" if self.differing is not None else ""
             return head + EQUAL + per
-        if self.status == DIFFERS:
-            parts = []
-            if self.recomputed is not None and not same(self.published, self.recomputed):
-                parts.append(f"recomputed {self.recomputed!r} ({self.recomputed - self.published:+.6g})")
-            else:
-                parts.append("the number is recomputed equal")
-            if self.differing:
-                parts.append(f"{self.differing:,} of {self.queries:,} per-query values differ")
-            elif self.differing == 0:
-                parts.append(f"its {self.queries:,} per-query values are equal: the number is not their aggregate")
-            return head + f"{DIFFERS}: " + "; ".join(parts)
-        return head + f"{NOT_RECOMPUTABLE}: {self.why}"
+        return head + f"{self.status}: {self.reason}"
+
+    @property
+    def reason(self) -> str:
+        """What follows the status in :meth:`line`: how the number differs, or why it is not recomputable ("" when
+        it is equal)."""
+        if self.status == EQUAL:
+            return ""
+        if self.status != DIFFERS:
+            return self.why
+        parts = []
+        if self.why:
+            parts.append(self.why)
+        elif self.recomputed is not None and not same(self.published, self.recomputed):
+            parts.append(f"recomputed {self.recomputed!r} ({self.recomputed - self.published:+.6g})")
+        else:
+            parts.append("the number is recomputed equal")
+        if self.differing:
+            parts.append(f"{self.differing:,} of {self.queries:,} per-query values differ")
+        elif self.differing == 0:
+            parts.append(f"its {self.queries:,} per-query values are equal: the number is not their aggregate")
+        return "; ".join(parts)
 
 
 @dataclass
@@ -233,6 +244,44 @@ def verify(
             checks[(metric, direction)] = compare(metric, direction, value, scores, entry, label, percent)
     ordered = [checks[(m, d)] for m, d, _ in published]
     return Verification(ordered, notes)
+
+
+def check_values(
+    results: object,
+    per_query: object,
+    labels: Mapping[tuple[str, str], str] | None = None,
+    percent: bool = False,
+) -> Verification:
+    """Every number of ``results`` against its per-query values alone, where a run kept no evidence: nothing is
+    scored again, so no number is ``equal``; one whose values give another number (their mean, MedR's median)
+    ``differs`` (by how much), the others are ``not recomputable`` (per-query values only: the number is their
+    aggregate, and the values are the run's own claim). Arguments as :func:`verify`'s."""
+    numbers, _ = read_results(results)
+    values = read_per_query(per_query)
+    checks = []
+    for metric, by_dir in numbers.items():
+        for direction, value in by_dir.items():
+            label = (labels or {}).get((metric, direction), "")
+            entry = values.get(metric, {}).get(direction)
+            if entry is None:
+                why = "no evidence, and no per-query values of this number"
+                checks.append(Check(metric, direction, NOT_RECOMPUTABLE, float(value), why=why, label=label,
+                                    percent=percent))  # fmt: skip
+                continue
+            ids = np.asarray(entry.get("query_ids", []), np.int64)
+            scores = QueryScores(metric, direction, ids, np.asarray(entry.get("values", []), np.float64),
+                                 entry.get("aggregate", "mean"))  # fmt: skip
+            got = published_unit(metric, scores.value, percent) if len(scores.values) else math.nan
+            queries = len(scores.values)
+            if same(float(value), got):
+                why = f"per-query values only (no evidence): the number is the {scores.aggregate} of its {queries:,}"
+                checks.append(Check(metric, direction, NOT_RECOMPUTABLE, float(value), got, why=why, queries=queries,
+                                    label=label, percent=percent))  # fmt: skip
+            else:
+                why = f"its {queries:,} per-query values give {got!r} ({got - float(value):+.6g}); no evidence"
+                checks.append(Check(metric, direction, DIFFERS, float(value), got, why=why, queries=queries,
+                                    label=label, percent=percent))  # fmt: skip
+    return Verification(checks)
 
 
 OPTIONS = ("pm_zeta", "pm_include_own", "pm_r_cap", "cxc_directed")  # what the manifest's resources record

@@ -35,6 +35,7 @@ from eccv_metric.hub.eval_tasks import shown
 from eccv_metric.hub.repos import is_repo_id
 from eccv_metric.hub.submission import Submission
 from eccv_metric.hub.submission import scrub
+from eccv_metric.hub.submission import suggested_repo
 
 SPLIT = "test"
 RESULTS_JSON = "results.json"
@@ -188,6 +189,17 @@ def read_results_json(data: bytes, where: str) -> dict:
     if not isinstance(out, dict) or not all(isinstance(out.get(k), dict) for k in ("configs", "dataset")):
         raise EvaluationError(f"{where}: its {RESULTS_JSON} is not the one push-results writes")
     return out
+
+
+def run_model(summary: dict) -> str | None:
+    """The model whose run a details commit holds: the Hub repo its provenance's model loads (``hf:ORG/MODEL``,
+    ``mteb:ORG/MODEL``...), else the repo it was published for (``model_repo``: a local model names none); None
+    when it names neither. Details published with ``--other-model`` are the run of the model that was run."""
+    provenance = summary.get("provenance") if isinstance(summary.get("provenance"), dict) else {}
+    spec = provenance.get("model")
+    loaded = suggested_repo(spec) if isinstance(spec, str) else None
+    named = summary.get("model_repo")
+    return loaded or (named if isinstance(named, str) else None)
 
 
 def per_query_from(summary: dict, parquet: dict[str, bytes], where: str) -> dict:

@@ -17,6 +17,8 @@ import json
 import numpy as np
 import pytest
 import yaml
+from huggingface_hub import CommitOperationAdd
+from huggingface_hub import HfApi
 
 from eccv_metric.cli.main import main
 from eccv_metric.core.provenance import json_digest
@@ -230,3 +232,99 @@ def test_reencode_tells_the_model_that_made_the_evidence_from_another_seed(hub, 
     blip = runs["models"]["blip"]
     code, lines, err = verify(hub, capsys, "--reencode", "50", "--model", f"hf:{blip}", model="me/blip")
     assert code == 0 and "reencode coco_5k.rerank pair scores: 50 again" in "\n".join(lines), (lines, err)
+
+
+def forger(hub, repo: str, entries: dict[str, bytes], details: dict[str, bytes] | None = None) -> None:
+    """A model repo ``repo`` holding ``entries`` at main (as files left there), and with ``details`` a details repo
+    ``<repo>_details`` holding them at a commit ``entries`` name in place of me/clip's details commit."""
+    if details is not None:
+        folder = hub.home.parent / "forged" / f"{repo}_details"
+        for path, data in details.items():
+            (folder / path).parent.mkdir(parents=True, exist_ok=True)
+            (folder / path).write_bytes(data)
+        sha = hashlib.sha1(repr(sorted(details.items())).encode()).hexdigest()
+        hub.store.repos[("datasets", f"{repo}_details")] = folder
+        hub.store.heads[("datasets", f"{repo}_details")] = sha
+        clip = [c for c in hub.store.commits if c["repo"] == "me/details_me__clip"][-1]["sha"]
+        entries = {p: d.replace(f"me/details_me__clip/tree/{clip}".encode(), f"{repo}_details/tree/{sha}".encode())
+                   for p, d in entries.items()}  # fmt: skip
+    folder = hub.home.parent / "forged" / repo
+    for path, data in entries.items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_bytes(data)
+    hub.store.repos[("models", repo)] = folder
+
+
+def by_hand(path: str, data: bytes, repo: str = "me/clip") -> None:
+    """A commit of one file to a model repo, made by hand (its owner's token)."""
+    HfApi(token="hf_me").create_commit(repo, [CommitOperationAdd(path, data)], commit_message="by hand")
+
+
+def plus(data: bytes, points: float) -> bytes:
+    """An .eval_results file with every value raised by ``points``."""
+    return yaml.safe_dump([{**item, "value": item["value"] + points} for item in yaml.safe_load(data)]).encode()
+
+
+def board_rows(printed: str) -> dict[str, str]:
+    """The leaderboard's Hub rows: model -> its trust mark (the text after the numbers)."""
+    return {line[:44].strip(): " ".join(t for t in line[44:].split() if not t[0].isdigit() and t != "-")
+            for line in printed.splitlines() if line.startswith(("me/", "spam/")) and "  " in line}  # fmt: skip
+
+
+def test_the_leaderboard_marks_what_it_trusts(hub, runs, capsys, monkeypatch, tmp_path):
+    """Issue 61, item 3: every Hub row marked by what its numbers rest on, from the library's verify of its entries.
+    me/clip has a hand-added duplicate (60, no source): its recomputed entry is the one shown and ranked, both files
+    named; spam/twin republishes me/clip's evidence as its own: both recomputed, both flagged as sharing it;
+    spam/copy points at me/clip's details at +5, spam/relabel at a copy whose provenance names hf:me/clip: number
+    only; me/blip with one value forged: differs, and left out of the significance lines, which read the entries the
+    rows show. --verified-only keeps the recomputed rows; a second run scores nothing again (each details commit's
+    recomputation kept), yet a value changed since is caught."""
+    monkeypatch.setenv("ECCV_CAPTION_CACHE", str(tmp_path / "cache"))
+    clip, details = dict(tree_of(hub, "me/clip")), dict(tree_of(hub, "me/details_me__clip"))
+    dup = [{"dataset": {"id": "me/world", "task_id": "eccv_map_at_r_i2t"}, "value": 60.0}]
+    by_hand(".eval_results/zz-dup.yaml", yaml.safe_dump(dup).encode())
+    summary = json.loads(details["results.json"])
+    twin = {**summary, "model_repo": "spam/twin"}
+    forger(hub, "spam/twin", clip, {**details, "results.json": json.dumps(twin).encode()})
+    relabelled = {
+        **summary,
+        "model_repo": "spam/relabel",
+        "provenance": {**summary["provenance"], "model": "hf:me/clip"},
+    }
+    forger(hub, "spam/relabel", clip, {**details, "results.json": json.dumps(relabelled).encode()})
+    forger(hub, "spam/copy", {p: plus(d, 5) if p.startswith(".eval_results/") else d for p, d in clip.items()})
+    entry = ".eval_results/me--world--eccv_r1_t2i.yaml"
+    by_hand(entry, plus(tree_of(hub, "me/blip")[entry], 1), "me/blip")
+    board = ["leaderboard", "--from-hub", "me/world", "--significance", "--n-resamples", "20"]
+    assert main(board) == 0
+    printed = capsys.readouterr().out
+    rows = board_rows(printed)
+    assert rows == {"me/clip": "recomputed, shared", "spam/twin": "recomputed, shared", "spam/copy": "number only",
+                    "spam/relabel": "number only", "me/blip": "differs"}, printed  # fmt: skip
+    for said in (
+        "verified me/clip: 12 recomputed, 1 number only (8,113 bytes of evidence read)",
+        "note: me/clip has 2 entries for eccv_map_at_r_i2t (.eval_results/me--world--eccv_map_at_r_i2t.yaml: ",
+        ".eval_results/zz-dup.yaml: 60): .eval_results/me--world--eccv_map_at_r_i2t.yaml is shown: its number is "
+        "recomputed from its evidence, the other's is not",
+        "note: me/clip, spam/twin hold the same evidence (evidence.json ",
+        "note: spam/copy: 12 entries point at the details of me/clip (me/details_me__clip@",
+        "note: spam/relabel: 12 entries point at the details of me/clip (spam/relabel_details@",  # its provenance's
+        "note: me/blip: eccv_r1_t2i differs: recomputed ",
+        "  me/blip: not compared (marked differs: its evidence does not vouch for its per-query values)",
+        "trust: recomputed = every number scored again from its published evidence, equal",
+    ):
+        assert said in printed, (said, printed)
+    assert "  me/clip vs spam/twin: " in printed or "  spam/twin vs me/clip: " in printed, printed
+    assert main([*board[:3], "--verified-only"]) == 0
+    again = capsys.readouterr().out
+    assert set(board_rows(again)) == {"me/clip", "spam/twin"}, again
+    assert "verified me/clip: 12 recomputed, 1 number only (no evidence read, 1 kept from an earlier run)" in again
+    assert "left out (--verified-only: not recomputed from their evidence): " in again
+    r1 = ".eval_results/me--world--eccv_r1_i2t.yaml"
+    by_hand(r1, plus(clip[r1], 1))
+    assert main([*board[:3], "--no-verify"]) == 0
+    unchecked = board_rows(capsys.readouterr().out)
+    assert unchecked["me/clip"] == "not checked" and unchecked["spam/copy"] == "number only", unchecked
+    assert main(board[:3]) == 0
+    later = capsys.readouterr().out
+    assert board_rows(later)["me/clip"] == "differs, shared" and "1 kept from an earlier run" in later, later
