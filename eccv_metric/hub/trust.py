@@ -28,6 +28,7 @@ from dataclasses import field
 
 from eccv_metric.evidence.check import DIFFERS as CHECK_DIFFERS
 from eccv_metric.evidence.check import EQUAL
+from eccv_metric.evidence.check import NOT_RECOMPUTABLE as CHECK_NOT_RECOMPUTABLE
 from eccv_metric.hub.published import Published
 from eccv_metric.hub.verify_hub import EVIDENCE
 from eccv_metric.hub.verify_hub import UNREAD
@@ -114,8 +115,8 @@ def trust_of(published: Published, found: Iterable[EntryCheck]) -> Trust:
         trust.marks[task] = mark_of(checked)
         if trust.marks[task] in SAID:
             trust.reasons[task] = checked.check.reason
-        if checked.basis == EVIDENCE and checked.evidence:
-            trust.evidence.add(checked.evidence)
+        if checked.basis == EVIDENCE and checked.evidence and checked.check.status != CHECK_NOT_RECOMPUTABLE:
+            trust.evidence.add(checked.evidence)  # evidence scored: its files are the ones its digest records
     return trust
 
 

@@ -276,8 +276,9 @@ def test_the_leaderboard_marks_what_it_trusts(hub, runs, capsys, monkeypatch, tm
     me/clip has a hand-added duplicate (60, no source): its recomputed entry is the one shown and ranked, both files
     named; spam/twin republishes me/clip's evidence as its own: both recomputed, both flagged as sharing it;
     spam/copy points at me/clip's details at +5, spam/relabel at a copy whose provenance names hf:me/clip: number
-    only; me/blip with one value forged: differs, and left out of the significance lines, which read the entries the
-    rows show. --verified-only keeps the recomputed rows; a second run scores nothing again (each details commit's
+    only; spam/broken's copy has one embedding row changed: not recomputable; me/blip with one value forged:
+    differs; both left out of the significance lines, which read the entries the rows show. --verified-only keeps the
+    recomputed rows; a second run scores nothing again (each details commit's
     recomputation kept), yet a value changed since is caught."""
     monkeypatch.setenv("ECCV_CAPTION_CACHE", str(tmp_path / "cache"))
     clip, details = dict(tree_of(hub, "me/clip")), dict(tree_of(hub, "me/details_me__clip"))
@@ -292,6 +293,10 @@ def test_the_leaderboard_marks_what_it_trusts(hub, runs, capsys, monkeypatch, tm
         "provenance": {**summary["provenance"], "model": "hf:me/clip"},
     }
     forger(hub, "spam/relabel", clip, {**details, "results.json": json.dumps(relabelled).encode()})
+    changed = npy(details[EMB]).copy()
+    changed[3] = -changed[3]
+    broken = {**summary, "model_repo": "spam/broken"}
+    forger(hub, "spam/broken", clip, {**details, EMB: npy_bytes(changed), "results.json": json.dumps(broken).encode()})
     forger(hub, "spam/copy", {p: plus(d, 5) if p.startswith(".eval_results/") else d for p, d in clip.items()})
     entry = ".eval_results/me--world--eccv_r1_t2i.yaml"
     by_hand(entry, plus(tree_of(hub, "me/blip")[entry], 1), "me/blip")
@@ -300,7 +305,8 @@ def test_the_leaderboard_marks_what_it_trusts(hub, runs, capsys, monkeypatch, tm
     printed = capsys.readouterr().out
     rows = board_rows(printed)
     assert rows == {"me/clip": "recomputed, shared", "spam/twin": "recomputed, shared", "spam/copy": "number only",
-                    "spam/relabel": "number only", "me/blip": "differs"}, printed  # fmt: skip
+                    "spam/relabel": "number only", "spam/broken": "not recomputable",
+                    "me/blip": "differs"}, printed  # fmt: skip
     for said in (
         "verified me/clip: 12 recomputed, 1 number only (8,113 bytes of evidence read)",
         "note: me/clip has 2 entries for eccv_map_at_r_i2t (.eval_results/me--world--eccv_map_at_r_i2t.yaml: ",
@@ -310,6 +316,8 @@ def test_the_leaderboard_marks_what_it_trusts(hub, runs, capsys, monkeypatch, tm
         "note: spam/copy: 12 entries point at the details of me/clip (me/details_me__clip@",
         "note: spam/relabel: 12 entries point at the details of me/clip (spam/relabel_details@",  # its provenance's
         "note: me/blip: eccv_r1_t2i differs: recomputed ",
+        "note: spam/broken: 12 numbers not recomputable: spam/broken_details@",  # a row changed: never a mark
+        "evidence/coco_5k/image_embeddings.npy is not the file the run wrote",
         "  me/blip: not compared (marked differs: its evidence does not vouch for its per-query values)",
         "trust: recomputed = every number scored again from its published evidence, equal",
     ):
