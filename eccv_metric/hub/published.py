@@ -190,9 +190,9 @@ def read_published(
             log(f"note: left out {name}'s {task.id} from {file}: {problem}")
             continue
         src = data.get("source") if isinstance(data.get("source"), dict) else {}
-        revision = where.get("revision") if isinstance(where.get("revision"), str) else None
+        scored_on = where.get("revision") if isinstance(where.get("revision"), str) else None
         details = det.parse_tree_url(src.get("url"))
-        entry = Entry(task.id, read_back(task, value), file, details, revision, float(value))  # type: ignore[arg-type]
+        entry = Entry(task.id, read_back(task, value), file, details, scored_on, float(value))  # type: ignore[arg-type]
         out.entries.append(entry)
     if duplicates:  # the leaderboard says them once its verification has chosen
         for line in out.duplicates(name):
