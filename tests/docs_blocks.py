@@ -126,7 +126,12 @@ PARSE_ONLY = {
         "a SLURM array job's line"
     ),
     "eccv-caption evaluate --model hf:you/your-clip --data you/eccv-caption --benchmarks eccv_caption eccv "
-    "-o results.json --per-query per_query.json": "downloads a model and a dataset from the Hub",
+    "-o results.json --per-query per_query.json --evidence evidence": "downloads a model and a dataset from the Hub",
+    "eccv-caption verify --from-hub you/your-clip --dataset-repo you/eccv-caption": (
+        "reads the Hub (tests/integration/test_verify_hub.py runs the page's lines against the fake Hub)"
+    ),
+    "eccv-caption verify --from-hub you/your-clip --dataset-repo you/eccv-caption --reencode 50 --model "
+    "hf:you/your-clip": "reads the Hub and a model's weights (test_verify_hub.py runs it on the fake Hub, tiny model)",
     "eccv-caption push-results results.json --per-query per_query.json --dry-run": "asks the Hub (fake Hub tests)",
     "eccv-caption push-results results.json --per-query per_query.json": "uploads to the Hub (fake Hub tests)",
     "eccv-caption evaluate --run predictions/ECCVCaption_eccv-i2t_predictions.json --metrics eccv_map_at_r "
@@ -137,6 +142,7 @@ PARSE_ONLY = {
     "--model-repo you/your-clip --dry-run": "asks the Hub (fake Hub tests)",
     "eccv-caption leaderboard --from-hub you/eccv-caption -o board.csv": "reads the Hub (fake Hub tests)",
     "eccv-caption leaderboard --from-hub you/eccv-caption --significance": "reads the Hub (fake Hub tests)",
+    "eccv-caption leaderboard --from-hub you/eccv-caption --verified-only": "reads the Hub (test_verify_hub.py)",
     "eccv-caption compare --from-hub you/your-clip other/clip-ft@refs/pr/1 --dataset-repo you/eccv-caption": (
         "reads the Hub (fake Hub tests)"
     ),
@@ -165,6 +171,9 @@ PY_NOT_RUN = {
     "CacheWarning": "downloads CLIP's weights (its warnings are tested offline: tests/unit/test_model_cache.py)",
     "libraries_quiet": "downloads CLIP's weights (quiet runs are tested offline: tests/unit/test_model_quiet.py)",
     "details_you__your-clip": "reads a details repo from the Hub",
+    'eccv_metric.verify("results.json"': (
+        "the page's `verify` line above recomputes the same (the function's own tests: tests/unit/test_evidence.py)"
+    ),
 }
 
 # parse-only lines whose eccv-caption commands do run, alone (the install before them is what is not run)
@@ -173,6 +182,7 @@ ALSO_RUN = {"python3 -m venv .venv && . .venv/bin/activate && pip install -e . &
 # inputs a page reads from another page's block, which the page names in a line of its own: (page, python block)
 PAGE_INPUTS = {
     "docs/guides/trec-mteb.md": [("docs/guides/command-line.md", 0)],
+    "docs/guides/verify.md": [("docs/guides/command-line.md", 0)],
 }
 
 # what the recipes' placeholders stand for (links into ../shared/data: the only substitution)

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -15,6 +16,7 @@ from eccv_metric.api.evaluate import evaluate
 from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.docs import sizes
+from eccv_metric.benchmarks.names import metric_info
 from eccv_metric.benchmarks.request import OFFICIAL
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.cli.common import CLI_WORDS
@@ -40,6 +42,9 @@ from eccv_metric.core.files import write_json_atomic
 from eccv_metric.core.provenance import run_stamp
 from eccv_metric.core.provenance import with_digests
 from eccv_metric.core.view import DIRECTION_KINDS
+from eccv_metric.evidence.layout import check_evidence_folder
+from eccv_metric.evidence.layout import evidence_bytes
+from eccv_metric.evidence.layout import write_evidence
 from eccv_metric.formats.mteb import PredictionRankings
 from eccv_metric.formats.mteb import is_json_object
 from eccv_metric.formats.mteb import not_rankings
@@ -129,6 +134,13 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--output", "-o", help="write the results as JSON here (fractions, the official keys)")
     p.add_argument("--per-query", help="also write per-query values as JSON here (for `eccv-caption compare`)")
+    p.add_argument(
+        "--evidence",
+        metavar="DIR",
+        help="also keep what the engine scored in this folder (embeddings, pair scores, ranked lists: a manifest and "
+        "arrays): the evidence anyone recomputes the numbers from (`eccv-caption verify`; push-results uploads it); "
+        "with several --model, one subfolder per model",
+    )
     p.add_argument(
         "--json", action="store_true", help="print the results as JSON on stdout (what -o writes) instead of the table"
     )
@@ -258,6 +270,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
         return run_model(args)
     check_output_path(args.output)
     check_output_path(args.per_query)
+    if args.evidence:
+        check_evidence_folder(args.evidence)
     resources = resources_of(args)
     source = input_of(args, resources)
     if args.partial and not isinstance(source, Rankings):  # a standing decision: partial is about ranked lists
@@ -279,7 +293,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
     provenance = score_provenance(source, args.normalize) | ({"partial": True} if args.partial else {})
     if args.demo:
         provenance["demo"] = True  # synthetic numbers (DEMO_NOTE)
-    written = {**means, "provenance": with_digests(provenance, means, per_query)}
+    evidence = keep_evidence(args, source, means, provenance) if args.evidence else None
+    written = {**means, "provenance": with_digests(provenance, means, per_query, evidence)}
     if args.json:  # the numbers (as before); the results file carries them with their provenance
         print(json.dumps(means, indent=1))
     elif not args.quiet:
@@ -292,7 +307,29 @@ def run_evaluate(args: argparse.Namespace) -> int:
     if args.per_query:
         write_json_atomic(args.per_query, per_query)
         say(args, f"wrote {args.per_query}")
+    if args.evidence:
+        say(args, f"wrote {args.evidence}")
     return 0
+
+
+def keep_evidence(args: argparse.Namespace, source: object, means: dict, provenance: dict) -> str:
+    """``--evidence DIR``: the input as the engine scored it, with the request; recorded in the provenance (its
+    folder, where push-results and verify find it: published as ``(local path)``). Returns the manifest's digest."""
+    from eccv_metric.models.options import Scored
+
+    benchmarks: dict[str, list[str]] = {}
+    for metric in means:
+        benchmarks.setdefault(metric_info(metric)[0].name, []).append(metric)
+    manifest, digest = write_evidence(
+        args.evidence,
+        [Scored("input", source, benchmarks)],
+        n_resamples=args.n_resamples,
+        seed=args.seed,
+        partial=args.partial,
+        resources=options_of(args).record(),
+    )
+    provenance["evidence"] = {"folder": str(Path(args.evidence).resolve()), "bytes": evidence_bytes(manifest)}
+    return digest
 
 
 def score_provenance(source: object, normalize: bool = False) -> dict:

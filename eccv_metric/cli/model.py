@@ -28,6 +28,8 @@ from eccv_metric.core.errors import in_words
 from eccv_metric.core.files import check_output_path
 from eccv_metric.core.files import write_json_atomic
 from eccv_metric.core.provenance import with_digests
+from eccv_metric.evidence.layout import check_evidence_folder
+from eccv_metric.evidence.runs import save_evidence
 
 MODEL_WORDS = {
     **CLI_WORDS,
@@ -54,6 +56,7 @@ MODEL_WORDS = {
     "text_length": "--text-length",
     "reference": "--reference",
     "shard": "--shard",
+    "evidence": "--evidence",
 }
 INPUT_FLAGS = ("rankings", "run", "scores", "demo", "image_embeddings", "caption_embeddings", "caption_scores",
                "image_scores", "image_ids", "caption_ids")  # fmt: skip
@@ -205,6 +208,7 @@ def run_model(args: argparse.Namespace) -> int:
             check_output_path(path)
         elif Path(path).exists() and not Path(path).is_dir():
             raise EvaluationError(f"output {path}: with several --model it is a folder (one file per model)")
+    evidence = evidence_folders(args.evidence, models)
     from eccv_metric.models.many import evaluate_models_request
     from eccv_metric.models.many import model_slug
     from eccv_metric.models.plan import EVERY
@@ -261,7 +265,9 @@ def run_model(args: argparse.Namespace) -> int:
         means = out.results.means()
         skipped = {name: in_words(why, MODEL_WORDS) for name, why in out.skipped.items()}
         per_query = out.results.per_query_json() if args.per_query else None
-        written = {**means, "provenance": with_digests({**out.provenance, "skipped": skipped}, means, per_query)}
+        digest = save_evidence(out, evidence[k]) if evidence else None
+        provenance = {**out.provenance, "skipped": skipped}
+        written = {**means, "provenance": with_digests(provenance, means, per_query, digest)}
         shown.append(written)
         if not args.json and not args.quiet:
             print((f"model: {models[k]}\n" if several else "") + format_table(means))
@@ -277,10 +283,23 @@ def run_model(args: argparse.Namespace) -> int:
                 write_json_atomic(target, payload)
     if args.json:
         print(json.dumps(shown if several else shown[0], indent=1))
-    for path in (args.output, args.per_query, args.save_embeddings):
+    for path in (args.output, args.per_query, args.save_embeddings, args.evidence):
         if path:
             say(args, f"wrote {path}")
     return 0
+
+
+def evidence_folders(given: str | None, models: list[str]) -> list[Path]:
+    """``--evidence DIR``: the folder of each model's evidence (``DIR``; several --model: ``DIR/<k>-<spec>``),
+    each checked before any model runs."""
+    if not given:
+        return []
+    from eccv_metric.models.many import model_slug
+
+    folders = [Path(given)] if len(models) == 1 else [Path(given) / model_slug(k, m) for k, m in enumerate(models)]
+    for folder in folders:
+        check_evidence_folder(folder)
+    return folders
 
 
 NO_PIXELS = "images have no pixels"  # how the model path words a benchmark skipped for its images' pixels

@@ -2,13 +2,14 @@
 
 ``date``: the run's time (ISO-8601, UTC, seconds), as the Hub's eval results take it (``date: "2026-01-15T10:30:00Z"``).
 ``digests``: sha256 of the numbers as written (``results``), of the per-query values (``per_query``, when
-``--per-query`` wrote them) and of every other field of the provenance (``provenance``: the model and its revision,
-the data and its revision, a pair scorer's protocol, the date, the package...), each over the canonical JSON text of
-what the file holds (keys sorted, no spaces): a file edited after the run (a number, or the model it names), or the
-per-query file of another run, no longer matches (``push-results`` checks them; :func:`broken_seal`). A digest
-catches an edit, not a forger, who can recompute it: what vouches for a number is its evidence scored again. A file
-whose digests hold no ``provenance`` was written before the seal (an earlier eccv-caption-hf): it is not trusted as
-sealed (``push-results`` asks for the run again; cached embeddings make it a re-score).
+``--per-query`` wrote them), of the evidence's manifest (``evidence``, when ``--evidence`` kept what the run scored)
+and of every other field of the provenance (``provenance``: the model and its revision, the data and its revision, a
+pair scorer's protocol, the date, the package...), each over the canonical JSON text of what the file holds (keys
+sorted, no spaces): a file edited after the run (a number, or the model it names), or the per-query file or evidence
+of another run, no longer matches (``push-results`` and ``verify`` check them; :func:`broken_seal`). A digest catches
+an edit, not a forger, who can recompute it: what vouches for a number is its evidence scored again. A file whose
+digests hold no ``provenance`` was written before the seal (an earlier eccv-caption-hf): it is not trusted as sealed
+(``push-results`` asks for the run again; cached embeddings make it a re-score).
 ``data_files`` (a model run on a local build): the sha256 of each of its Parquet files, so the build can be told
 apart from, or matched with, the Hub repo it was pushed to.
 """
@@ -48,11 +49,14 @@ def provenance_digest(provenance: Mapping[str, object]) -> str:
     return json_digest(json.loads(json.dumps(fields)))
 
 
-def with_digests(provenance: dict, means: dict, per_query: dict | None) -> dict:
-    """``provenance`` with the ``digests`` of the numbers, of the per-query values when written, and of itself."""
+def with_digests(provenance: dict, means: dict, per_query: dict | None, evidence: str | None = None) -> dict:
+    """``provenance`` with the ``digests`` of the numbers and, when written, the per-query values and the evidence
+    (``evidence``: the digest of its manifest, :mod:`eccv_metric.evidence.layout`), and of itself."""
     digests = {"results": json_digest(means)}
     if per_query is not None:
         digests["per_query"] = json_digest(per_query)
+    if evidence is not None:
+        digests["evidence"] = evidence
     digests["provenance"] = provenance_digest(provenance)
     return {**provenance, "digests": digests}
 

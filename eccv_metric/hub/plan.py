@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field
+from pathlib import Path
 
 import yaml
 
@@ -58,6 +59,7 @@ class Plan:
     details_files: dict[str, bytes]
     registered: set[str]  # the task ids of the benchmark's eval.yaml
     deleted: list[str] = field(default_factory=list)
+    evidence: dict[str, Path] = field(default_factory=dict)  # evidence/ path in the details repo -> the local file
     card_text: str | None = None  # the model card now (with --model-index); None: no model-index written
     with_model_index: bool = False
 
@@ -66,7 +68,7 @@ class Plan:
         would change nothing there (no new commit: the URL is known), else None (known once committed)."""
         if self.details is None:
             return None
-        if sha is None and self.details.exists and not self.changes(self.details, self.details_files, []):
+        if sha is None and self.details.exists and not self.details_changes():
             sha = self.details.head
         return det.tree_url(endpoint, self.details.repo, sha) if sha else None
 
@@ -80,6 +82,23 @@ class Plan:
         if self.with_model_index:
             files["README.md"] = updated_card(self.card_text, self.sub, url, self.registered)
         return files
+
+    def details_changes(self) -> dict[str, str]:
+        """``{path: add | replace}`` of the details commit: its files and the evidence's (each read from disk once,
+        to compare it with what the details repo holds), unchanged files left out."""
+        if self.details is None:
+            return {}
+        out = self.changes(self.details, self.details_files, [])
+        for path, local in self.evidence.items():
+            how = self.details.change(path, local.read_bytes())
+            if how != "unchanged":
+                out[path] = how
+        return out
+
+    def details_sizes(self) -> dict[str, int]:
+        """The details commit's files' sizes in bytes (the evidence's read from disk)."""
+        sizes = {path: len(data) for path, data in self.details_files.items()}
+        return sizes | {path: local.stat().st_size for path, local in self.evidence.items()}
 
     @staticmethod
     def changes(target: Target, files: dict[str, bytes], deleted: list[str]) -> dict[str, str]:
@@ -121,6 +140,7 @@ def make_plan(
     made = det.with_repo(det.details_files(sub), target.repo) if target else {}
     card_text = _card(api, model) if with_model_index else None
     plan = Plan(sub, model, target, made, registered, card_text=card_text, with_model_index=with_model_index)
+    plan.evidence = det.evidence_files(sub) if target else {}
     files = plan.model_files(None)  # every entry and the card checked before anything is sent
     if not set(files) - {"README.md"}:
         raise EvaluationError(

@@ -104,7 +104,8 @@ def listing(target: Target, changes: dict[str, str], sizes: dict[str, int]) -> l
                        if how in changes.values())  # fmt: skip
     lines = [f"would {target.where()}, one commit: {counts}"]
     for path, how in changes.items():
-        size = f" ({sizes[path]:,} bytes)" if path.endswith(".parquet") and path in sizes else ""
+        sized = path.endswith(".parquet") or path.startswith(f"{det.EVIDENCE}/")  # data, not text shown below
+        size = f" ({sizes[path]:,} bytes)" if sized and path in sizes else ""
         lines.append(f"  {how} {path}{size}")
     return lines
 
@@ -114,12 +115,12 @@ def _dry_run(plan: Plan, log: Callable[[str], None]) -> dict[str, str]:
 
     sub = plan.sub
     if plan.details is not None:
-        changes = plan.changes(plan.details, plan.details_files, [])
-        sizes = {path: len(data) for path, data in plan.details_files.items()}
-        for line in listing(plan.details, changes, sizes):
-            log(line.replace(" one commit:", " one commit of the per-query values behind the numbers:", 1))
+        changes = plan.details_changes()
+        kept = f" and the evidence ({sub.evidence.bytes:,} bytes)" if sub.evidence is not None else ""
+        for line in listing(plan.details, changes, plan.details_sizes()):
+            log(line.replace(" one commit:", f" one commit of the per-query values behind the numbers{kept}:", 1))
         for path in changes:
-            if not path.endswith(".parquet"):
+            if path in plan.details_files and not path.endswith(".parquet"):
                 log(f"--- {path}\n{plan.details_files[path].decode().rstrip()}")
     url = plan.details_url(constants.ENDPOINT)
     placeholder = url is None and plan.details is not None  # the details commit is made first: its id known then
@@ -157,11 +158,14 @@ def _send(api: object, plan: Plan, log: Callable[[str], None]) -> dict[str, str]
     model_title, details_title = titles(sub)
     url = None
     if plan.details is not None:
-        log(f"{plan.details.where()}: {len(plan.details_files)} files (the per-query values behind the numbers)")
+        count = len(plan.details_files) + len(plan.evidence)
+        kept = f" and the evidence ({sub.evidence.bytes:,} bytes)" if sub.evidence is not None else ""
+        log(f"{plan.details.where()}: {count} files (the per-query values behind the numbers{kept})")
         oid, line = commit(
             api,
             plan.details,
-            [CommitOperationAdd(path_in_repo=p, path_or_fileobj=data) for p, data in plan.details_files.items()],
+            [CommitOperationAdd(path_in_repo=p, path_or_fileobj=data) for p, data in plan.details_files.items()]
+            + [CommitOperationAdd(path_in_repo=p, path_or_fileobj=str(local)) for p, local in plan.evidence.items()],
             details_title,
             f"Per-query details of {describe(sub)} on {sub.dataset_repo}.",
         )

@@ -10,11 +10,13 @@ kept; each value is checked against its task's range (percent in [0, 100], Spear
 that is not is left out with a note, as every other reader of results here does.
 
 A (model, task) with two entries (a second file beside the pushed one) stays two :class:`Entry` values: the task's
-number is shown only when they agree (the same value and the same details), never one entry's value with
-another's details; otherwise neither is, with a note naming both files. An entry whose ``source.url`` is a details
-commit (:func:`eccv_metric.hub.details.parse_tree_url`) leads to the per-query values behind it; the model that
-commit's ``results.json`` names is read too (:attr:`Published.details_of`), so details borrowed from another
-model are told (:meth:`Published.details_commit` is then None, with a note).
+number is shown when they agree (the same value and the same details), or where they disagree the one recomputed
+equal from its evidence (:attr:`Published.verified`, set by the leaderboard's verification), never one entry's
+value with another's details; otherwise neither is, with a note naming both files. An entry whose ``source.url`` is
+a details commit (:func:`eccv_metric.hub.details.parse_tree_url`) leads to the per-query values behind it; the model
+whose run that commit holds is read too (its ``results.json`` and its provenance: :attr:`Published.details_of`,
+:func:`~eccv_metric.hub.details.run_model`), so details borrowed from another model's run are told
+(:meth:`Published.details_commit` is then None, with a note).
 
 What the hub docs do not say, and what is assumed: whether ``evalResults`` at ``main`` also lists the entries of
 open pull requests (huggingface_hub's own test of the API format shows an entry carrying ``pullRequest``), and what
@@ -45,13 +47,21 @@ Results = dict[str, dict[str, float]]
 
 @dataclass(frozen=True)
 class Entry:
-    """One published entry: its task, its value (a fraction, as results files hold it), the file it came from and
-    the details commit ``(repo, sha)`` its ``source.url`` points at (None: no details)."""
+    """One published entry: its task, its value (a fraction, as results files hold it), the file it came from, the
+    details commit ``(repo, sha)`` its ``source.url`` points at (None: no details), the benchmark's revision it
+    names (``dataset.revision``; None: none) and its value as published (the task's unit: percent for a fraction
+    metric; what a recomputation is compared with)."""
 
     task: str
     value: float
     file: str
     details: tuple[str, str] | None = None
+    revision: str | None = None
+    published: float | None = None
+
+    @property
+    def as_published(self) -> float:
+        return self.published if self.published is not None else self.value
 
 
 @dataclass
@@ -62,6 +72,7 @@ class Published:
     revision: str | None = None  # None: main
     entries: list[Entry] = field(default_factory=list)
     details_of: dict[tuple[str, str], str | None] = field(default_factory=dict)  # commit -> the model it names
+    verified: set[Entry] = field(default_factory=set)  # entries recomputed equal from their evidence (verify)
 
     def by_task(self) -> dict[str, list[Entry]]:
         out: dict[str, list[Entry]] = {}
@@ -70,10 +81,35 @@ class Published:
         return out
 
     def shown(self) -> dict[str, Entry]:
-        """The entry shown for each task: its only one, or entries that agree (value and details); a task whose
-        entries disagree has none."""
-        return {task: found[0] for task, found in self.by_task().items()
-                if len({(e.value, e.details) for e in found}) == 1}  # fmt: skip
+        """The entry shown for each task: its only one, or entries that agree (value and details), the one
+        recomputed equal from its evidence (:attr:`verified`) where they disagree; a task whose entries disagree
+        and none (or several that disagree) verified has none."""
+        out = {}
+        for task, found in self.by_task().items():
+            ok = [e for e in found if e in self.verified]
+            if len({(e.value, e.details) for e in found}) == 1:
+                out[task] = (ok or found)[0]
+            elif ok and len({(e.value, e.details) for e in ok}) == 1:
+                out[task] = ok[0]
+        return out
+
+    def duplicates(self, name: str) -> list[str]:
+        """A note per task with several entries, naming each file and value and which one is shown."""
+        lines = []
+        shown_now = self.shown()
+        for task, found in self.by_task().items():
+            if len(found) < 2:
+                continue
+            listed = ", ".join(f"{e.file}: {shown(BY_ID[task], e.value):g}" for e in found)
+            chosen = shown_now.get(task)
+            if task not in shown_now:
+                said = "neither is shown until one is removed"
+            elif len({(e.value, e.details) for e in found}) == 1:
+                said = "they agree, one number shown"
+            else:
+                said = f"{chosen.file} is shown: its number is recomputed from its evidence, the other's is not"  # type: ignore[union-attr]
+            lines.append(f"note: {name} has {len(found)} entries for {task} ({listed}): {said}")
+        return lines
 
     @property
     def results(self) -> Results:
@@ -120,10 +156,17 @@ def eval_results(api: object, model: str, revision: str | None) -> list[dict]:
 
 
 def read_published(
-    api: object, model: str, revision: str | None, dataset: str, tasks: dict[str, HubTask], log: Callable[[str], None]
+    api: object,
+    model: str,
+    revision: str | None,
+    dataset: str,
+    tasks: dict[str, HubTask],
+    log: Callable[[str], None],
+    duplicates: bool = True,
 ) -> Published:
     """A model's entries for ``dataset`` at ``revision`` (see the module docstring); invalid files, bad values,
-    entries that disagree and borrowed details noted, never shown."""
+    entries that disagree (``duplicates`` False: left to the caller, :meth:`Published.duplicates`) and borrowed
+    details noted, never shown."""
     out = Published(model, revision)
     name = model + (f"@{revision}" if revision else "")
     pr = int(revision.removeprefix("refs/pr/")) if revision and revision.startswith("refs/pr/") else None
@@ -147,14 +190,13 @@ def read_published(
             log(f"note: left out {name}'s {task.id} from {file}: {problem}")
             continue
         src = data.get("source") if isinstance(data.get("source"), dict) else {}
-        entry = Entry(task.id, read_back(task, value), file, det.parse_tree_url(src.get("url")))  # type: ignore[arg-type]
+        scored_on = where.get("revision") if isinstance(where.get("revision"), str) else None
+        details = det.parse_tree_url(src.get("url"))
+        entry = Entry(task.id, read_back(task, value), file, details, scored_on, float(value))  # type: ignore[arg-type]
         out.entries.append(entry)
-    for task, found in out.by_task().items():
-        if len(found) > 1:
-            listed = ", ".join(f"{e.file}: {shown(BY_ID[task], e.value):g}" for e in found)
-            agree = task in out.shown()
-            log(f"note: {name} has {len(found)} entries for {task} ({listed}): "
-                + ("they agree, one number shown" if agree else "neither is shown until one is removed"))  # fmt: skip
+    if duplicates:  # the leaderboard says them once its verification has chosen
+        for line in out.duplicates(name):
+            log(line)
     _read_details_models(api, out, name, log)
     return out
 
@@ -176,8 +218,8 @@ def _read_details_models(api: object, out: Published, name: str, log: Callable[[
             out.details_of[commit] = None
             log(f"note: {name}'s details {repo}@{sha[:12]} could not be read ({status_of(exc) or first_line(exc)})")
             continue
-        named = summary.get("model_repo")
-        out.details_of[commit] = named if isinstance(named, str) else None
+        named = det.run_model(summary)  # the provenance's model: details of another model's run are not its own
+        out.details_of[commit] = named
         if not out.own(commit):
             count = sum(e.details == commit for e in out.entries)
             log(f"note: {name}: {count} entries point at the details of {named} ({repo}@{sha[:12]}), not of "

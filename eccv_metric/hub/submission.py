@@ -21,24 +21,23 @@ from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 
-import numpy as np
-
 from eccv_metric.benchmarks.names import metric_info
 from eccv_metric.core.about import DISTRIBUTION
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.jsonio import read_json
 from eccv_metric.core.jsonio import require_object
 from eccv_metric.core.provenance import broken_seal
-from eccv_metric.core.provenance import json_digest
+from eccv_metric.evidence.load import Evidence
 from eccv_metric.hub.eval_tasks import TASKS
 from eccv_metric.hub.eval_tasks import HubTask
 from eccv_metric.hub.eval_tasks import task_of
 from eccv_metric.hub.repos import check_repo_id
 from eccv_metric.hub.repos import is_repo_id
+from eccv_metric.hub.run_files import read_per_query
+from eccv_metric.hub.run_files import read_run_evidence
 
 RESULTS = "the results JSON of `eccv-caption evaluate --model SPEC --data DATASET -o res.json`"
 EVALUATE = "write it with `eccv-caption evaluate --model SPEC --data DATASET_REPO -o res.json --per-query pq.json`"
-PER_QUERY = 'the per-query JSON of `evaluate --per-query` {metric: {direction: {"query_ids", "values"}}}'
 HUB_SPECS = ("hf:", "st:", "open_clip:hf-hub:", "mteb:")  # model specs whose rest is a Hub model repo
 RANGES = {"fraction": (0.0, 1.0), "correlation": (-1.0, 1.0), "rank": (1.0, math.inf)}
 # an absolute local path inside a text: at its start or after a space, quote, '=', '(' or ':' (hf:/tmp/x)
@@ -65,6 +64,7 @@ class Submission:
     per_query: dict | None = None  # {metric: {direction: {"query_ids", "values", "aggregate"}}}; None: no details
     notes: list[str] = field(default_factory=list)  # what the user is told before anything is sent
     other_model: bool = False  # published on another repo than the one the results' model loads (other_model=True)
+    evidence: Evidence | None = None  # what the run scored (evaluate --evidence), checked: the details' evidence/
 
     @property
     def version(self) -> str:
@@ -177,9 +177,10 @@ def read_submission(
     dataset_repo: str | None = None,
     per_query: str | Path | None = None,
     other_model: bool = False,
+    evidence: str | Path | None = None,
 ) -> Submission:
-    """Check a results file (and its per-query file) and say what it publishes; every refusal is one line naming
-    the file or keyword."""
+    """Check a results file (and its per-query file and evidence folder: ``evidence``, default the one the results
+    record) and say what it publishes; every refusal is one line naming the file or keyword."""
     path = str(path)
     raw = require_object(read_json(path, RESULTS), path, RESULTS)
     provenance = raw.get("provenance")
@@ -212,7 +213,10 @@ def read_submission(
     own = suggested_repo(spec)
     sub.other_model = own is not None and own.casefold() != repo.casefold()
     if per_query is not None:
-        sub.per_query = read_per_query(str(per_query), sub, means, digests.get("per_query"))
+        sub.per_query = read_per_query(str(per_query), sub.path, sub.values, digests.get("per_query"))
+        sub.evidence = read_run_evidence(sub.path, sub.provenance, sub.notes, evidence, digests.get("evidence"))
+    elif evidence is not None:
+        raise EvaluationError("evidence= goes into the details repo beside the per-query values: give per_query= too")
     if revision is None and sub.local_build is None:
         sub.notes.append(
             f"no dataset.revision: {path} was scored on a local build whose files its provenance does not record "
@@ -324,49 +328,3 @@ def _values(path: str, means: dict) -> tuple[list[tuple[HubTask, float]], list[s
             "eccv_rprecision eccv_r1"
         )
     return values, left_out
-
-
-def read_per_query(path: str, sub: Submission, means: dict, digest: object) -> dict:
-    """The per-query values of the same run as ``sub``'s numbers: the digest its provenance recorded, or (a
-    file written before digests) each published number's aggregate over them; one line when they differ."""
-    raw = require_object(read_json(path, PER_QUERY), path, PER_QUERY)
-    if "provenance" in raw or any(not isinstance(v, dict) or not all(isinstance(e, dict) for e in v.values())
-                                  for v in raw.values()):  # fmt: skip
-        raise EvaluationError(f"{path} is not per-query values ({PER_QUERY}): give the file of evaluate --per-query")
-    another = f"{path} holds the per-query values of another run than {sub.path}"
-    if isinstance(digest, str):
-        if digest != json_digest(raw):
-            raise EvaluationError(f"{another} (its digest differs from the one the results recorded); {_SAME}")
-    for task, value in sub.values:
-        entry = raw.get(task.metric, {}).get(task.direction)
-        if entry is None:
-            raise EvaluationError(f"{path} has no per-query values of {task.metric}/{task.direction}, a published "
-                                  f"number of {sub.path}; {_SAME}")  # fmt: skip
-        values = _arrays(path, task.metric, task.direction, entry)[1]
-        aggregate = {"mean": np.mean, "median": np.median, "std": np.std}.get(entry.get("aggregate", "mean"))
-        got = float(aggregate(values)) if aggregate is not None else math.nan
-        if not math.isclose(got, value, rel_tol=1e-12, abs_tol=1e-15):
-            raise EvaluationError(
-                f"{another}: its {task.metric}/{task.direction} values give {got}, the results {value}; {_SAME}"
-            )
-    for metric, by_dir in raw.items():
-        for direction, entry in by_dir.items():
-            _arrays(path, metric, direction, entry)
-    return raw
-
-
-_SAME = "give the --per-query file evaluate wrote in the same run as the results"
-
-
-def _arrays(path: str, metric: str, direction: str, entry: dict) -> tuple[np.ndarray, np.ndarray]:
-    """(query ids, values) of one metric/direction of a per-query file, checked: ids whole numbers, values
-    finite, one value per id."""
-    ids, values = entry.get("query_ids"), entry.get("values")
-    where = f"{path}: {metric}/{direction}"
-    if not isinstance(ids, list) or not isinstance(values, list) or len(ids) != len(values) or not ids:
-        raise EvaluationError(f"{where}: expected as many query_ids as values (a non-empty list each)")
-    if any(type(i) is not int or abs(i) >= 2**63 for i in ids):
-        raise EvaluationError(f"{where}: query_ids must be whole numbers (64-bit)")
-    if any(type(v) not in (int, float) or not math.isfinite(v) for v in values):
-        raise EvaluationError(f"{where}: values must be finite numbers")
-    return np.asarray(ids, dtype=np.int64), np.asarray(values, dtype=np.float64)

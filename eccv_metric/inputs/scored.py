@@ -75,6 +75,11 @@ class ScoredInput(HeldChecks):
         self._maps: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._last: dict[tuple, RankedLists] = {}
 
+    @property
+    def row_ids(self) -> dict[str, object]:
+        """The ids of the rows of each kind as given (None: the collection's canonical order)."""
+        return dict(self._ids)
+
     # -- what a subclass provides ----------------------------------------------------------------------------------
 
     def n_rows(self, kind: str) -> int | None:

@@ -10,6 +10,7 @@ from dataclasses import field
 from pathlib import Path
 
 from eccv_metric.api.chance import outside_frames
+from eccv_metric.benchmarks.request import Request
 from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.core.errors import EvaluationError
@@ -19,7 +20,9 @@ from eccv_metric.models.cache.entries import cache_root
 from eccv_metric.models.cache.folder import CacheFolder
 from eccv_metric.models.cache.store import EmbeddingStore
 from eccv_metric.models.data.digests import FileDigests
+from eccv_metric.models.data.items import ItemSet
 from eccv_metric.models.data.source import DataSource
+from eccv_metric.models.data.source import data_sources
 from eccv_metric.models.encoding.decode import DECODERS
 from eccv_metric.models.encoding.decode import Decoder
 from eccv_metric.models.encoding.text_batches import default_text_batch_size
@@ -45,16 +48,37 @@ NotUsedWarning.__module__ = "eccv_metric.models"
 
 
 @dataclass
+class Scored:
+    """One engine call of a run: its ``name`` (the item group, and for a pair scorer what scored it: ``coco.rerank``),
+    the ``source`` the engine scored (the evidence a run keeps: :mod:`eccv_metric.evidence.layout`),
+    ``benchmarks`` (``{benchmark: metric names}`` it scored) and ``sets`` (``{kind: ItemSet}``: the items of its
+    rows, for re-encoding)."""
+
+    name: str
+    source: object
+    benchmarks: dict[str, list[str]]
+    sets: dict[str, ItemSet] = field(default_factory=dict)
+
+
+def scoring_record(request: Request) -> dict:
+    """How the engine scored a run beside the metric names (the CxC bootstrap's samples and seed): the provenance's
+    ``scoring``, what scoring it again takes."""
+    return {"n_resamples": request.n_resamples, "seed": request.seed}
+
+
+@dataclass
 class ModelResults:
     """What :func:`~eccv_metric.models.run.evaluate_model` returns: the numbers, where they come from, what was
-    skipped and why. ``scored`` False: a process that computed its share of a run and left the numbers to another
-    (a torchrun rank other than 0, a ``shard=`` job): ``results`` is empty, ``provenance`` says what it did."""
+    skipped and why, and what the engine scored (``inputs``: one :class:`Scored` per engine call). ``scored`` False:
+    a process that computed its share of a run and left the numbers to another (a torchrun rank other than 0, a
+    ``shard=`` job): ``results`` is empty, ``provenance`` says what it did."""
 
     results: Results
     provenance: dict
     skipped: dict[str, str] = field(default_factory=dict)
     embeddings: dict[str, Embeddings] = field(default_factory=dict)
     scored: bool = True
+    inputs: list[Scored] = field(default_factory=list)  # what the engine scored, call by call (the run's evidence)
 
 
 @dataclass
@@ -182,6 +206,12 @@ class RunOptions:
     def workers_for(self, device: str) -> int:
         """Image decoding processes for a model on ``device`` (given, or by the device)."""
         return default_workers(device) if self.workers is None else self.workers
+
+    def resources_record(self, source: DataSource) -> dict:
+        """The ground truth's options, the sources given and those taken from ``source``'s build
+        (:meth:`ResourceOptions.record`), for the provenance."""
+        options = self.resource_options or ResourceOptions()
+        return options.record(self.resources is not None, data_sources(source) if self.resources is None else [])
 
     @property
     def root(self) -> Path | None:

@@ -52,6 +52,8 @@ from eccv_metric.models.families.pair_scorer import is_pair_scorer
 from eccv_metric.models.families.spec import load_model
 from eccv_metric.models.options import ModelResults
 from eccv_metric.models.options import RunOptions
+from eccv_metric.models.options import Scored
+from eccv_metric.models.options import scoring_record
 from eccv_metric.models.pairs.plan import check_rerank_k
 from eccv_metric.models.pairs.run import PairRun
 from eccv_metric.models.pairs.run import finish_pairs
@@ -316,6 +318,9 @@ def finish_run(run: LoadedRun) -> ModelResults:
             "score": round(scored - embedded, 3),
         },
         "skipped": plan.skipped,
+        "scoring": scoring_record(plan.request),
+        "resources": options.resources_record(run.source),
     }
     embeddings = {name: group.embeddings for name, group in groups.items()}
-    return ModelResults(results, provenance, plan.skipped, embeddings)
+    inputs = [Scored(name, g.embeddings, g.scored, g.sets) for name, g in groups.items() if g.scored]
+    return ModelResults(results, provenance, plan.skipped, embeddings, inputs=inputs)

@@ -172,14 +172,26 @@ class FakeHub:
             def do_DELETE(self):  # HfApi.delete_repo
                 self._route()
 
-            def do_PUT(self):  # an LFS object's bytes (the batch answer's upload action)
+            def do_PUT(self):  # an LFS object's upload (the href the batch API gave)
                 self._route()
+
+            def _body(self) -> bytes:
+                """The request's body: Content-Length bytes, or a chunked body (a file streamed by the client)."""
+                if self.headers.get("Transfer-Encoding", "").lower() != "chunked":
+                    return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                out = b""
+                while True:
+                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                    chunk = self.rfile.read(size + 2)[:size]
+                    if size == 0:
+                        return out
+                    out += chunk
 
             def _route(self):
                 if self.path.startswith(("http://", "https://")):  # absolute URI: a proxied plain-http request
                     return self._trap()
                 sends = self.command in ("POST", "DELETE", "PUT")
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0)) if sends else b""
+                body = self._body() if sends else b""
                 parts = urlsplit(self.path)
                 try:
                     with hub._lock:

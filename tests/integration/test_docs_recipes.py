@@ -50,6 +50,7 @@ LEAVES = {
     "docs/guides/comparing.md": ["tau.png", "a_pq.json", "b_pq.json"],
     "docs/data/index.md": ["eccv_caption_hf/README.md"],
     "docs/guides/retrievals.md": ["report.html"],
+    "docs/guides/verify.md": ["evidence/evidence.json"],
 }
 
 

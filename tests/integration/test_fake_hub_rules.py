@@ -25,6 +25,15 @@ ENTRY = {"dataset": {"id": "me/eccv-caption", "task_id": "eccv_map_at_r_i2t"}, "
          "source": {"url": "https://huggingface.co/datasets/me/details", "name": "details"}}  # fmt: skip
 
 
+@pytest.fixture(autouse=True)
+def _no_xet(monkeypatch):
+    """The clients here upload large files through LFS, as :meth:`FakeHub.client_env` has a subprocess do (the fake
+    Hub speaks the LFS batch API, not Xet)."""
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_DISABLE_XET", True)
+
+
 def api(hub, token: str = "hf_me") -> HfApi:
     return HfApi(endpoint=hub.url, token=token)
 

@@ -46,6 +46,8 @@ from eccv_metric.models.families.pair_scorer import PairScorer
 from eccv_metric.models.families.pair_scorer import is_pair_scorer
 from eccv_metric.models.options import ModelResults
 from eccv_metric.models.options import RunOptions
+from eccv_metric.models.options import Scored
+from eccv_metric.models.options import scoring_record
 from eccv_metric.models.pairs.blocks import BlockCache
 from eccv_metric.models.pairs.candidates import Candidates
 from eccv_metric.models.pairs.candidates import candidates
@@ -177,7 +179,7 @@ def finish_pairs(run: PairRun) -> ModelResults:
     provenance = describe(run, workers, report, tally.describe())
     if not workers.scores:
         return ModelResults(Results({}), provenance, dict(plan.skipped), scored=False)
-    results = score(run, groups, sides, tables)
+    results, inputs = score(run, groups, sides, tables)
     done = time.perf_counter()
     provenance["seconds"] = round(done - run.started, 3)
     provenance["step_seconds"] = {
@@ -187,7 +189,7 @@ def finish_pairs(run: PairRun) -> ModelResults:
         "score": round(done - paired, 3),
     }
     provenance["skipped"] = plan.skipped
-    return ModelResults(results, provenance, plan.skipped)
+    return ModelResults(results, provenance, plan.skipped, inputs=inputs)
 
 
 def first_embeddings(run: PairRun, group: Group, encoded: dict[ItemSet, np.ndarray]) -> Embeddings | None:
@@ -245,23 +247,29 @@ def pair_side(
     return Side(group.name, pairs, images, captions, cache), tables
 
 
-def score(run: PairRun, groups: list[tuple[Group, Embeddings | None]], sides: dict, tables: dict) -> Results:
+def score(
+    run: PairRun, groups: list[tuple[Group, Embeddings | None]], sides: dict, tables: dict
+) -> tuple[Results, list[Scored]]:
     """Every number: each group's benchmarks on the input that serves them (:mod:`.inputs`), one
-    :func:`~eccv_metric.api.many.evaluate_benchmarks` call each."""
+    :func:`~eccv_metric.api.many.evaluate_benchmarks` call each; and what each call scored."""
     plan, rule = run.plan, run.rule
-    parts, notes = [], []
+    parts, notes, inputs = [], [], []
 
-    def scored(source: object, names: list[str], group: Group) -> None:
+    def scored(source: object, names: list[str], group: Group, role: str = "") -> None:
         if not names:
             return
+        wanted = group.wanted(names, plan)
         with warnings.catch_warnings():  # warned below, in the model path's words (api.chance.for_model)
             warnings.simplefilter("ignore", ChanceLevelWarning)
-            out, failed = evaluate_benchmarks(source, group.wanted(names, plan), resources=plan.resources,  # type: ignore[arg-type]
+            out, failed = evaluate_benchmarks(source, wanted, resources=plan.resources,  # type: ignore[arg-type]
                                               n_resamples=plan.request.n_resamples, seed=plan.request.seed,
                                               skip_failing=plan.skip_unavailable)  # fmt: skip
         plan.skipped.update(failed)
         parts.append(out)
         notes.extend(for_model(note) for note in out.notes)
+        kept = {name: metrics for name, metrics in wanted.items() if name not in failed}
+        if kept:
+            inputs.append(Scored(f"{group.name}.{role}", source, kept, dict(group.sets)))
 
     for group, emb in groups:
         side: Side | None = sides.get(group.name)
@@ -269,23 +277,24 @@ def score(run: PairRun, groups: list[tuple[Group, Embeddings | None]], sides: di
         if side is not None and run.protocol == "exhaustive":
             job = group.jobs[0]
             collection = job.view.collection if job.view is not None else job.collection
-            scored(score_matrix(side.pairs, side.scores, rule, emb, collection), group.ranked, group)  # type: ignore[arg-type]
+            matrix = score_matrix(side.pairs, side.scores, rule, emb, collection)  # type: ignore[arg-type]
+            scored(matrix, group.ranked, group, "exhaustive")
         elif side is not None and emb is not None:
             whole = {d: c for (d, within), c in mine.items() if within is None}
             folds = {d: c for (d, within), c in mine.items() if within is not None}
             if group.ranked:
-                scored(two_stage(emb, whole, side.pairs, side.scores, rule), group.ranked, group)  # type: ignore[arg-type]
+                scored(two_stage(emb, whole, side.pairs, side.scores, rule), group.ranked, group, "rerank")  # type: ignore[arg-type]
             if group.within:
-                scored(two_stage(emb, folds, side.pairs, side.scores, rule), group.within, group)  # type: ignore[arg-type]
+                scored(two_stage(emb, folds, side.pairs, side.scores, rule), group.within, group, "within")  # type: ignore[arg-type]
             if group.rated:
-                scored(rated(group, side, emb, rule), group.rated, group)
+                scored(rated(group, side, emb, rule), group.rated, group, "rated")
         if emb is not None:
-            scored(emb, group.first, group)
+            scored(emb, group.first, group, "first")
     if not parts:
         raise EvaluationError("no benchmark could be scored: " + "; ".join(plan.skipped.values()))
     warn_chance(notes)
     merged = merge_results(parts)
-    return Results({m: dict(merged[m]) for m in merged}, list(dict.fromkeys(notes)), merged.partial)
+    return Results({m: dict(merged[m]) for m in merged}, list(dict.fromkeys(notes)), merged.partial), inputs
 
 
 def rated(group: Group, side: Side, emb: Embeddings, rule: str) -> object:
@@ -345,4 +354,6 @@ def describe(run: PairRun, workers: Workers, report: dict, pairs: dict) -> dict:
         "parallel": workers.describe(),
         "cache": None if options.root is None else str(options.root),
         "skipped": run.plan.skipped,
+        "scoring": scoring_record(run.plan.request),
+        "resources": options.resources_record(run.source),
     }
