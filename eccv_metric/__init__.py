@@ -3,7 +3,8 @@
 ``evaluate(input, metrics, ks)`` scores an input (:class:`Rankings`, :class:`ScoreMatrix`,
 :class:`Embeddings`, :class:`TwoStage`) on any registered benchmark (``REGISTRY``: COCO 1K/5K, CxC, ECCV Caption,
 PMRP, CxC t2t/i2i and correlations, MSCOCO-FG, Flickr30K-FG and their paper variants);
-:class:`Metrics` is the official ``eccv_caption`` API, drop-in.
+:class:`Metrics` is the official ``eccv_caption`` API, drop-in; ``verify(results, evidence)`` recomputes published
+numbers from the evidence a run kept.
 """
 
 from pathlib import Path
@@ -19,6 +20,7 @@ from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.core.about import __version__ as __version__
 from eccv_metric.core.errors import ChanceLevelWarning
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.evidence.check import verify
 from eccv_metric.groundtruth.plausible import PlausibleMatch
 from eccv_metric.groundtruth.plausible import PMOptions
 from eccv_metric.groundtruth.split import GroundTruth
@@ -54,6 +56,7 @@ __all__ = [
     "evaluate_benchmarks",
     "evaluate_many",
     "means",
+    "verify",
 ]
 # the evaluate module's folder (evaluate.load(str(EVALUATE_MODULE_DIR))); importing eccv_metric loads no pyarrow
 EVALUATE_MODULE_DIR = Path(__file__).resolve().parent / "hub" / "eccv_map_at_r"

@@ -59,6 +59,13 @@ def _jpegs(task: tuple[int, int]) -> list[bytes]:
     return out
 
 
+def coco_like_jpegs(n_images: int, processes: int = 1) -> list[bytes]:
+    """``n_images`` JPEGs as the module docstring describes them (deterministic), made by ``processes`` workers."""
+    chunks = [(s, min(s + 250, n_images)) for s in range(0, n_images, 250)]
+    with ProcessPoolExecutor(max(1, processes)) as pool:
+        return [b for part in pool.map(_jpegs, chunks) for b in part]
+
+
 def vocabulary() -> list[str]:
     """49,404 distinct pronounceable words (two and three syllables) and the full stop, deterministic."""
     syllables = [c + v for c in "bcdfghjklmnprstvwz" for v in "aeiou"]
@@ -95,9 +102,7 @@ def write_world(folder: Path, n_images: int, n_captions: int, processes: int = 1
     per_image = n_captions // n_images
     if n_images % 5 or per_image < 1 or per_image * n_images != n_captions:
         raise SystemExit("--n-images must be a multiple of 5 and --n-captions a multiple of --n-images")
-    chunks = [(s, min(s + 250, n_images)) for s in range(0, n_images, 250)]
-    with ProcessPoolExecutor(max(1, processes)) as pool:
-        jpegs = [b for part in pool.map(_jpegs, chunks) for b in part]
+    jpegs = coco_like_jpegs(n_images, processes)
     image_ids = [IMAGE_ID0 + 7 * i for i in range(n_images)]
     names = [f"COCO_val2014_{i:012d}.jpg" for i in image_ids]
     caption_ids = [CAPTION_ID0 + 3 * k for k in range(n_captions)]

@@ -72,7 +72,7 @@ PARSE_ONLY = {
     "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && eccv-caption evaluate --demo": (
         "installs from the package index (its `eccv-caption evaluate --demo` runs on its own, below)"
     ),
-    "apt-get update -qq && apt-get install -y -qq chromium && . .venv/bin/activate && "
+    "apt-get update -qq && apt-get install -y -qq chromium && . .venv/bin/activate && pip install torch==2.13.0 && "
     'pip install -e ".[dev,space,docs]" && pip install --no-deps clip-benchmark==1.6.2 && '
     "python -m pytest -n 2 --dist loadfile": (
         "installs system and index packages and runs the whole suite (CI runs it: tests/unit/test_readme_ci.py)"
@@ -111,12 +111,12 @@ PARSE_ONLY = {
     "eccv-caption push-results clip_b32.json --per-query clip_b32_pq.json --dataset-repo you/eccv-caption": (
         "uploads a model run's results and details to the Hub (tests/integration/test_hub_results.py, fake Hub)"
     ),
-    "eccv-caption evaluate --model hf:Salesforce/blip-itm-base-coco --data eccv_caption_hf --rerank-k 128 "
-    "-o blip.json": "downloads BLIP's weights (the pair path runs offline on tiny models in tests/unit)",
     "eccv-caption evaluate --model hf:Salesforce/blip-itm-base-coco --data eccv_caption_hf --rerank-k 256 "
     "-o blip.json": "downloads BLIP's weights",
     "eccv-caption evaluate --model hf:Salesforce/blip-itm-base-coco --data eccv_caption_hf --rerank-k 256 "
-    "--text-length 50": "downloads BLIP's weights",
+    "--reference lavis": "downloads BLIP's weights",
+    "eccv-caption evaluate --model hf:Salesforce/blip-itm-base-coco --data eccv_caption_hf --rerank-k 256 "
+    "--reference lavis -o blip.json": "downloads BLIP's weights (the pair path runs offline on tiny models)",
     "eccv-caption evaluate --model hf:dandelin/vilt-b32-finetuned-coco --first-stage "
     "hf:openai/clip-vit-base-patch32 --data eccv_caption_hf --rerank-k 64": "downloads ViLT's and CLIP's weights",
     "eccv-caption evaluate --model hf:dandelin/vilt-b32-finetuned-coco --data eccv_caption_hf --benchmarks coco_5k "
@@ -131,7 +131,12 @@ PARSE_ONLY = {
         "a SLURM array job's line"
     ),
     "eccv-caption evaluate --model hf:you/your-clip --data you/eccv-caption --benchmarks eccv_caption eccv "
-    "-o results.json --per-query per_query.json": "downloads a model and a dataset from the Hub",
+    "-o results.json --per-query per_query.json --evidence evidence": "downloads a model and a dataset from the Hub",
+    "eccv-caption verify --from-hub you/your-clip --dataset-repo you/eccv-caption": (
+        "reads the Hub (tests/integration/test_verify_hub.py runs the page's lines against the fake Hub)"
+    ),
+    "eccv-caption verify --from-hub you/your-clip --dataset-repo you/eccv-caption --reencode 50 --model "
+    "hf:you/your-clip": "reads the Hub and a model's weights (test_verify_hub.py runs it on the fake Hub, tiny model)",
     "eccv-caption push-results results.json --per-query per_query.json --dry-run": "asks the Hub (fake Hub tests)",
     "eccv-caption push-results results.json --per-query per_query.json": "uploads to the Hub (fake Hub tests)",
     "eccv-caption evaluate --run predictions/ECCVCaption_eccv-i2t_predictions.json --metrics eccv_map_at_r "
@@ -142,6 +147,7 @@ PARSE_ONLY = {
     "--model-repo you/your-clip --dry-run": "asks the Hub (fake Hub tests)",
     "eccv-caption leaderboard --from-hub you/eccv-caption -o board.csv": "reads the Hub (fake Hub tests)",
     "eccv-caption leaderboard --from-hub you/eccv-caption --significance": "reads the Hub (fake Hub tests)",
+    "eccv-caption leaderboard --from-hub you/eccv-caption --verified-only": "reads the Hub (test_verify_hub.py)",
     "eccv-caption compare --from-hub you/your-clip other/clip-ft@refs/pr/1 --dataset-repo you/eccv-caption": (
         "reads the Hub (fake Hub tests)"
     ),
@@ -170,6 +176,9 @@ PY_NOT_RUN = {
     "CacheWarning": "downloads CLIP's weights (its warnings are tested offline: tests/unit/test_model_cache.py)",
     "libraries_quiet": "downloads CLIP's weights (quiet runs are tested offline: tests/unit/test_model_quiet.py)",
     "details_you__your-clip": "reads a details repo from the Hub",
+    'eccv_metric.verify("results.json"': (
+        "the page's `verify` line above recomputes the same (the function's own tests: tests/unit/test_evidence.py)"
+    ),
 }
 
 # parse-only lines whose eccv-caption commands do run, alone (the install before them is what is not run)
@@ -178,6 +187,7 @@ ALSO_RUN = {"python3 -m venv .venv && . .venv/bin/activate && pip install -e . &
 # inputs a page reads from another page's block, which the page names in a line of its own: (page, python block)
 PAGE_INPUTS = {
     "docs/guides/trec-mteb.md": [("docs/guides/command-line.md", 0)],
+    "docs/guides/verify.md": [("docs/guides/command-line.md", 0)],
 }
 
 # what the recipes' placeholders stand for (links into ../shared/data: the only substitution)

@@ -11,12 +11,14 @@ from pathlib import Path
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import write_text_atomic
 
-Row = tuple[str, dict[str, float]]
+Row = tuple[str, dict[str, float | str]]
 Column = tuple[str, str, int]  # key in a row, header, decimals
 FORMATS = {".csv": "csv", ".md": "markdown", ".markdown": "markdown"}
 
 
-def cell(value: float | None, digits: int = 2) -> str:
+def cell(value: float | str | None, digits: int = 2) -> str:
+    if isinstance(value, str):  # a word (a row's trust mark)
+        return value
     return "" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
 
 

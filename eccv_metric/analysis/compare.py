@@ -90,11 +90,7 @@ def compare(
                 raise EvaluationError(f"{metric}/{direction}: the two systems were scored on different queries")
             order_b = np.argsort(ids_b)[np.searchsorted(np.sort(ids_b), ids_a)]
             vb = vb[order_b]
-            groups = None
-            bench, _ = metric_info(metric)
-            if any(t.restriction == "coco_1k_folds" for t in bench.tasks):
-                index = gt.index(DIRECTION_KINDS[direction][0])
-                groups = gt.fold(DIRECTION_KINDS[direction][0])[index.positions(ids_a)]
+            groups = strata(metric, direction, ids_a, gt)
             ci_a = bootstrap_ci(va, n_resamples, confidence, seed, groups)
             ci_b = bootstrap_ci(vb, n_resamples, confidence, seed, groups)
             test = paired_test(va, vb, n_resamples, seed, method, confidence, groups)
@@ -121,6 +117,40 @@ def compare(
         raise EvaluationError("the two files share no comparable metric/direction" + (f" ({why})" if why else ""))
     for row, adjusted in zip(rows, holm([r["p_value"] for r in rows]), strict=True):
         row["p_holm"] = adjusted
+    return rows
+
+
+def strata(metric: str, direction: str, ids: np.ndarray, gt: GroundTruth) -> np.ndarray | None:
+    """The groups a metric's queries are resampled within: COCO 1K's folds (stratified bootstrap), else None."""
+    bench, _ = metric_info(metric)
+    if not any(t.restriction == "coco_1k_folds" for t in bench.tasks):
+        return None
+    kind = DIRECTION_KINDS[direction][0]
+    return gt.fold(kind)[gt.index(kind).positions(ids)]
+
+
+def intervals(
+    per_query: Mapping[str, Mapping[str, Mapping]],
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    resources: Resources | None = None,
+) -> list[dict]:
+    """One system's bootstrap interval of each comparable metric and direction, as :func:`compare` makes each
+    side's (the same checks of the values, the same strata, the same seed): rows of ``metric``, ``direction``,
+    ``mean``, ``low``, ``high``, ``n_queries``, ``stratified``."""
+    check_resampling(n_resamples, confidence)
+    resources = resources if resources is not None else ResourceOptions().resources()
+    rows = []
+    for metric, by_dir in per_query.items():
+        if comparable(metric) is not None:
+            continue
+        for direction in by_dir:
+            ids, values = per_query_arrays(per_query, metric, direction, resources, "the run")
+            groups = strata(metric, direction, ids, resources.gt)
+            ci = bootstrap_ci(values, n_resamples, confidence, seed, groups)
+            rows.append({"metric": metric, "direction": direction, "mean": ci.mean, "low": ci.low, "high": ci.high,
+                         "n_queries": len(values), "stratified": groups is not None})  # fmt: skip
     return rows
 
 

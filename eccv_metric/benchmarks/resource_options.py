@@ -16,6 +16,7 @@ A new source option is one field here (with its :data:`HELP` line), the flag fol
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from dataclasses import fields
 from dataclasses import replace
@@ -30,6 +31,7 @@ from eccv_metric.groundtruth.plausible import PMOptions
 from eccv_metric.groundtruth.split import GroundTruth
 
 Source = str | Path | None
+SOURCES = ("ground_truth", "instances_json", "extra_file_dir", "cxc_source", "fg_source")  # the fields naming files
 
 # one line per field: the CLI's --help, the docs
 HELP = {
@@ -74,6 +76,21 @@ class ResourceOptions:
     def is_default(self) -> bool:
         """Whether nothing was given: every field at its default."""
         return self == ResourceOptions()
+
+    def record(self, resources_given: bool = False, from_data: Iterable[str] = ()) -> dict:
+        """What a run's evidence says of its ground truth: the PM and CxC options; which sources it was given
+        (``given``; ``resources_given``: a :class:`Resources` was, so every source is the caller's); which it took
+        from the benchmark build it read (``from_data``: ``ground_truth``, ``cxc_source``, ``fg_source``); the
+        others are the package's (the ``eccv_caption`` wheel, the sources' canonical homes)."""
+        given = list(SOURCES) if resources_given else [name for name in SOURCES if getattr(self, name) is not None]
+        return {
+            "pm_zeta": self.pm_zeta,
+            "pm_include_own": self.pm_include_own,
+            "pm_r_cap": self.pm_r_cap,
+            "cxc_directed": self.cxc_directed,
+            "given": given,
+            "from_data": [name for name in from_data if name not in given],
+        }
 
     def filled(self, **defaults: object) -> ResourceOptions:
         """These options with the sources not given (None) taken from ``defaults`` (e.g. a dataset's own files)."""

@@ -54,6 +54,20 @@ def add_leaderboard(sub: argparse._SubParsersAction) -> None:
         help="--from-hub: for each two adjacent models that published details, the paired test and CIs of compare "
         "on the --sort metric",
     )
+    p.add_argument(
+        "--no-verify",
+        dest="verify",
+        action="store_false",
+        help="--from-hub: do not recompute the published numbers from their evidence (by default every model's "
+        "evidence is downloaded once and scored again, the outcome kept for the next run); the rows are then marked "
+        "'not checked'",
+    )
+    p.add_argument(
+        "--verified-only",
+        action="store_true",
+        help="--from-hub: show only the Hub's models whose every number was recomputed equal from its evidence (the "
+        "paper's rows and --with files stay, marked)",
+    )
     p.add_argument("--n-resamples", type=positive_int, default=10_000, help="--significance: resamples (10000)")
     p.add_argument("--seed", type=non_negative_int, default=0, help="--significance: seed of the resampling (0)")
     p.set_defaults(func=run_leaderboard)
@@ -72,8 +86,10 @@ def leaderboard_table(args: argparse.Namespace) -> tuple[dict, list[str], dict, 
     if getattr(args, "from_hub", None):  # the Hub's leaderboard of the benchmark (eccv_metric.hub.board)
         from eccv_metric.cli.hub import hub_board_rows
 
-        hub = hub_board_rows(args.from_hub, [*table, *extra])
-        extra.update({name: published.results for name, published in hub.items()})
+        hub = hub_board_rows(args.from_hub, [*table, *extra], getattr(args, "verify", True))
+        if getattr(args, "verified_only", False):
+            hub = verified_only(hub)
+        extra.update({name: row.published.results for name, row in hub.items()})
     merged = leaderboard.merge(table, extra)
     for name in extra:
         if not merged[name] and name not in hub:  # a Hub model with one direction: its row, its numbers in -o
@@ -91,15 +107,25 @@ def run_leaderboard(args: argparse.Namespace) -> int:
         check_board_path(args.output)
     if args.significance and not args.from_hub:
         raise EvaluationError("--significance compares published details: give --from-hub DATASET_REPO")
+    if args.verified_only and not args.from_hub:
+        raise EvaluationError("--verified-only keeps the Hub's models recomputed from their evidence: give --from-hub "
+                              "DATASET_REPO")  # fmt: skip
+    if args.verified_only and not args.verify:
+        raise EvaluationError("--verified-only needs the numbers verified: drop --no-verify")
     if args.significance and args.sort == "rsum":
         raise EvaluationError("--significance tests the --sort metric's per-query values; RSUM is a sum: sort by a "
                               "metric (e.g. --sort eccv_map_at_r)")  # fmt: skip
     table, yours, directions, hub = leaderboard_table(args)
     order = sorted(table, key=lambda m: -table[m].get(args.sort, float("-inf")))
-    print(f"{'model':<44}" + "".join(f" {leaderboard.LABELS[m]:>9}" for m in metrics))
+    marks = {m: trust_label(m, yours, hub) for m in order} if args.from_hub else {}
+    print(f"{'model':<44}" + "".join(f" {leaderboard.LABELS[m]:>9}" for m in metrics) + ("  trust" if marks else ""))
     for model in order:
         cells = "".join(f" {table[model][m]:9.2f}" if m in table[model] else f" {'-':>9}" for m in metrics)
-        print(f"{model[:43]:<44}{cells}")
+        print(f"{model[:43]:<44}{cells}" + (f"  {marks[model]}" if marks else ""))
+    if marks:
+        from eccv_metric.hub.trust import LEGEND
+
+        print(f"\n{LEGEND}")
     for name in yours:
         rank = leaderboard.ranks(table, name)
         shown_ranks = ", ".join(f"{m} #{rank[m]}" for m in metrics if m in rank)
@@ -107,13 +133,33 @@ def run_leaderboard(args: argparse.Namespace) -> int:
     if args.output:
         columns = [(m, leaderboard.LABELS[m], 2) for m in metrics]
         columns += [(t.id, t.id, 2 if t.scale == "fraction" else 3) for t in TASKS]
-        rows = [(m, {**table[m], **_per_task(directions.get(m, {}))}) for m in order]
+        rows = [(m, {**table[m], **_per_task(directions.get(m, {})), **({"trust": marks[m]} if marks else {})})
+                for m in order]  # fmt: skip
+        columns += [("trust", "trust", 0)] if marks else []
         write_board(args.output, rows, columns)
         say(args, f"wrote {args.output}")
     if args.significance:
         for line in significance(args, [name for name in order if name in hub], hub):
             print(line)
     return 0
+
+
+def trust_label(name: str, yours: list[str], hub: dict) -> str:
+    """A row's mark (:mod:`eccv_metric.hub.trust`): the Hub's rows as verified, the paper's and your files' named."""
+    if name in hub:
+        return hub[name].trust.label
+    return "your file" if name in yours else "paper"
+
+
+def verified_only(hub: dict) -> dict:
+    """``--verified-only``: the Hub's rows whose every number was recomputed equal; the others named."""
+    from eccv_metric.hub.trust import RECOMPUTED
+
+    kept = {name: row for name, row in hub.items() if row.trust.mark == RECOMPUTED}
+    left = [f"{name} ({row.trust.mark})" for name, row in hub.items() if name not in kept]
+    if left:
+        print(f"left out (--verified-only: not recomputed from their evidence): {', '.join(left)}")
+    return kept
 
 
 def _per_task(results: dict) -> dict[str, float]:
@@ -125,9 +171,12 @@ def _per_task(results: dict) -> dict[str, float]:
 def significance(args: argparse.Namespace, ranked: list[str], hub: dict) -> list[str]:
     """For each two adjacent Hub rows (in rank order) with details: compare's paired test on the --sort metric."""
     from eccv_metric.hub.board import board_details
+    from eccv_metric.hub.trust import DIFFERS
+    from eccv_metric.hub.trust import NOT_RECOMPUTABLE
 
+    doubted = [name for name in ranked if hub[name].trust.mark in (DIFFERS, NOT_RECOMPUTABLE)]
     try:
-        details = board_details(hub, ranked)
+        details = board_details(hub, [name for name in ranked if name not in doubted])
     except EvaluationError as exc:
         raise EvaluationError(in_words(exc, {"dataset_repo": "--from-hub"})) from None
     with_details = [name for name in ranked if name in details]
@@ -135,6 +184,8 @@ def significance(args: argparse.Namespace, ranked: list[str], hub: dict) -> list
         f"\nsignificance of {leaderboard.LABELS[args.sort]} between adjacent models with published details "
         f"(paired randomization test, {args.n_resamples} resamples, seed {args.seed}; 95% CI of the difference):"
     ]
+    lines += [f"  {name}: not compared (marked {hub[name].trust.mark}: its evidence does not vouch for its per-query "
+              "values)" for name in doubted]  # fmt: skip
     if len(with_details) < 2:
         return [*lines, f"  {len(with_details)} model(s) published details: nothing to compare"]
     for a, b in zip(with_details, with_details[1:], strict=False):

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -15,6 +16,7 @@ from eccv_metric.api.evaluate import evaluate
 from eccv_metric.benchmarks.definitions import DEFAULT_TARGETS
 from eccv_metric.benchmarks.definitions import REGISTRY
 from eccv_metric.benchmarks.docs import sizes
+from eccv_metric.benchmarks.names import metric_info
 from eccv_metric.benchmarks.request import OFFICIAL
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.cli.common import CLI_WORDS
@@ -40,6 +42,9 @@ from eccv_metric.core.files import write_json_atomic
 from eccv_metric.core.provenance import run_stamp
 from eccv_metric.core.provenance import with_digests
 from eccv_metric.core.view import DIRECTION_KINDS
+from eccv_metric.evidence.layout import check_evidence_folder
+from eccv_metric.evidence.layout import evidence_bytes
+from eccv_metric.evidence.layout import write_evidence
 from eccv_metric.formats.mteb import PredictionRankings
 from eccv_metric.formats.mteb import is_json_object
 from eccv_metric.formats.mteb import not_rankings
@@ -130,6 +135,13 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", "-o", help="write the results as JSON here (fractions, the official keys)")
     p.add_argument("--per-query", help="also write per-query values as JSON here (for `eccv-caption compare`)")
     p.add_argument(
+        "--evidence",
+        metavar="DIR",
+        help="also keep what the engine scored in this folder (embeddings, pair scores, ranked lists: a manifest and "
+        "arrays): the evidence anyone recomputes the numbers from (`eccv-caption verify`; push-results uploads it); "
+        "with several --model, one subfolder per model",
+    )
+    p.add_argument(
         "--json", action="store_true", help="print the results as JSON on stdout (what -o writes) instead of the table"
     )
     add_model_args(p)
@@ -137,6 +149,10 @@ def add_evaluate(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_evaluate)
 
 
+TWO_STAGE_RANKING = (
+    "each query's candidates by final score (equal final scores: the first stage's order), then every other item in "
+    "the first stage's order"
+)
 DEMO_NOTE = (
     "demo: synthetic numbers, not a model's: a seeded random 5,000 x 25,000 score matrix over the real test ids "
     "(noise, +3 on the original COCO pairs), scored like your own --scores"
@@ -254,6 +270,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
         return run_model(args)
     check_output_path(args.output)
     check_output_path(args.per_query)
+    if args.evidence:
+        check_evidence_folder(args.evidence)
     resources = resources_of(args)
     source = input_of(args, resources)
     if args.partial and not isinstance(source, Rankings):  # a standing decision: partial is about ranked lists
@@ -272,8 +290,11 @@ def run_evaluate(args: argparse.Namespace) -> int:
         )
     means = results.means()
     per_query = results.per_query_json() if args.per_query else None
-    provenance = score_provenance(source) | ({"partial": True} if args.partial else {})  # push-results refuses it
-    written = {**means, "provenance": with_digests(provenance, means, per_query)}
+    provenance = score_provenance(source, args.normalize) | ({"partial": True} if args.partial else {})
+    if args.demo:
+        provenance["demo"] = True  # synthetic numbers (DEMO_NOTE)
+    evidence = keep_evidence(args, source, means, provenance) if args.evidence else None
+    written = {**means, "provenance": with_digests(provenance, means, per_query, evidence)}
     if args.json:  # the numbers (as before); the results file carries them with their provenance
         print(json.dumps(means, indent=1))
     elif not args.quiet:
@@ -286,17 +307,58 @@ def run_evaluate(args: argparse.Namespace) -> int:
     if args.per_query:
         write_json_atomic(args.per_query, per_query)
         say(args, f"wrote {args.per_query}")
+    if args.evidence:
+        say(args, f"wrote {args.evidence}")
     return 0
 
 
-def score_provenance(source: object) -> dict:
-    """The provenance of results scored from files: the run's date and package, the input's kind, and for MTEB
-    predictions who produced them (:meth:`~eccv_metric.formats.mteb.PredictionRankings.provenance`). No file
-    path is recorded (results are shared; a path says nothing to a reader elsewhere)."""
+def keep_evidence(args: argparse.Namespace, source: object, means: dict, provenance: dict) -> str:
+    """``--evidence DIR``: the input as the engine scored it, with the request; recorded in the provenance (its
+    folder, where push-results and verify find it: published as ``(local path)``). Returns the manifest's digest."""
+    from eccv_metric.models.options import Scored
+
+    benchmarks: dict[str, list[str]] = {}
+    for metric in means:
+        benchmarks.setdefault(metric_info(metric)[0].name, []).append(metric)
+    manifest, digest = write_evidence(
+        args.evidence,
+        [Scored("input", source, benchmarks)],
+        n_resamples=args.n_resamples,
+        seed=args.seed,
+        partial=args.partial,
+        resources=options_of(args).record(),
+    )
+    provenance["evidence"] = {"folder": str(Path(args.evidence).resolve()), "bytes": evidence_bytes(manifest)}
+    return digest
+
+
+def score_provenance(source: object, normalize: bool = False) -> dict:
+    """The provenance of results scored from files: the run's date and package, what the input was
+    (:func:`input_provenance`), and for MTEB predictions who produced them
+    (:meth:`~eccv_metric.formats.mteb.PredictionRankings.provenance`). No file path is recorded (results are
+    shared; a path says nothing to a reader elsewhere). ``partial`` (push-results refuses it) is the caller's."""
     if isinstance(source, PredictionRankings):
         return {**run_stamp(), **source.provenance()}
-    kind = {Rankings: "rankings", ScoreMatrix: "scores", Embeddings: "embeddings"}
-    return {**run_stamp(), "input": next((k for t, k in kind.items() if isinstance(source, t)), "scores")}
+    return {**run_stamp(), **input_provenance(source, normalize)}
+
+
+def input_provenance(source: object, normalize: bool = False) -> dict:
+    """What an input was, in the results file: its kind (``input``: rankings, scores, embeddings or two-stage), its
+    shapes, its tie rule; a two-stage input's first stage (as an input of its own), each direction's reranked
+    queries and candidates per query, and the rule ranking them."""
+    if isinstance(source, TwoStage):
+        second = {d: {"queries": len(r.query_ids), "candidates_per_query": r.k} for d, r in source.reranked.items()}
+        return {"input": "two-stage", "first_stage": input_provenance(source.first, normalize), "second_stage": second,
+                "ranking": TWO_STAGE_RANKING}  # fmt: skip
+    if isinstance(source, ScoreMatrix):
+        shapes = {} if source.scores is None else {"image_caption": list(source.scores.shape)}
+        shapes.update({f"{kind}_{kind}": list(matrix.shape) for kind, matrix in source.square.items()})
+        return {"input": "scores", "shapes": shapes, "ties": source.ties}
+    if isinstance(source, Embeddings):
+        shapes = {kind: list(values.shape) for kind, values in source.vectors.items()}
+        similarity = "cosine (--normalize)" if normalize else "dot product"
+        return {"input": "embeddings", "shapes": shapes, "similarity": similarity, "ties": source.ties}
+    return {"input": "rankings" if isinstance(source, Rankings) else type(source).__name__}
 
 
 def add_benchmarks(sub: argparse._SubParsersAction) -> None:

@@ -18,9 +18,11 @@ HUB_WORDS = {
     "details=False": "--no-details",
     "details": "--no-details",
     "per_query": "--per-query",
+    "evidence": "--evidence",
     "direct": "--direct",
     "model_index": "--model-index",
     "from_hub": "--from-hub",
+    "other_model": "--other-model",
 }
 
 
@@ -41,7 +43,19 @@ def add_push_results(sub: argparse._SubParsersAction) -> None:
         "as the details the numbers' source points at",
     )
     p.add_argument(
+        "--evidence",
+        metavar="DIR",
+        help="the evidence folder of the same run (evaluate --evidence; a folder of them for several --model), "
+        "published in the details repo so anyone can recompute the numbers (default: the folder the results record)",
+    )
+    p.add_argument(
         "--model-repo", help="the model repo, ORG/MODEL (default: the repo the results' model spec hf:ORG/MODEL loads)"
+    )
+    p.add_argument(
+        "--other-model",
+        action="store_true",
+        help="publish on --model-repo results whose provenance names a model of another repo (refused without it); "
+        "the entries' notes name the model that was run",
     )
     p.add_argument(
         "--dataset-repo",
@@ -62,7 +76,12 @@ def add_push_results(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--model-index", action="store_true", help="also write the model card's model-index (the older form)"
     )
-    p.add_argument("--dry-run", action="store_true", help="print the files of both repos, send nothing")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the two commits the push would make (each file added, replaced or deleted; asked of the Hub with "
+        "the same token), send nothing",
+    )
     p.set_defaults(func=run_push_results)
 
 
@@ -84,10 +103,12 @@ def run_push_results(args: argparse.Namespace) -> int:
                                   "evaluate --per-query wrote beside -o), a file for a file")  # fmt: skip
         quiet = args.quiet and not args.dry_run  # a dry run's output is the files: --quiet keeps them
         log = (lambda _: None) if quiet else print
+        repos = (args.model_repo, args.dataset_repo)
         subs = [
-            read_submission(path, args.model_repo, args.dataset_repo, _per_query(args.per_query, path, several))
+            read_submission(path, *repos, _per_query(args.per_query, path, several), args.other_model,
+                            _evidence(args.evidence, path, several))
             for path in files
-        ]
+        ]  # fmt: skip
         for submission in subs:
             if several:
                 log(f"{submission.path}:")
@@ -110,12 +131,20 @@ def _per_query(given: str | None, results: Path, several: bool) -> Path | None:
     return path
 
 
-def hub_board_rows(dataset_repo: str, taken: list[str]) -> dict:
-    """``leaderboard --from-hub``: the models of the Hub's leaderboards, as published (errors in flag words)."""
+def _evidence(given: str | None, results: Path, several: bool) -> Path | None:
+    """The evidence folder of a results file: the one given, or in a folder of them the one of its model."""
+    if given is None or not several:
+        return None if given is None else Path(given)
+    return Path(given) / results.stem
+
+
+def hub_board_rows(dataset_repo: str, taken: list[str], verify: bool = True) -> dict:
+    """``leaderboard --from-hub``: the models of the Hub's leaderboards, as published, each row marked with what it
+    rests on (``verify``: recomputed from its evidence; errors in flag words)."""
     from eccv_metric.hub.board import hub_board
 
     try:
-        return hub_board(dataset_repo, taken, log=print)
+        return hub_board(dataset_repo, taken, log=print, verify=verify)
     except EvaluationError as exc:
         raise EvaluationError(in_words(exc, HUB_WORDS)) from None
 

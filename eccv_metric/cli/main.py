@@ -1,5 +1,5 @@
 """``eccv-caption``: evaluate, benchmarks, export-trec, import-trec, build, push, push-results, compare, correlate,
-leaderboard."""
+leaderboard, explore, verify."""
 
 from __future__ import annotations
 
@@ -19,9 +19,11 @@ from eccv_metric.cli.data import add_build
 from eccv_metric.cli.data import add_push
 from eccv_metric.cli.evaluate import add_benchmarks
 from eccv_metric.cli.evaluate import add_evaluate
+from eccv_metric.cli.explore import add_explore
 from eccv_metric.cli.hub import add_push_results
 from eccv_metric.cli.trec import add_export_trec
 from eccv_metric.cli.trec import add_import_trec
+from eccv_metric.cli.verify import add_verify
 from eccv_metric.core import progress
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import in_words
@@ -37,6 +39,8 @@ SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     add_compare,
     add_correlate,
     add_leaderboard,
+    add_explore,
+    add_verify,
 ]
 
 

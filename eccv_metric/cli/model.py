@@ -29,6 +29,8 @@ from eccv_metric.core.errors import in_words
 from eccv_metric.core.files import check_output_path
 from eccv_metric.core.files import write_json_atomic
 from eccv_metric.core.provenance import with_digests
+from eccv_metric.evidence.layout import check_evidence_folder
+from eccv_metric.evidence.runs import save_evidence
 
 MODEL_WORDS = {
     **CLI_WORDS,
@@ -55,6 +57,7 @@ MODEL_WORDS = {
     "text_length": "--text-length",
     "reference": "--reference",
     "shard": "--shard",
+    "evidence": "--evidence",
 }
 INPUT_FLAGS = ("rankings", "run", "scores", "demo", "image_embeddings", "caption_embeddings", "caption_scores",
                "image_scores", "image_ids", "caption_ids")  # fmt: skip
@@ -133,7 +136,6 @@ def add_pair_args(p: argparse.ArgumentParser) -> None:
         "--rerank-k",
         type=int,
         metavar="K",
-        default=RERANK_K,
         help=f"rerank: candidates per query ({RERANK_K}, as LAVIS for BLIP-2 and ALBEF; BLIP on COCO used 256); a "
         "warning names each metric that reads deeper",
     )
@@ -147,9 +149,8 @@ def add_pair_args(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--coco-1k",
         choices=["restrict", "within"],
-        default="restrict",
-        help="rerank: COCO 1K reads the 5K two-stage ranking restricted to each fold (restrict, as the official "
-        "package restricts ranked lists) or reranks each query's top k within its fold (within)",
+        help="rerank: COCO 1K reads the 5K two-stage ranking restricted to each fold (restrict, the default, as the "
+        "official package restricts ranked lists) or reranks each query's top k within its fold (within)",
     )
     g.add_argument(
         "--first-stage", metavar="SPEC", help="rerank: a dual encoder spec whose ranking is reranked (any --model spec)"
@@ -158,7 +159,6 @@ def add_pair_args(p: argparse.ArgumentParser) -> None:
         "--max-pairs",
         type=positive_int,
         metavar="N",
-        default=MAX_PAIRS,
         help=f"pairs a run scores unless raised ({MAX_PAIRS:,}: a k={RERANK_K} rerank of every benchmark, about "
         "12.3M; an exhaustive 5K run is 125M); above it the run stops after its first blocks with the time it "
         "would take",
@@ -167,7 +167,6 @@ def add_pair_args(p: argparse.ArgumentParser) -> None:
         "--pair-batch-size",
         type=positive_int,
         metavar="N",
-        default=PAIR_BATCH_SIZE,
         help=f"pairs per forward pass of the pair head ({PAIR_BATCH_SIZE})",
     )
     g.add_argument(
@@ -179,10 +178,10 @@ def add_pair_args(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--reference",
-        choices=["original", "transformers"],
-        default="original",
-        help="where a model's transformers port differs from its own code, follow the original (default: e.g. "
-        "BLIP's ITM reads its [ENC] token) or the port",
+        choices=["original", "lavis", "transformers"],
+        help="where a model's codes differ, follow its own (original, the default: e.g. BLIP's ITM reads its [ENC] "
+        "token, captions cut at BLIP's 30 words), LAVIS's (BLIP: LAVIS's 50 words; BLIP-2's own code is LAVIS's) "
+        "or the transformers port",
     )
 
 
@@ -196,12 +195,21 @@ def run_model(args: argparse.Namespace) -> int:
         raise EvaluationError(f"--model is an input of its own: drop {', '.join(given)}")
     if not args.data:
         raise EvaluationError("--model needs --data: a folder built by `eccv-caption build` or its Hub dataset repo")
+    if args.shard:
+        outputs = [flag for flag, value in (("-o", args.output), ("--per-query", args.per_query), ("--json", args.json),
+                                            ("--save-embeddings", args.save_embeddings)) if value]  # fmt: skip
+        if outputs:
+            raise EvaluationError(
+                f"--shard {args.shard} computes this job's share into the cache and prints no numbers: drop "
+                f"{', '.join(outputs)} (the run without --shard, once every job is done, scores and writes them)"
+            )
     models = list(args.model)
     for path in (args.output, args.per_query):
         if len(models) == 1 or path is None:
             check_output_path(path)
         elif Path(path).exists() and not Path(path).is_dir():
             raise EvaluationError(f"output {path}: with several --model it is a folder (one file per model)")
+    evidence = evidence_folders(args.evidence, models)
     from eccv_metric.models.many import evaluate_models_request
     from eccv_metric.models.many import model_slug
     from eccv_metric.models.plan import EVERY
@@ -258,7 +266,9 @@ def run_model(args: argparse.Namespace) -> int:
         means = out.results.means()
         skipped = {name: in_words(why, MODEL_WORDS) for name, why in out.skipped.items()}
         per_query = out.results.per_query_json() if args.per_query else None
-        written = {**means, "provenance": with_digests({**out.provenance, "skipped": skipped}, means, per_query)}
+        digest = save_evidence(out, evidence[k]) if evidence else None
+        provenance = {**out.provenance, "skipped": skipped}
+        written = {**means, "provenance": with_digests(provenance, means, per_query, digest)}
         shown.append(written)
         if not args.json and not args.quiet:
             print((f"model: {models[k]}\n" if several else "") + format_table(means))
@@ -274,10 +284,23 @@ def run_model(args: argparse.Namespace) -> int:
                 write_json_atomic(target, payload)
     if args.json:
         print(json.dumps(shown if several else shown[0], indent=1))
-    for path in (args.output, args.per_query, args.save_embeddings):
+    for path in (args.output, args.per_query, args.save_embeddings, args.evidence):
         if path:
             say(args, f"wrote {path}")
     return 0
+
+
+def evidence_folders(given: str | None, models: list[str]) -> list[Path]:
+    """``--evidence DIR``: the folder of each model's evidence (``DIR``; several --model: ``DIR/<k>-<spec>``),
+    each checked before any model runs."""
+    if not given:
+        return []
+    from eccv_metric.models.many import model_slug
+
+    folders = [Path(given)] if len(models) == 1 else [Path(given) / model_slug(k, m) for k, m in enumerate(models)]
+    for folder in folders:
+        check_evidence_folder(folder)
+    return folders
 
 
 NO_PIXELS = "images have no pixels"  # how the model path words a benchmark skipped for its images' pixels

@@ -32,12 +32,17 @@ class SourceFile:
         return self.path.rsplit("/", 1)[-1]
 
 
-def default_cache_dir() -> Path:
-    """``$ECCV_CAPTION_CACHE``, else ``$HF_HOME`` (default ``~/.cache/huggingface``), then ``eccv_caption_sources``."""
+def cache_home() -> Path:
+    """``$ECCV_CAPTION_CACHE``, else ``$HF_HOME`` (default ``~/.cache/huggingface``): where the package's caches are."""
     root = os.environ.get("ECCV_CAPTION_CACHE") or Path(
         os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface")
     )
-    return Path(root) / "eccv_caption_sources"
+    return Path(root)
+
+
+def default_cache_dir() -> Path:
+    """``$ECCV_CAPTION_CACHE``, else ``$HF_HOME`` (default ``~/.cache/huggingface``), then ``eccv_caption_sources``."""
+    return cache_home() / "eccv_caption_sources"
 
 
 def sha256_file(path: Path) -> str:

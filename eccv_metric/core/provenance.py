@@ -1,9 +1,15 @@
 """What every results file of ``evaluate -o`` records beside its numbers: when it ran, which package, and digests.
 
 ``date``: the run's time (ISO-8601, UTC, seconds), as the Hub's eval results take it (``date: "2026-01-15T10:30:00Z"``).
-``digests``: sha256 of the numbers as written (``results``) and of the per-query values (``per_query``, when
-``--per-query`` wrote them), each over the canonical JSON text of what the file holds (keys sorted, no spaces): a
-file edited after the run, or the per-query file of another run, no longer matches (``push-results`` checks both).
+``digests``: sha256 of the numbers as written (``results``), of the per-query values (``per_query``, when
+``--per-query`` wrote them), of the evidence's manifest (``evidence``, when ``--evidence`` kept what the run scored)
+and of every other field of the provenance (``provenance``: the model and its revision, the data and its revision, a
+pair scorer's protocol, the date, the package...), each over the canonical JSON text of what the file holds (keys
+sorted, no spaces): a file edited after the run (a number, or the model it names), or the per-query file or evidence
+of another run, no longer matches (``push-results`` and ``verify`` check them; :func:`broken_seal`). A digest catches
+an edit, not a forger, who can recompute it: what vouches for a number is its evidence scored again. A file whose
+digests hold no ``provenance`` was written before the seal (an earlier eccv-caption-hf): it is not trusted as sealed
+(``push-results`` asks for the run again; cached embeddings make it a re-score).
 ``data_files`` (a model run on a local build): the sha256 of each of its Parquet files, so the build can be told
 apart from, or matched with, the Hub repo it was pushed to.
 """
@@ -36,12 +42,37 @@ def json_digest(payload: object) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def with_digests(provenance: dict, means: dict, per_query: dict | None) -> dict:
-    """``provenance`` with the ``digests`` of the numbers and, when written, the per-query values."""
+def provenance_digest(provenance: Mapping[str, object]) -> str:
+    """The seal of a provenance: the digest of every field but ``digests``, as a file holding it reads back (a key
+    that is no string is one once written)."""
+    fields = {key: value for key, value in provenance.items() if key != "digests"}
+    return json_digest(json.loads(json.dumps(fields)))
+
+
+def with_digests(provenance: dict, means: dict, per_query: dict | None, evidence: str | None = None) -> dict:
+    """``provenance`` with the ``digests`` of the numbers and, when written, the per-query values and the evidence
+    (``evidence``: the digest of its manifest, :mod:`eccv_metric.evidence.layout`), and of itself."""
     digests = {"results": json_digest(means)}
     if per_query is not None:
         digests["per_query"] = json_digest(per_query)
+    if evidence is not None:
+        digests["evidence"] = evidence
+    digests["provenance"] = provenance_digest(provenance)
     return {**provenance, "digests": digests}
+
+
+def broken_seal(provenance: Mapping[str, object], means: Mapping[str, object]) -> str | None:
+    """Why a results file's digests do not vouch for it, None when they do: ``"unsealed"`` (no digest of its
+    provenance: written before the seal, or its digests removed), ``"numbers"`` or ``"provenance"`` (changed after
+    the run)."""
+    digests = provenance.get("digests")
+    if not isinstance(digests, dict) or not isinstance(digests.get("provenance"), str):
+        return "unsealed"
+    if digests.get("results") != json_digest(means):
+        return "numbers"
+    if digests["provenance"] != provenance_digest(provenance):
+        return "provenance"
+    return None
 
 
 def run_stamp() -> dict:

@@ -1,19 +1,26 @@
 """The Hub's leaderboard of the benchmark, read back: ``eccv-caption leaderboard --from-hub DATASET_REPO``, and two
 published models' details for ``compare --from-hub``.
 
-The hub docs' "Accessing Benchmark Leaderboard Data" page: ``GET /api/datasets/{id}/leaderboard`` ranks the models
-with results for the benchmark, one entry each with the file its score came from and, for a result still in an
-open pull request, that pull request's number; each task of ``eval.yaml`` is its own leaderboard (the first by
-default). It is asked once per task (``task_id``; ``base_model=false``: fine-tuned models too), so a model that
-published any task is found, and each model's files are then read for every task (at ``refs/pr/<n>`` for a pull
-request's entry) by :mod:`eccv_metric.hub.published`, values out of range left out with a note. A model whose
-files cannot be read is skipped with a note; a dataset the Hub keeps no leaderboard for is one line.
+The hub docs' "Accessing Benchmark Leaderboard Data" page: ``GET /api/datasets/{id}/leaderboard`` (huggingface_hub's
+``HfApi.get_dataset_leaderboard``) ranks the models with results for the benchmark, one entry each with the file
+its score came from and, for a result still in an open pull request, that pull request's number. It is read as
+huggingface_hub reads it, with its one documented parameter (``base_model=false``: fine-tuned models too) and no
+other: neither the page nor huggingface_hub names a way to ask for one task's leaderboard when ``eval.yaml`` lists
+several, so which task the answer ranks is the Hub's choice and a model absent from it (one that published none of
+that task) is not found here; that is said in the summary line. Each model found is then read for every task (at
+``refs/pr/<n>`` for a pull request's entry) by :mod:`eccv_metric.hub.published`: invalid files, values out of range,
+entries that disagree and borrowed details are notes, never numbers. Then each row's entries are verified
+(:func:`~eccv_metric.hub.verify_hub.verify_published`: the library's verify over each details commit's evidence, its
+outcome kept) and the row marked by what its numbers rest on (:mod:`eccv_metric.hub.trust`); a task's entry
+recomputed equal is the one shown where its entries disagree. A model whose files cannot be read is skipped with a
+note; a dataset the Hub keeps no leaderboard for is one line.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import yaml
 
@@ -29,6 +36,13 @@ from eccv_metric.hub.repos import first_line
 from eccv_metric.hub.repos import from_the_hub
 from eccv_metric.hub.repos import hub_failure
 from eccv_metric.hub.repos import status_of
+from eccv_metric.hub.trust import MARKS
+from eccv_metric.hub.trust import Trust
+from eccv_metric.hub.trust import mark_of
+from eccv_metric.hub.trust import share
+from eccv_metric.hub.trust import trust_of
+from eccv_metric.hub.trust import unverified
+from eccv_metric.hub.verify_hub import verify_published
 
 AGAIN = "run the leaderboard again"
 
@@ -52,55 +66,87 @@ def _hub_call(what: str, again: str, call: Callable[[], object]) -> object:
         raise EvaluationError(hub_failure(exc, what, again, refused="log in with `hf auth login`")) from None
 
 
+@dataclass
+class Row:
+    """One model's row of the Hub's leaderboard: what it published, and what that rests on
+    (:mod:`~eccv_metric.hub.trust`)."""
+
+    published: Published
+    trust: Trust
+
+
 def hub_board(
-    dataset_repo: str, taken: Iterable[str] = (), token: str | None = None, log: Callable[[str], None] = print
-) -> dict[str, Published]:
-    """``{row name: Published}`` of every model on the Hub's leaderboards of ``dataset_repo`` (every task); a
-    pull request's row is ``<model> (PR #<n>)``, a name in ``taken`` gets `` (Hub)``."""
+    dataset_repo: str,
+    taken: Iterable[str] = (),
+    token: str | None = None,
+    log: Callable[[str], None] = print,
+    verify: bool = True,
+) -> dict[str, Row]:
+    """``{row name: Row}`` of every model on the Hub's leaderboards of ``dataset_repo`` (every task); a pull
+    request's row is ``<model> (PR #<n>)``, a name in ``taken`` gets `` (Hub)``. ``verify``: every entry recomputed
+    from its evidence (:func:`~eccv_metric.hub.verify_hub.verify_published`, each details commit's recomputation
+    kept: a second leaderboard downloads and scores nothing again), each row marked; False: nothing downloaded,
+    rows with details of their own marked ``not checked``."""
     check_repo_id(dataset_repo, "from_hub", "you/eccv-caption")
     what = f"leaderboard --from-hub {dataset_repo}"
     api = _api(token)
     tasks = _hub_call(what, AGAIN, lambda: _tasks(api, dataset_repo, what, AGAIN))
-    entries = _hub_call(what, AGAIN, lambda: _entries(api, dataset_repo, list(tasks), what))  # type: ignore[arg-type]
+    entries = _hub_call(what, AGAIN, lambda: _entries(api, dataset_repo, what))
     names = {name.casefold() for name in taken}
-    out: dict[str, Published] = {}
+    out: dict[str, Row] = {}
     for model, pr in dict.fromkeys(entries):  # type: ignore[arg-type]
         name = model + (f" (PR #{pr})" if pr else "")
         try:
-            published = read_published(api, model, f"refs/pr/{pr}" if pr else None, dataset_repo, tasks, log)  # type: ignore[arg-type]
+            published = read_published(api, model, f"refs/pr/{pr}" if pr else None, dataset_repo, tasks, log, False)  # type: ignore[arg-type]
         except Exception as exc:
             if not from_the_hub(exc):
                 raise
             log(f"skipped {name}: its {FOLDER} files could not be read ({status_of(exc) or first_line(exc)})")
             continue
+        trust = _verified(api, published, dataset_repo, name, log) if verify else unverified(published)
+        for line in published.duplicates(name):
+            log(line)
         if not published.results:
             log(f"skipped {name}: none of its values for {dataset_repo} can be shown")
             continue
         name += " (Hub)" if name.casefold() in names else ""
         names.add(name.casefold())
-        out[name] = published
+        out[name] = Row(published, trust)
+    for line in share({name: (row.published.model, row.trust) for name, row in out.items()}):
+        log(line)
+    for name, row in out.items():
+        for line in row.trust.notes(name):
+            log(line)
     found = len(dict.fromkeys(entries))  # type: ignore[arg-type]
-    log(f"{dataset_repo} on the Hub: {found} models or pull requests on the leaderboards of its {len(tasks)} tasks, "  # type: ignore[arg-type]
-        f"{len(out)} shown")  # fmt: skip
+    log(f"{dataset_repo} on the Hub: {found} models or pull requests on its leaderboard, each read for the "
+        f"{len(tasks)} tasks of its eval.yaml; {len(out)} shown")  # type: ignore[arg-type]  # fmt: skip
+    if len(tasks) > 1:  # type: ignore[arg-type]
+        log("note: the Hub's leaderboard API names no task (hub docs, 'Accessing Benchmark Leaderboard Data'): a model "
+            "absent from the leaderboard it serves (one that published other tasks only) is not listed")  # fmt: skip
     return out
 
 
-def _entries(api: object, repo: str, tasks: list[str], what: str) -> list[tuple[str, int | None]]:
-    """(model, pull request) of every entry of every task's leaderboard, in rank order task after task."""
+def _verified(api: object, published: Published, dataset_repo: str, name: str, log: Callable[[str], None]) -> Trust:
+    """A row's entries verified (each details commit's recomputation kept), what it cost said in one line."""
+    found = verify_published(api, published, dataset_repo, f"leaderboard --from-hub: verify {name}", cache=True)
+    trust = trust_of(published, found.entries)
+    marks = [mark_of(c) for c in found.entries]
+    said = ", ".join(f"{marks.count(mark)} {mark}" for mark in reversed(MARKS) if mark in marks)
+    read = f"{found.evidence_bytes:,} bytes of evidence read" if found.evidence_bytes else "no evidence read"
+    kept = f", {found.cached} kept from an earlier run" if found.cached else ""
+    log(f"verified {name}: {said} ({read}{kept})")
+    for note in found.table.notes:
+        log(f"note: {name}: {note}")
+    return trust
+
+
+def _entries(api: object, repo: str, what: str) -> list[tuple[str, int | None]]:
+    """(model, pull request) of every entry of the Hub's leaderboard of ``repo``, in rank order."""
     from huggingface_hub.errors import HfHubHTTPError
     from huggingface_hub.errors import RepositoryNotFoundError
-    from huggingface_hub.utils import build_hf_headers
-    from huggingface_hub.utils import get_session
-    from huggingface_hub.utils import hf_raise_for_status
 
-    url = f"{api.endpoint}/api/datasets/{repo}/leaderboard"  # type: ignore[attr-defined]
-    headers = build_hf_headers(token=api.token)  # type: ignore[attr-defined]
-    out = []
     try:
-        for task in tasks:
-            answer = get_session().get(url, headers=headers, params={"base_model": False, "task_id": task})
-            hf_raise_for_status(answer)
-            out += [(r["modelId"], r.get("pullRequest")) for r in answer.json()]
+        board = api.get_dataset_leaderboard(repo, base_model_only=False)  # type: ignore[attr-defined]
     except RepositoryNotFoundError:
         raise EvaluationError(
             f"{what} failed: the dataset {repo} was not found on the Hub (or is private or gated: log in with "
@@ -114,7 +160,7 @@ def _entries(api: object, repo: str, tasks: list[str], what: str) -> list[tuple[
             "tagged benchmark:official); publish results with `eccv-caption push-results`, or rank your files "
             "with --with"
         ) from None
-    return out
+    return [(entry.model_id, entry.pull_request) for entry in board]
 
 
 def _tasks(api: object, repo: str, what: str, again: str) -> dict:
@@ -144,14 +190,13 @@ def _tasks(api: object, repo: str, what: str, again: str) -> dict:
     return {task_id: BY_ID[task_id] for task_id in ids if task_id in BY_ID}
 
 
-def board_details(
-    board: dict[str, Published], names: list[str], token: str | None = None
-) -> dict[str, tuple[dict, dict]]:
-    """The per-query details (values, ``results.json``) of the rows ``names`` that published them."""
+def board_details(board: dict[str, Row], names: list[str], token: str | None = None) -> dict[str, tuple[dict, dict]]:
+    """The per-query details (values, ``results.json``) behind the numbers the rows ``names`` show, where they are
+    the row's own (details of another model's run are none of the row's)."""
     api = _api(token)
     out = {}
     for name in names:
-        commit = board[name].details_commit()
+        commit = board[name].published.details_commit()
         if commit is not None:
             what = f"leaderboard --significance: the details of {name}"
             out[name] = _hub_call(what, AGAIN, lambda c=commit: read_details(api, *c))  # type: ignore[misc]
@@ -177,6 +222,13 @@ def model_details(
     dataset = datasets[0]  # type: ignore[index]
     tasks = _hub_call(what, again, lambda: _tasks(api, dataset, what, again))
     published = _hub_call(what, again, lambda: read_published(api, model, revision or None, dataset, tasks, log))  # type: ignore[arg-type]
+    borrowed = [c for c in published.details_of if not published.own(c)]  # type: ignore[attr-defined]
+    if borrowed:
+        repo, sha = borrowed[0]
+        raise EvaluationError(
+            f"{what}: its eval results for {dataset} point at details that are not its own ({repo}@{sha[:12]} names "
+            f"{published.details_of[borrowed[0]]}): there are no per-query values of {model} to compare"  # type: ignore[attr-defined]
+        )
     commit = published.details_commit()  # type: ignore[attr-defined]
     if commit is None:
         raise EvaluationError(
@@ -189,20 +241,13 @@ def model_details(
 def _datasets_of(api: object, model: str, revision: str) -> list[str]:
     """The benchmark datasets the model's eval results name with a details source."""
     from eccv_metric.hub import details as det
+    from eccv_metric.hub.published import eval_results
 
-    info = api.model_info(model, revision=revision or None)  # type: ignore[attr-defined]
     found: list[str] = []
-    for s in info.siblings or []:
-        if s.rfilename.startswith(f"{FOLDER}/") and s.rfilename.endswith((".yaml", ".yml")):
-            path = api.hf_hub_download(model, s.rfilename, revision=revision or info.sha)  # type: ignore[attr-defined]
-            with open(path, encoding="utf-8") as fin:
-                try:
-                    items = yaml.safe_load(fin)
-                except yaml.YAMLError:
-                    continue
-            for item in items if isinstance(items, list) else []:
-                src = item.get("source") if isinstance(item, dict) and isinstance(item.get("source"), dict) else {}
-                dataset = (item.get("dataset") or {}).get("id") if isinstance(item, dict) else None
-                if det.parse_tree_url(src.get("url")) and isinstance(dataset, str) and dataset not in found:
-                    found.append(dataset)
+    for item in eval_results(api, model, revision or None):
+        data = item.get("data", item) if "error" not in item else {}
+        src = data.get("source") if isinstance(data, dict) and isinstance(data.get("source"), dict) else {}
+        dataset = (data.get("dataset") or {}).get("id") if isinstance(data, dict) else None
+        if det.parse_tree_url(src.get("url")) and isinstance(dataset, str) and dataset not in found:
+            found.append(dataset)
     return found

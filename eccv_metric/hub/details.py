@@ -10,6 +10,9 @@ As lighteval and lm-evaluation-harness publish theirs (a dataset repo beside the
 - ``results.json``: the numbers as the results file holds them (fractions), the run's provenance (local paths
   removed), the model repo, the benchmark dataset and its revision, and each config's metric, direction and
   aggregate;
+- ``evidence/``: what the engine scored (``evaluate --evidence``: :mod:`eccv_metric.evidence.layout`, its
+  ``evidence.json`` and arrays, large files through the Hub's large-file storage), from which anyone recomputes every
+  number (``eccv-caption verify --from-hub``);
 - ``README.md``: the card: its YAML ``configs`` for ``datasets``, what was run and how to load it.
 
 Each ``.eval_results`` entry's ``source.url`` is the commit of this repo that holds them
@@ -21,6 +24,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import yaml
@@ -31,6 +35,7 @@ from eccv_metric.hub.eval_tasks import shown
 from eccv_metric.hub.repos import is_repo_id
 from eccv_metric.hub.submission import Submission
 from eccv_metric.hub.submission import scrub
+from eccv_metric.hub.submission import suggested_repo
 
 SPLIT = "test"
 RESULTS_JSON = "results.json"
@@ -101,6 +106,19 @@ def details_files(sub: Submission) -> dict[str, bytes]:
     return {"README.md": card(sub, configs, repo="{repo}").encode(), RESULTS_JSON: text.encode(), **files}
 
 
+EVIDENCE = "evidence"
+
+
+def evidence_files(sub: Submission) -> dict[str, Path]:
+    """``{path in the details repo: local file}`` of the run's evidence (``evidence/evidence.json`` and its arrays;
+    {} without evidence)."""
+    if sub.evidence is None:
+        return {}
+    folder = sub.evidence.folder
+    names = ["evidence.json", *sub.evidence.manifest.get("files", {})]
+    return {f"{EVIDENCE}/{name}": folder / name for name in names}
+
+
 def card(sub: Submission, configs: dict[str, dict], repo: str) -> str:
     """The details repo's card: ``configs`` for ``datasets`` and how the numbers were made and are loaded."""
     meta = {
@@ -135,11 +153,25 @@ details = load_dataset("{repo}", "{first}", split="{SPLIT}")
 
 Whether two models differ beyond chance, from their published details (paired test and confidence intervals):
 `eccv-caption compare --from-hub {sub.model_repo} OTHER/MODEL --dataset-repo {sub.dataset_repo}`.
-
+{evidence_words(sub)}
 | task | value |
 |---|---|
 {rows}
 """
+    )
+
+
+def evidence_words(sub: Submission) -> str:
+    """The card's paragraph on the evidence (or on its absence)."""
+    if sub.evidence is None:
+        return (
+            "\nThese are per-query values only (the run kept no evidence): a number can be checked to be their mean.\n"
+        )
+    size = sub.evidence.bytes
+    return (
+        f"\n`evidence/` holds what the engine scored ({size:,} bytes: `evidence/evidence.json` lists each array), so "
+        "anyone can recompute every number: `eccv-caption verify --from-hub "
+        f"{sub.model_repo} --dataset-repo {sub.dataset_repo}`.\n"
     )
 
 
@@ -157,6 +189,17 @@ def read_results_json(data: bytes, where: str) -> dict:
     if not isinstance(out, dict) or not all(isinstance(out.get(k), dict) for k in ("configs", "dataset")):
         raise EvaluationError(f"{where}: its {RESULTS_JSON} is not the one push-results writes")
     return out
+
+
+def run_model(summary: dict) -> str | None:
+    """The model whose run a details commit holds: the Hub repo its provenance's model loads (``hf:ORG/MODEL``,
+    ``mteb:ORG/MODEL``...), else the repo it was published for (``model_repo``: a local model names none); None
+    when it names neither. Details published with ``--other-model`` are the run of the model that was run."""
+    provenance = summary.get("provenance") if isinstance(summary.get("provenance"), dict) else {}
+    spec = provenance.get("model")
+    loaded = suggested_repo(spec) if isinstance(spec, str) else None
+    named = summary.get("model_repo")
+    return loaded or (named if isinstance(named, str) else None)
 
 
 def per_query_from(summary: dict, parquet: dict[str, bytes], where: str) -> dict:

@@ -118,30 +118,46 @@ def _kind(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def superseded(existing: dict[str, bytes], sub: Submission, new: set[str]) -> list[str]:
-    """Files of ``.eval_results`` that this submission replaces under another name: every entry for this
-    benchmark dataset and a task published now (the names this package wrote before the owner was in them,
-    ``<name>_<task>.yaml``). A file holding anything else is kept."""
-    published = {task.id for task, _ in sub.values}
+def _entries_of(data: bytes) -> list[dict]:
+    """The entries of an ``.eval_results`` file ([] for one that is no list of mappings)."""
+    try:
+        items = yaml.safe_load(data)
+    except yaml.YAMLError:
+        return []
+    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+
+def _for(item: dict, dataset_repo: str) -> str | None:
+    """The task id of an entry for ``dataset_repo`` (None: an entry of another benchmark, or no task)."""
+    dataset = item.get("dataset") if isinstance(item.get("dataset"), dict) else {}
+    task = dataset.get("task_id")
+    return task if dataset.get("id") == dataset_repo and isinstance(task, str) else None
+
+
+def stale(existing: dict[str, bytes], sub: Submission, registered: set[str]) -> list[str]:
+    """The files a commit deletes: only this package's own for the benchmark (``<owner>--<name>--<task>.yaml``,
+    holding that task's entry and nothing else) whose task the benchmark's ``eval.yaml`` no longer lists (the Hub
+    reports them invalid). Every other file stays, whoever wrote it (:func:`others` names those it should know)."""
+    owner, name = sub.dataset_repo.split("/")
+    prefix = f"{FOLDER}/{owner}--{name}--"
     out = []
-    for path, data in existing.items():
-        if not path.startswith(f"{FOLDER}/") or path in new or not path.endswith((".yaml", ".yml")):
+    for path, data in sorted(existing.items()):
+        task = path.removeprefix(prefix).removesuffix(".yaml")
+        if not path.startswith(prefix) or not path.endswith(".yaml") or task in registered:
             continue
-        try:
-            items = yaml.safe_load(data)
-        except yaml.YAMLError:
-            continue
-        if not isinstance(items, list) or not items:
-            continue
-        if all(
-            isinstance(i, dict)
-            and isinstance(i.get("dataset"), dict)
-            and i["dataset"].get("id") == sub.dataset_repo
-            and i["dataset"].get("task_id") in published
-            for i in items
-        ):
+        items = _entries_of(data)
+        if items and all(_for(item, sub.dataset_repo) == task for item in items):
             out.append(path)
     return out
+
+
+def others(existing: dict[str, bytes], sub: Submission, new: set[str]) -> list[str]:
+    """Files of another name than this commit writes holding an entry for the benchmark and a task published now
+    (an older name of this package's, ``<name>_<task>.yaml``, or a file of the repo's owner): they stay, and the
+    task has two entries until one is removed (a reader shows neither where they disagree)."""
+    published = {task.id for task, _ in sub.values}
+    return [path for path, data in sorted(existing.items()) if path not in new
+            and any(_for(item, sub.dataset_repo) in published for item in _entries_of(data))]  # fmt: skip
 
 
 def model_index(sub: Submission, details_url: str | None, tasks: set[str] | None = None) -> list:

@@ -8,51 +8,38 @@ one (:mod:`eccv_metric.hub.targets`); ``direct=True`` commits to main. The detai
 when it is yours, through your pull request otherwise. ``details=False`` publishes the numbers alone, their source
 the project's repository.
 
-Nothing half-written: every file is made and checked here first (each entry by the spec's rules, the card by
-huggingface_hub, the Parquet written), then everything the Hub can tell before a commit is asked (a token with
-write access, your rights on each repo, the model repo, the benchmark's ``eval.yaml`` and its tasks, the details
-repo holding this model's details, a local build against the Hub repo's files); only then the details commit and
-the model commit. Whether the benchmark is on the Hub's allow-list (its ``benchmark:official`` tag) is said
-before sending: until it is, results show on the model page and on no leaderboard. Every failure is one line.
+Nothing half-written: every read and check the Hub allows comes first (:mod:`eccv_metric.hub.plan`: rights, targets,
+the benchmark's tasks and allow-list, every file made and checked), then the details commit and the model commit.
+``dry_run`` asks the Hub the same and prints those two commits (each file added, replaced or deleted, the tasks
+``eval.yaml`` drops, the allow-list note, the pull request a commit goes to), sending nothing. A commit deletes only
+this package's own files (:func:`~eccv_metric.hub.eval_results.stale`). Every failure is one line.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 
 import yaml
 
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.hub import details as det
-from eccv_metric.hub.build_check import same_build
-from eccv_metric.hub.eval_results import FOLDER
 from eccv_metric.hub.eval_results import describe
-from eccv_metric.hub.eval_results import eval_files
 from eccv_metric.hub.eval_results import model_index
-from eccv_metric.hub.eval_results import superseded
-from eccv_metric.hub.eval_results import updated_card
 from eccv_metric.hub.eval_tasks import NAME
 from eccv_metric.hub.eval_tasks import shown
-from eccv_metric.hub.eval_tasks import task_ids
+from eccv_metric.hub.plan import AGAIN
+from eccv_metric.hub.plan import DOCS
+from eccv_metric.hub.plan import PLACEHOLDER
+from eccv_metric.hub.plan import Plan
+from eccv_metric.hub.plan import make_plan
+from eccv_metric.hub.plan import titles
 from eccv_metric.hub.repos import from_the_hub
 from eccv_metric.hub.repos import hub_failure
 from eccv_metric.hub.submission import Submission
 from eccv_metric.hub.targets import Target
-from eccv_metric.hub.targets import account
-from eccv_metric.hub.targets import check_rights
 from eccv_metric.hub.targets import commit
-from eccv_metric.hub.targets import find_target
 
-AGAIN = "run push-results again"
-DOCS = "https://huggingface.co/docs/hub/eval-results"
-PLACEHOLDER = "0" * 40  # the details commit before it exists: the URL's shape, for the checks
-OFFICIAL = "benchmark:official"
-
-
-def titles(sub: Submission) -> tuple[str, str]:
-    """The pull requests' titles (the model repo's, the details repo's): how a rerun finds yours."""
-    return f"{NAME} eval results on {sub.dataset_repo}", f"{NAME} details of {sub.model_repo} on {sub.dataset_repo}"
+DETAILS_COMMIT = "<the details commit>"  # what the dry run shows where the details commit is not known yet
 
 
 def publish(
@@ -78,8 +65,7 @@ def publish(
         log(f"not published (no task of the benchmark): {', '.join(sub.left_out)}")
     for note in sub.notes:
         log(f"note: {note}")
-    if dry_run:
-        return _dry_run(sub, direct, with_model_index, details_repo if details else None, details, log)
+    from huggingface_hub import HfApi
     from huggingface_hub import get_token
 
     what = f"push-results to model {sub.model_repo}"
@@ -87,10 +73,12 @@ def publish(
     if not token:
         raise EvaluationError(
             f"{what}: no Hugging Face token; log in with `hf auth login` or set HF_TOKEN (a token with write "
-            f"access), then {AGAIN}"
+            f"access; a dry run asks the Hub what the push would do), then {AGAIN}"
         )
     try:
-        return _send(sub, direct, with_model_index, details_repo, details, token, log)
+        api = HfApi(token=token)
+        plan = make_plan(api, sub, direct, with_model_index, details_repo, details, log)
+        return _dry_run(plan, log) if dry_run else _send(api, plan, log)
     except EvaluationError:
         raise
     except Exception as exc:
@@ -106,204 +94,97 @@ def _refused(sub: Submission, direct: bool) -> str:
     return "log in with `hf auth login` or set HF_TOKEN to a token that may open pull requests (write access)"
 
 
-def _dry_run(
-    sub: Submission,
-    direct: bool,
-    with_model_index: bool,
-    details_repo: str | None,
-    details: bool,
-    log: Callable[[str], None],
-) -> dict[str, str]:
+def listing(target: Target, changes: dict[str, str], sizes: dict[str, int]) -> list[str]:
+    """A commit as the dry run prints it: ``would <where>, one commit: N added, ...`` then a line per file
+    (``  add PATH``, ``  replace PATH``, ``  delete PATH``); no commit at all when nothing changes."""
+    if not changes:
+        return [f"would change nothing on {target.label}: its files are already these (no commit)"]
+    words = {"add": "added", "replace": "replaced", "delete": "deleted"}
+    counts = ", ".join(f"{list(changes.values()).count(how)} {word}" for how, word in words.items()
+                       if how in changes.values())  # fmt: skip
+    lines = [f"would {target.where()}, one commit: {counts}"]
+    for path, how in changes.items():
+        sized = path.endswith(".parquet") or path.startswith(f"{det.EVIDENCE}/")  # data, not text shown below
+        size = f" ({sizes[path]:,} bytes)" if sized and path in sizes else ""
+        lines.append(f"  {how} {path}{size}")
+    return lines
+
+
+def _dry_run(plan: Plan, log: Callable[[str], None]) -> dict[str, str]:
     from huggingface_hub import constants
 
-    repo = details_repo or det.default_repo("YOUR_ACCOUNT", sub.model_repo)
-    url = det.tree_url(constants.ENDPOINT, repo, "<the details commit>") if details else None
-    files = eval_files(sub, url.replace("<the details commit>", PLACEHOLDER) if url else None)
-    files = {path: text.replace(PLACEHOLDER, "<the details commit>") for path, text in files.items()}
-    model = Target(sub.model_repo, "model", direct)
-    if sub.local_build is not None:
-        log(f"note: dataset.revision: the local build's files are checked against {sub.dataset_repo}'s when sending "
-            "(the same files: its commit; other files: one line, nothing sent)")  # fmt: skip
+    sub = plan.sub
+    if plan.details is not None:
+        changes = plan.details_changes()
+        kept = f" and the evidence ({sub.evidence.bytes:,} bytes)" if sub.evidence is not None else ""
+        for line in listing(plan.details, changes, plan.details_sizes()):
+            log(line.replace(" one commit:", f" one commit of the per-query values behind the numbers{kept}:", 1))
+        for path in changes:
+            if path in plan.details_files and not path.endswith(".parquet"):
+                log(f"--- {path}\n{plan.details_files[path].decode().rstrip()}")
+    url = plan.details_url(constants.ENDPOINT)
+    placeholder = url is None and plan.details is not None  # the details commit is made first: its id known then
+    files = {path: text.replace(PLACEHOLDER, DETAILS_COMMIT) for path, text in plan.model_files(url).items()}
+    if placeholder:
+        url = det.tree_url(constants.ENDPOINT, plan.details.repo, DETAILS_COMMIT)  # type: ignore[union-attr]
+    changes = _model_changes(plan, files, placeholder)
     origin = f" (from the results' model {sub.public_spec})" if sub.model_from_spec else ""
-    log(f"would {model.where(True)}{origin}, one commit of {len(files) + with_model_index} files:")
-    for path, text in files.items():
-        log(f"--- {path}\n{text.rstrip()}")
-    if with_model_index:
-        log("--- README.md: its YAML's model-index holds these results, the rest of the card as it is")
-        log(_model_index_yaml(sub, url).rstrip())
-    if details:
-        shown_repo = repo if details_repo else f"{repo} (YOUR_ACCOUNT: the token's account; --details-repo names it)"
-        made = det.with_repo(det.details_files(sub), repo)
-        log(f"would commit the details to dataset {shown_repo}, one commit of {len(made)} files:")
-        for path, data in made.items():
-            if path.endswith(".parquet"):
-                log(f"--- {path} ({len(data):,} bytes: query_id, value)")
-            else:
-                log(f"--- {path}\n{data.decode().rstrip()}")
-    return files
+    for k, line in enumerate(listing(plan.model, changes, {})):
+        log(line + (origin if k == 0 else ""))
+    for path in changes:
+        if path == "README.md":
+            log("--- README.md: its YAML's model-index holds these results, the rest of the card as it is")
+            log(_model_index_yaml(sub, url).rstrip())
+        elif changes[path] != "delete":
+            log(f"--- {path}\n{files[path].rstrip()}")
+    return {path: text for path, text in files.items() if path != "README.md"}
 
 
-def _send(
-    sub: Submission,
-    direct: bool,
-    with_model_index: bool,
-    details_repo: str | None,
-    details: bool,
-    token: str,
-    log: Callable[[str], None],
-) -> dict[str, str]:
+def _model_changes(plan: Plan, files: dict[str, str], placeholder: bool) -> dict[str, str]:
+    """The model commit's changes; with the details commit still to be made, every file pointing at it is new
+    content (added, or replacing what is there)."""
+    if not placeholder:
+        return plan.changes(plan.model, {p: t.encode() for p, t in files.items()}, plan.deleted)
+    out = {path: "replace" if path in plan.model.blobs else "add" for path in files}
+    return out | dict.fromkeys(plan.deleted, "delete")
+
+
+def _send(api: object, plan: Plan, log: Callable[[str], None]) -> dict[str, str]:
     from huggingface_hub import CommitOperationAdd
     from huggingface_hub import CommitOperationDelete
-    from huggingface_hub import HfApi
     from huggingface_hub import constants
 
-    api = HfApi(token=token)
-    what = f"push-results to model {sub.model_repo}"
-    user = account(api)
+    sub = plan.sub
     model_title, details_title = titles(sub)
-    model = find_target(api, sub.model_repo, "model", direct, model_title, user)
-    if not model.exists:
-        raise EvaluationError(
-            f"{what} failed: the model repo {sub.model_repo} was not found on the Hub (or is private to another "
-            f"account); check model_repo= (`hf repo create {sub.model_repo}` makes it, if it is yours), then {AGAIN}"
-        )
-    check_rights(model, user, "drop direct= to open a pull request instead", what)
-    registered = _benchmark(api, sub, what, log)
-    dropped = [task.id for task, _ in sub.values if task.id not in registered]
-    if dropped:
-        log(f"not published (the eval.yaml of {sub.dataset_repo} does not list them): {', '.join(dropped)}")
-    target = None
-    if details:
-        repo = details_repo or det.default_repo(user.name, sub.model_repo)
-        target = find_target(api, repo, "dataset", user.may_write(repo), details_title, user)
-        check_rights(target, user, "", f"push-results details to dataset {repo}")
-        _check_details_repo(api, target, sub, what)
-    url = det.tree_url(constants.ENDPOINT, target.repo, PLACEHOLDER) if target else None
-    files = eval_files(sub, url, registered)  # every entry checked before anything is sent
-    if not files:
-        raise EvaluationError(
-            f"{what}: the eval.yaml of {sub.dataset_repo} lists none of the results' tasks; push a build that "
-            f"has their configs there (`eccv-caption push --dataset-dir FOLDER --dataset-repo {sub.dataset_repo}`)"
-        )
-    card_text = _card(api, model) if with_model_index else None
-    card = updated_card(card_text, sub, url, registered) if with_model_index else None
-    old = superseded(_eval_files_at(api, model, set(files)), sub, set(files))
-    made = det.with_repo(det.details_files(sub), target.repo) if target else {}
-    if target is not None:
-        log(f"{target.where()}: {len(made)} files (the per-query values behind the numbers)")
+    url = None
+    if plan.details is not None:
+        count = len(plan.details_files) + len(plan.evidence)
+        kept = f" and the evidence ({sub.evidence.bytes:,} bytes)" if sub.evidence is not None else ""
+        log(f"{plan.details.where()}: {count} files (the per-query values behind the numbers{kept})")
         oid, line = commit(
             api,
-            target,
-            [CommitOperationAdd(path_in_repo=p, path_or_fileobj=data) for p, data in made.items()],
+            plan.details,
+            [CommitOperationAdd(path_in_repo=p, path_or_fileobj=data) for p, data in plan.details_files.items()]
+            + [CommitOperationAdd(path_in_repo=p, path_or_fileobj=str(local)) for p, local in plan.evidence.items()],
             details_title,
             f"Per-query details of {describe(sub)} on {sub.dataset_repo}.",
         )
         log(line)
-        url = det.tree_url(constants.ENDPOINT, target.repo, oid)
-        files = eval_files(sub, url, registered)
-        if with_model_index:
-            card = updated_card(card_text, sub, url, registered)
-    log(f"{model.where()}: {len(files) + bool(card)} files" + (f", {len(old)} replaced" if old else ""))
+        url = plan.details_url(constants.ENDPOINT, oid)
+    files = plan.model_files(url)
+    deleted = f", {len(plan.deleted)} deleted ({', '.join(plan.deleted)}: tasks eval.yaml no longer lists)"
+    log(f"{plan.model.where()}: {len(files)} files" + (deleted if plan.deleted else ""))
     ops = [CommitOperationAdd(path_in_repo=p, path_or_fileobj=text.encode()) for p, text in files.items()]
-    ops += [CommitOperationDelete(path_in_repo=p) for p in old]
-    if card is not None:
-        ops.append(CommitOperationAdd(path_in_repo="README.md", path_or_fileobj=card.encode()))
+    ops += [CommitOperationDelete(path_in_repo=p) for p in plan.deleted]
     try:
-        log(commit(api, model, ops, model_title, _description(sub, files, url))[1])
+        log(commit(api, plan.model, ops, model_title, _description(sub, files, url))[1])
     except Exception as exc:
-        if target is None or not from_the_hub(exc):
+        if plan.details is None or not from_the_hub(exc):
             raise
         again = f"{AGAIN} (the details commit {url} stays and is reused)"
-        raise EvaluationError(hub_failure(exc, what, again, refused=_refused(sub, direct))) from None
-    return files
-
-
-def _benchmark(api: object, sub: Submission, what: str, log: Callable[[str], None]) -> set[str]:
-    """The task ids the benchmark dataset's ``eval.yaml`` lists; the allow-list note; a local build checked
-    against the repo's files (its revision published when they are the same)."""
-    from huggingface_hub.errors import EntryNotFoundError
-    from huggingface_hub.errors import RepositoryNotFoundError
-
-    push = f"`eccv-caption push --dataset-dir FOLDER --dataset-repo {sub.dataset_repo}`"
-    try:
-        info = api.dataset_info(sub.dataset_repo, files_metadata=sub.local_build is not None)  # type: ignore[attr-defined]
-        path = api.hf_hub_download(sub.dataset_repo, "eval.yaml", repo_type="dataset", revision=info.sha)  # type: ignore[attr-defined]
-    except RepositoryNotFoundError:
-        raise EvaluationError(
-            f"{what} failed: the benchmark dataset {sub.dataset_repo} was not found on the Hub (or is private); "
-            f"check dataset_repo=, or push the build there ({push}), then {AGAIN}"
-        ) from None
-    except EntryNotFoundError:
-        raise EvaluationError(
-            f"{what} failed: the dataset {sub.dataset_repo} has no eval.yaml, so it registers no tasks; push a "
-            f"build of this version there ({push}), then {AGAIN}"
-        ) from None
-    try:
-        with open(path, encoding="utf-8") as fin:
-            registered = set(task_ids(fin.read()))
-    except (ValueError, yaml.YAMLError) as exc:
-        raise EvaluationError(
-            f"{what} failed: the eval.yaml of {sub.dataset_repo} is not one ({str(exc).splitlines()[0]}); push a "
-            f"build there ({push}), then {AGAIN}"
-        ) from None
-    if OFFICIAL not in (info.tags or []):
-        log(
-            f"note: {sub.dataset_repo} is not on the Hub's benchmark allow-list (no {OFFICIAL} tag): the results "
-            f"show on the model page and on no leaderboard until the Hub lists it ({DOCS}#registering-a-benchmark)"
-        )
-    if sub.local_build is not None:
-        sub.dataset_revision = same_build(info, sub, push, log)
-    return registered
-
-
-def _check_details_repo(api: object, target: Target, sub: Submission, what: str) -> None:
-    """A details repo holding another model's or another benchmark's details, or files that are no details at
-    all (a dataset, the benchmark itself), is not overwritten; an empty repo (the Hub's ``.gitattributes``) is
-    taken."""
-    if det.RESULTS_JSON not in target.files:
-        held = sorted(name for name in target.files if name != ".gitattributes")
-        if held:
-            shown = ", ".join(held[:3]) + (f" and {len(held) - 3} more" if len(held) > 3 else "")
-            raise EvaluationError(
-                f"{what}: the details repo {target.repo} holds files that are no details ({shown}; no "
-                f"{det.RESULTS_JSON}): give details_repo= a new or empty repo, then {AGAIN}"
-            )
-        return
-    revision = target.revision or target.head
-    path = api.hf_hub_download(target.repo, det.RESULTS_JSON, repo_type="dataset", revision=revision)  # type: ignore[attr-defined]
-    with open(path, encoding="utf-8") as fin:
-        try:
-            held = json.load(fin)
-        except ValueError:
-            held = {}
-    dataset = (held.get("dataset") or {}).get("id") if isinstance(held, dict) else None
-    model = held.get("model_repo") if isinstance(held, dict) else None
-    if (model, dataset) != (sub.model_repo, sub.dataset_repo):
-        raise EvaluationError(
-            f"{what}: the details repo {target.repo} holds the details of {model} on {dataset}, not of "
-            f"{sub.model_repo} on {sub.dataset_repo}: give details_repo= another repo, then {AGAIN}"
-        )
-
-
-def _eval_files_at(api: object, target: Target, new: set[str]) -> dict[str, bytes]:
-    """The ``.eval_results`` files at the target's revision that this commit does not write (to find those it
-    replaces)."""
-    out = {}
-    for name in target.files:
-        if name.startswith(f"{FOLDER}/") and name not in new and name.endswith((".yaml", ".yml")):
-            path = api.hf_hub_download(target.repo, name, revision=target.revision or target.head)  # type: ignore[attr-defined]
-            with open(path, "rb") as fin:
-                out[name] = fin.read()
-    return out
-
-
-def _card(api: object, target: Target) -> str | None:
-    """The model card's text at the target's revision; None when the repo has none."""
-    if "README.md" not in target.files:
-        return None
-    path = api.hf_hub_download(target.repo, "README.md", revision=target.revision or target.head)  # type: ignore[attr-defined]
-    with open(path, encoding="utf-8") as fin:
-        return fin.read()
+        raise EvaluationError(hub_failure(exc, f"push-results to model {sub.model_repo}", again,
+                                          refused=_refused(sub, plan.model.direct))) from None  # fmt: skip
+    return {path: text for path, text in files.items() if path != "README.md"}
 
 
 def _model_index_yaml(sub: Submission, url: str | None) -> str:

@@ -12,11 +12,14 @@ failure, expected or not, ends in one line (:class:`Scored` with ``ok=False``).
 Benchmark sources (CxC CSVs, MSCOCO-FG / Flickr30K-FG files) come from the
 "benchmark source files" upload, else the folder named by the environment
 variable ``ECCV_CAPTION_SOURCE_DIR`` (searched like ``--source-dir``), else
-their canonical files (downloaded once, sha256-checked).
+the Space's dataset (``ECCV_CAPTION_DATA``: a built folder or Hub dataset repo, whose ground truth then replaces
+the wheel's, as ``evaluate --model --data`` reads it), else their canonical files (downloaded once,
+sha256-checked).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -51,6 +54,7 @@ from eccv_metric.formats.readers import MAIN
 from eccv_metric.formats.readers import NPY
 from eccv_metric.formats.readers import detect
 from eccv_metric.formats.readers import formats_text
+from eccv_metric.hub.space_words import DATA_ENV
 from eccv_metric.hub.space_words import LABELS
 from eccv_metric.hub.space_words import SOURCE_ENV
 from eccv_metric.hub.space_words import SPACE_WORDS
@@ -139,7 +143,7 @@ def _names(values: object, what: str) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def _path(upload: object, label: str) -> Path | None:
+def upload_path(upload: object, label: str) -> Path | None:
     """An upload's path (gradio gives a str path, a dict with ``path``, or an object with ``.name``)."""
     if upload is None or upload == "" or upload == []:
         return None
@@ -167,7 +171,7 @@ def source_folder(uploads: object) -> Path | None:
     """The uploaded source files as one folder (by content: the same files give the same folder), or the
     folder of ``ECCV_CAPTION_SOURCE_DIR``, or None (the canonical files)."""
     items = [] if uploads is None or uploads == "" else [uploads] if isinstance(uploads, (str, dict)) else uploads
-    paths = [p for p in (_path(u, "sources") for u in items) if p is not None]  # type: ignore[union-attr]
+    paths = [p for p in (upload_path(u, "sources") for u in items) if p is not None]  # type: ignore[union-attr]
     if not paths:
         env = os.environ.get(SOURCE_ENV)
         return Path(env) if env else None
@@ -187,8 +191,29 @@ def source_folder(uploads: object) -> Path | None:
 
 
 def resources_for(instances: Path | None, sources: Path | None) -> Resources:
-    """Ground truth for this request (the library's one cache)."""
-    return ResourceOptions(instances_json=instances, cxc_source=sources, fg_source=sources).resources()
+    """Ground truth for this request (the library's one cache): the boxes' files; with the Space's dataset
+    (:data:`~eccv_metric.hub.space_words.DATA_ENV`), its own ground truth and files for what the boxes leave out,
+    as ``evaluate --model --data`` reads them."""
+    options = ResourceOptions(instances_json=instances, cxc_source=sources, fg_source=sources)
+    data = os.environ.get(DATA_ENV)
+    if not data:
+        return options.resources()
+    from eccv_metric.models.data.source import default_resources
+
+    try:
+        source = data_source(data)
+    except EvaluationError as exc:  # the Space's owner set it: named as its variable
+        raise EvaluationError(f"the Space's settings: {in_words(exc, {'data': DATA_ENV + '='})}") from None
+    return default_resources(source, options)
+
+
+@functools.lru_cache(maxsize=2)
+def data_source(data: str) -> object:
+    """The Space's dataset (:data:`~eccv_metric.hub.space_words.DATA_ENV`), opened once (a Hub repo: its commit
+    and configs fetched once)."""
+    from eccv_metric.models.data.source import DataSource
+
+    return DataSource(data)
 
 
 def read_input(
@@ -196,7 +221,7 @@ def read_input(
     image_ids: object, caption_ids: object,
 ) -> tuple[object, str]:  # fmt: skip
     """The one input the boxes hold and how to name it in the status line."""
-    main = _path(upload, "upload")
+    main = upload_path(upload, "upload")
     text = pasted if isinstance(pasted, str) and pasted.strip() else None
     if main is not None and text is not None:
         raise EvaluationError(
@@ -222,7 +247,7 @@ def read_input(
             what = "the " + " x ".join(f"{n:,}" for n in parts["scores"].shape) + " score matrix"  # type: ignore[attr-defined]
     for kind, upload in {"image_embeddings": image_embeddings, "caption_embeddings": caption_embeddings,
                          "image_ids": image_ids, "caption_ids": caption_ids}.items():  # fmt: skip
-        path = _path(upload, kind)
+        path = upload_path(upload, kind)
         if path is not None:
             parts[kind] = in_box(kind, (IDS if kind.endswith("_ids") else NPY).read, path, kind, None)
     source = input_from_parts(parts, SPACE_WORDS)
@@ -261,7 +286,7 @@ def score(
         source, what = read_input(
             upload, pasted, image_embeddings, caption_embeddings, normalize, image_ids, caption_ids
         )
-        resources = resources_for(_path(instances, "instances"), source_folder(sources))
+        resources = resources_for(upload_path(instances, "instances"), source_folder(sources))
         results = evaluate(  # the one rule (benchmarks.request): the metrics beside the benchmarks' defaults
             source, names or None, ks, benchmarks=bench_names or None, resources=resources, partial=partial
         )  # a full upload is scored (and labelled) as full, whatever the tick says: results.partial

@@ -18,6 +18,8 @@ from eccv_metric.core.errors import in_words
 
 T = TypeVar("T")
 SOURCE_ENV = "ECCV_CAPTION_SOURCE_DIR"
+DATA_ENV = "ECCV_CAPTION_DATA"  # the Space's dataset: a built folder or Hub repo (ground truth, pixels, texts)
+IMAGES_ENV = "ECCV_CAPTION_IMAGES"  # folders (or zips) of images a build does not embed, separated by os.pathsep
 
 # the boxes of the Space, as users read them (app.py labels its components with these)
 LABELS = {
@@ -72,6 +74,7 @@ def hide_paths(message: str) -> str:
     uploaded sources' folder), the download cache or ``ECCV_CAPTION_SOURCE_DIR`` becomes its file name."""
     roots = {tempfile.gettempdir(), str(default_cache_dir())}
     roots |= {os.environ[name] for name in ("GRADIO_TEMP_DIR", SOURCE_ENV) if os.environ.get(name)}
+    roots |= {os.environ[DATA_ENV]} if os.path.isdir(os.environ.get(DATA_ENV) or "") else set()
     roots |= {os.path.realpath(r) for r in roots}
     for root in sorted(roots, key=len, reverse=True):
         message = re.sub(re.escape(root.rstrip("/\\")) + r"(?:[/\\][^\s/\\'\"]+)*[/\\]([^\s/\\'\"]+)", r"\1", message)

@@ -2,13 +2,15 @@
 
 A results file of ``eccv-caption evaluate --model SPEC --data DATASET -o res.json`` (or of MTEB's predictions,
 ``evaluate --run <task>_predictions.json -o res.json``) holds the numbers and their ``provenance``: the model,
-the data and its revision, the package, the run's ``date`` and the ``digests`` of the numbers and per-query values
-as written (:mod:`eccv_metric.core.provenance`). A results file naming no model is refused, as is a metric or
-direction the benchmark does not register, a value out of its range, a file edited after the run (its digest no
-longer matches) and a per-query file of another run (its digest, or failing one its aggregates, differ). The
-per-query values are what the details repo publishes (:mod:`eccv_metric.hub.details`); ``details=False``
-(``--no-details``) publishes the numbers alone. A folder (``evaluate --model A --model B -o DIR``) is one
-submission per results file in it.
+the data and its revision, the package, the run's ``date`` and the ``digests`` of the numbers, the per-query values
+and the provenance as written (:mod:`eccv_metric.core.provenance`). A results file naming no model is refused, as
+is a metric or direction the benchmark does not register, a value out of its range, a file edited after the run
+(its numbers or any field of its provenance, the model it names included, no longer match their digests), a file
+whose digests do not seal its provenance (an earlier version's: run it again), a per-query file of another run (its
+digest, or failing one its aggregates, differ) and, unless ``other_model=True`` (``--other-model``), results whose
+model loads another repo than ``model_repo``. The per-query values are what the details repo publishes
+(:mod:`eccv_metric.hub.details`); ``details=False`` (``--no-details``) publishes the numbers alone. A folder
+(``evaluate --model A --model B -o DIR``) is one submission per results file in it.
 """
 
 from __future__ import annotations
@@ -19,23 +21,23 @@ from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 
-import numpy as np
-
 from eccv_metric.benchmarks.names import metric_info
 from eccv_metric.core.about import DISTRIBUTION
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.jsonio import read_json
 from eccv_metric.core.jsonio import require_object
-from eccv_metric.core.provenance import json_digest
+from eccv_metric.core.provenance import broken_seal
+from eccv_metric.evidence.load import Evidence
 from eccv_metric.hub.eval_tasks import TASKS
 from eccv_metric.hub.eval_tasks import HubTask
 from eccv_metric.hub.eval_tasks import task_of
 from eccv_metric.hub.repos import check_repo_id
 from eccv_metric.hub.repos import is_repo_id
+from eccv_metric.hub.run_files import read_per_query
+from eccv_metric.hub.run_files import read_run_evidence
 
 RESULTS = "the results JSON of `eccv-caption evaluate --model SPEC --data DATASET -o res.json`"
 EVALUATE = "write it with `eccv-caption evaluate --model SPEC --data DATASET_REPO -o res.json --per-query pq.json`"
-PER_QUERY = 'the per-query JSON of `evaluate --per-query` {metric: {direction: {"query_ids", "values"}}}'
 HUB_SPECS = ("hf:", "st:", "open_clip:hf-hub:", "mteb:")  # model specs whose rest is a Hub model repo
 RANGES = {"fraction": (0.0, 1.0), "correlation": (-1.0, 1.0), "rank": (1.0, math.inf)}
 # an absolute local path inside a text: at its start or after a space, quote, '=', '(' or ':' (hf:/tmp/x)
@@ -61,6 +63,8 @@ class Submission:
     model_from_spec: bool = False
     per_query: dict | None = None  # {metric: {direction: {"query_ids", "values", "aggregate"}}}; None: no details
     notes: list[str] = field(default_factory=list)  # what the user is told before anything is sent
+    other_model: bool = False  # published on another repo than the one the results' model loads (other_model=True)
+    evidence: Evidence | None = None  # what the run scored (evaluate --evidence), checked: the details' evidence/
 
     @property
     def version(self) -> str:
@@ -100,6 +104,8 @@ class Submission:
         parts += protocol_words(prov.get("protocol"))
         if self.producer == "MTEB":
             parts.append("ranked by MTEB (trec_eval ties)")
+        if self.other_model:
+            parts.append(f"results of {self.public_spec}, published on {self.model_repo}")
         return ", ".join(parts)
 
     def tasks(self) -> list[str]:
@@ -170,9 +176,11 @@ def read_submission(
     model_repo: str | None = None,
     dataset_repo: str | None = None,
     per_query: str | Path | None = None,
+    other_model: bool = False,
+    evidence: str | Path | None = None,
 ) -> Submission:
-    """Check a results file (and its per-query file) and say what it publishes; every refusal is one line naming
-    the file or keyword."""
+    """Check a results file (and its per-query file and evidence folder: ``evidence``, default the one the results
+    record) and say what it publishes; every refusal is one line naming the file or keyword."""
     path = str(path)
     raw = require_object(read_json(path, RESULTS), path, RESULTS)
     provenance = raw.get("provenance")
@@ -196,18 +204,19 @@ def read_submission(
             "one of every query of its benchmark; evaluate without --partial, then push those results"
         )
     means = {k: v for k, v in raw.items() if k != "provenance"}
-    digests = provenance.get("digests") if isinstance(provenance.get("digests"), dict) else {}
-    if "results" in digests and digests["results"] != json_digest(means):
-        raise EvaluationError(
-            f"{path} was changed after the run: its numbers no longer match the digest its provenance recorded; "
-            "publish the file evaluate wrote (or run evaluate again)"
-        )
+    check_sealed(path, provenance, means)
+    digests = provenance["digests"]
     dataset, revision = _dataset(path, provenance, dataset_repo)
-    repo, from_spec = _model_repo(spec, model_repo)
+    repo, from_spec = _model_repo(path, spec, model_repo, other_model)
     values, left_out = _values(path, means)
     sub = Submission(path, repo, spec, dataset, revision, package, values, provenance, means, left_out, from_spec)
+    own = suggested_repo(spec)
+    sub.other_model = own is not None and own.casefold() != repo.casefold()
     if per_query is not None:
-        sub.per_query = read_per_query(str(per_query), sub, means, digests.get("per_query"))
+        sub.per_query = read_per_query(str(per_query), sub.path, sub.values, digests.get("per_query"))
+        sub.evidence = read_run_evidence(sub.path, sub.provenance, sub.notes, evidence, digests.get("evidence"))
+    elif evidence is not None:
+        raise EvaluationError("evidence= goes into the details repo beside the per-query values: give per_query= too")
     if revision is None and sub.local_build is None:
         sub.notes.append(
             f"no dataset.revision: {path} was scored on a local build whose files its provenance does not record "
@@ -216,6 +225,27 @@ def read_submission(
     if sub.date is None:
         sub.notes.append(f"no date: {path} records no run time (the Hub shows the commit's)")
     return sub
+
+
+def check_sealed(path: str, provenance: dict, means: dict) -> None:
+    """The results file as the run wrote it: its numbers and every field of its provenance (the model, its
+    revision, the data revision, the protocol, the date) match the digests the run sealed them with
+    (:func:`~eccv_metric.core.provenance.broken_seal`); a file without that seal is refused too (see the module
+    docstring of :mod:`eccv_metric.core.provenance`)."""
+    broken = broken_seal(provenance, means)
+    if broken == "unsealed":
+        raise EvaluationError(
+            f"{path} records no digest of its provenance (a file of an earlier eccv-caption-hf, or its digests "
+            "removed): nothing shows that the model, date and data revision it names are the run's; run the same "
+            "evaluate command again (cached embeddings and pair scores make it a re-score) and publish the file it "
+            "writes"
+        )
+    if broken is not None:
+        what = "numbers" if broken == "numbers" else "provenance (the model, its revision, the data, the date...)"
+        raise EvaluationError(
+            f"{path} was changed after the run: its {what} no longer match the digest the run recorded; publish "
+            "the file evaluate wrote (or run evaluate again)"
+        )
 
 
 def _dataset(path: str, provenance: dict, given: str | None) -> tuple[str, str | None]:
@@ -240,9 +270,18 @@ def _dataset(path: str, provenance: dict, given: str | None) -> tuple[str, str |
     return data, revision  # type: ignore[return-value]
 
 
-def _model_repo(spec: str, given: str | None) -> tuple[str, bool]:
+def _model_repo(path: str, spec: str, given: str | None, other_model: bool) -> tuple[str, bool]:
+    """(the model repo, whether it came from the spec); ``given`` where the results' model loads another repo is
+    refused unless ``other_model``."""
     if given is not None:
         check_repo_id(given, "model_repo", "you/your-model")
+        own = suggested_repo(spec)
+        if own is not None and own.casefold() != given.casefold() and not other_model:
+            raise EvaluationError(
+                f"{path} holds the results of {spec} (the model repo {own}), not of model_repo= {given}: publish "
+                f"them to {own} (drop model_repo=), or give other_model=True to publish them on {given}, the "
+                "entries' notes naming the model that was run"
+            )
         return given, False
     suggested = suggested_repo(spec)
     if suggested is None:
@@ -289,49 +328,3 @@ def _values(path: str, means: dict) -> tuple[list[tuple[HubTask, float]], list[s
             "eccv_rprecision eccv_r1"
         )
     return values, left_out
-
-
-def read_per_query(path: str, sub: Submission, means: dict, digest: object) -> dict:
-    """The per-query values of the same run as ``sub``'s numbers: the digest its provenance recorded, or (a
-    file written before digests) each published number's aggregate over them; one line when they differ."""
-    raw = require_object(read_json(path, PER_QUERY), path, PER_QUERY)
-    if "provenance" in raw or any(not isinstance(v, dict) or not all(isinstance(e, dict) for e in v.values())
-                                  for v in raw.values()):  # fmt: skip
-        raise EvaluationError(f"{path} is not per-query values ({PER_QUERY}): give the file of evaluate --per-query")
-    another = f"{path} holds the per-query values of another run than {sub.path}"
-    if isinstance(digest, str):
-        if digest != json_digest(raw):
-            raise EvaluationError(f"{another} (its digest differs from the one the results recorded); {_SAME}")
-    for task, value in sub.values:
-        entry = raw.get(task.metric, {}).get(task.direction)
-        if entry is None:
-            raise EvaluationError(f"{path} has no per-query values of {task.metric}/{task.direction}, a published "
-                                  f"number of {sub.path}; {_SAME}")  # fmt: skip
-        values = _arrays(path, task.metric, task.direction, entry)[1]
-        aggregate = {"mean": np.mean, "median": np.median, "std": np.std}.get(entry.get("aggregate", "mean"))
-        got = float(aggregate(values)) if aggregate is not None else math.nan
-        if not math.isclose(got, value, rel_tol=1e-12, abs_tol=1e-15):
-            raise EvaluationError(
-                f"{another}: its {task.metric}/{task.direction} values give {got}, the results {value}; {_SAME}"
-            )
-    for metric, by_dir in raw.items():
-        for direction, entry in by_dir.items():
-            _arrays(path, metric, direction, entry)
-    return raw
-
-
-_SAME = "give the --per-query file evaluate wrote in the same run as the results"
-
-
-def _arrays(path: str, metric: str, direction: str, entry: dict) -> tuple[np.ndarray, np.ndarray]:
-    """(query ids, values) of one metric/direction of a per-query file, checked: ids whole numbers, values
-    finite, one value per id."""
-    ids, values = entry.get("query_ids"), entry.get("values")
-    where = f"{path}: {metric}/{direction}"
-    if not isinstance(ids, list) or not isinstance(values, list) or len(ids) != len(values) or not ids:
-        raise EvaluationError(f"{where}: expected as many query_ids as values (a non-empty list each)")
-    if any(type(i) is not int or abs(i) >= 2**63 for i in ids):
-        raise EvaluationError(f"{where}: query_ids must be whole numbers (64-bit)")
-    if any(type(v) not in (int, float) or not math.isfinite(v) for v in values):
-        raise EvaluationError(f"{where}: values must be finite numbers")
-    return np.asarray(ids, dtype=np.int64), np.asarray(values, dtype=np.float64)

@@ -10,9 +10,11 @@ repo of another account or of an organization where you are no writer): one line
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from dataclasses import field
 
+from eccv_metric.core import progress
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.hub.repos import status_of
 
@@ -51,6 +53,7 @@ class Target:
     pr: int | None = None
     head: str | None = None  # the parent of the commit: main's head, or the pull request's
     files: list[str] = field(default_factory=list)  # the files at that revision
+    blobs: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)  # path -> (git blob id, LFS sha256)
 
     @property
     def revision(self) -> str | None:
@@ -60,13 +63,25 @@ class Target:
     def label(self) -> str:
         return f"{self.repo_type} {self.repo}"
 
-    def where(self, dry_run: bool = False) -> str:
+    def change(self, path: str, data: bytes) -> str:
+        """What a commit does with ``data`` at ``path``: ``add``, ``replace``, or ``unchanged`` (the same bytes are
+        there: huggingface_hub leaves the file out of the commit, as it compares the Hub's id of the file, its LFS
+        sha256 or its git blob id, with its own)."""
+        if path not in self.blobs:
+            return "add"
+        blob, lfs = self.blobs[path]
+        same = (
+            hashlib.sha256(data).hexdigest() == lfs
+            if lfs
+            else hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() == blob
+        )
+        return "unchanged" if same else "replace"
+
+    def where(self) -> str:
         if self.direct:
             return ("create and commit to " if not self.exists else "commit to main of ") + self.label
         if self.pr is not None:
             return f"add a commit to your pull request #{self.pr} on {self.label}"
-        if dry_run:
-            return f"open a pull request on {self.label} (or add a commit to your open one, if there is one)"
         return f"open a pull request on {self.label}"
 
 
@@ -76,10 +91,11 @@ def find_target(api: object, repo: str, repo_type: str, direct: bool, title: str
     from huggingface_hub.errors import RepositoryNotFoundError
 
     try:
-        info = api.repo_info(repo, repo_type=repo_type)  # type: ignore[attr-defined]
+        info = api.repo_info(repo, repo_type=repo_type, files_metadata=True)  # type: ignore[attr-defined]
     except RepositoryNotFoundError:
         return Target(repo, repo_type, direct, exists=False)
-    target = Target(repo, repo_type, direct, head=info.sha, files=[s.rfilename for s in info.siblings or []])
+    target = Target(repo, repo_type, direct)
+    _at(target, info)
     if direct or user is None:
         return target
     mine = [
@@ -91,9 +107,15 @@ def find_target(api: object, repo: str, repo_type: str, direct: bool, title: str
     ]
     if mine:
         target.pr = max(mine)
-        at = api.repo_info(repo, repo_type=repo_type, revision=target.revision)  # type: ignore[attr-defined]
-        target.head, target.files = at.sha, [s.rfilename for s in at.siblings or []]
+        _at(target, api.repo_info(repo, repo_type=repo_type, revision=target.revision, files_metadata=True))  # type: ignore[attr-defined]
     return target
+
+
+def _at(target: Target, info: object) -> None:
+    """The target's head and files from a ``repo_info(files_metadata=True)``."""
+    siblings = info.siblings or []  # type: ignore[attr-defined]
+    target.head, target.files = info.sha, [s.rfilename for s in siblings]  # type: ignore[attr-defined]
+    target.blobs = {s.rfilename: (s.blob_id, s.lfs.sha256 if s.lfs else None) for s in siblings}
 
 
 def check_rights(target: Target, user: Account, flag: str, what: str) -> None:
@@ -120,7 +142,15 @@ def commit(api: object, target: Target, operations: list, message: str, descript
     """Send one commit to the target; (its commit sha, a line saying what happened). Files that did not change
     are left out by huggingface_hub; nothing changed at all: no commit, the head's sha. A repo made for the
     commit is deleted again when the Hub refuses the commit (nothing half-written: no empty repo left behind); not
-    when the answer was lost (a timeout: the commit may have been applied)."""
+    when the answer was lost (a timeout: the commit may have been applied). huggingface_hub's bars (``Upload N LFS
+    files``) follow this package's rule: drawn only when someone watches (:mod:`eccv_metric.core.progress`)."""
+    import contextlib
+
+    with contextlib.nullcontext() if progress.enabled() else progress.libraries_quiet():
+        return _commit(api, target, operations, message, description)
+
+
+def _commit(api: object, target: Target, operations: list, message: str, description: str) -> tuple[str, str]:
     import logging
 
     if not target.exists:

@@ -66,10 +66,14 @@ class Embeddings(ScoredInput):
         self.device = scoring_device(device, images, captions)
         if self.device is not None:
             torch_module().device_of(self.device)  # a device torch cannot use is refused here, by its keyword
+        self.normalize = normalize
         self.vectors: dict[str, np.ndarray] = {}
+        self.given: dict[
+            str, np.ndarray
+        ] = {}  # the embeddings as given (before normalize=): what a run's evidence keeps
         for kind, values in (("image", images), ("caption", captions)):
             if values is not None:
-                arr = as_embeddings(values, f"{kind} embeddings")
+                arr = self.given[kind] = as_embeddings(values, f"{kind} embeddings")
                 finite = self.hold(require_finite_rows, arr, f"{kind} embeddings")  # raised when scored
                 unit = self.hold(unit_rows, arr, f"{kind} embeddings") if normalize and finite is not None else None
                 self.vectors[kind] = arr if unit is None else unit

@@ -58,7 +58,8 @@ class ScoreMatrix(ScoredInput):
     def shape_error(self, kind: str, n_rows: int, n_ids: int) -> str:
         if self.scores is not None:
             return (
-                f"scores= has shape {self.scores.shape} but {self._ids_named(kind, n_ids)} "
+                f"scores= has shape {self.scores.shape} but "
+                f"{self._ids_named(kind, n_ids, 'rows' if kind == 'image' else 'columns')} "
                 "(row i = the i-th image id, column j = the j-th caption id: one id per row / column)"
             )
         return f"{kind}_scores= has {n_rows} rows but {self._ids_named(kind, n_ids)}: one id per row"

@@ -78,6 +78,11 @@ class ScoredInput(HeldChecks):
         self._maps: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._last: dict[tuple, RankedLists] = {}
 
+    @property
+    def row_ids(self) -> dict[str, object]:
+        """The ids of the rows of each kind as given (None: the collection's canonical order)."""
+        return dict(self._ids)
+
     # -- what a subclass provides ----------------------------------------------------------------------------------
 
     def n_rows(self, kind: str) -> int | None:
@@ -91,11 +96,14 @@ class ScoredInput(HeldChecks):
         """The mismatch of rows and given ids, in the input's words."""
         raise NotImplementedError
 
-    def _ids_named(self, kind: str, n_ids: int) -> str:
-        """How the row ids came about: given, or the collection's canonical order (the user gave none)."""
+    def _ids_named(self, kind: str, n_ids: int, lines: str = "rows") -> str:
+        """How the ids of the ``lines`` (``rows``, or a score matrix's caption ``columns``) came about: given, or the
+        collection's canonical order (the user gave none)."""
         if self._ids.get(kind) is not None:
             return f"{n_ids} {kind} ids were given"
-        return f"{kind}_ids= was not given, so the rows are read as the benchmark's {n_ids} {kind}s in canonical order"
+        return (
+            f"{kind}_ids= was not given, so the {lines} are read as the benchmark's {n_ids} {kind}s in canonical order"
+        )
 
     def cannot(self, view: View) -> str | None:
         return self.cannot_direction(view.direction)

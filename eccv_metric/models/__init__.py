@@ -21,6 +21,7 @@ from eccv_metric.models.families.registry import Family
 from eccv_metric.models.families.registry import register
 from eccv_metric.models.families.spec import load_model
 from eccv_metric.models.many import evaluate_models
+from eccv_metric.models.options import NotUsedWarning
 from eccv_metric.models.pairs.options import RerankWarning
 from eccv_metric.models.run import ModelResults
 from eccv_metric.models.run import evaluate_model
@@ -31,6 +32,7 @@ __all__ = [
     "Encoder",
     "Family",
     "ModelResults",
+    "NotUsedWarning",
     "ObjectPairScorer",
     "PairScorer",
     "RerankWarning",

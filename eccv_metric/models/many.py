@@ -84,6 +84,7 @@ def evaluate_models_request(
     if isinstance(models, str) or not models:
         raise EvaluationError("models= takes a list of one model or more (specs or objects)")
     options = RunOptions(**kwargs)  # type: ignore[arg-type]
+    options.sweep = len(models) > 1  # a keyword one model ignores may be another's: said, never refused
     source = options.source(data)
     folder = None if save_embeddings is None else Path(save_embeddings)
     saves = [None if folder is None else folder / model_slug(k, m) for k, m in enumerate(models)]

@@ -3,11 +3,14 @@ the model, the data, the request and the output folder) and :class:`ModelResults
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 
+from eccv_metric.api.chance import outside_frames
+from eccv_metric.benchmarks.request import Request
 from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.core.errors import EvaluationError
@@ -17,33 +20,65 @@ from eccv_metric.models.cache.entries import cache_root
 from eccv_metric.models.cache.folder import CacheFolder
 from eccv_metric.models.cache.store import EmbeddingStore
 from eccv_metric.models.data.digests import FileDigests
+from eccv_metric.models.data.items import ItemSet
 from eccv_metric.models.data.source import DataSource
+from eccv_metric.models.data.source import data_sources
 from eccv_metric.models.encoding.decode import DECODERS
 from eccv_metric.models.encoding.decode import Decoder
 from eccv_metric.models.encoding.text_batches import default_text_batch_size
 from eccv_metric.models.encoding.workers import default_workers
 from eccv_metric.models.families.encoder import Encoder
 from eccv_metric.models.families.registry import LoadOptions
-from eccv_metric.models.pairs.options import MAX_PAIRS
-from eccv_metric.models.pairs.options import PAIR_BATCH_SIZE
-from eccv_metric.models.pairs.options import RERANK_K
 from eccv_metric.models.pairs.options import PairOptions
 from eccv_metric.models.parallel.world import Shard
 
-REFERENCES = ("original", "transformers")  # whose code a pair scorer follows where its library's port differs
+REFERENCES = ("original", "lavis", "transformers")  # whose code a pair scorer follows where its library's port differs
+# the keywords of a model that scores pairs: a dual encoder uses none of them
+PAIR_KEYWORDS = ("protocol", "rerank_k", "score_rule", "coco_1k", "first_stage", "max_pairs", "pair_batch_size",
+                 "text_length", "reference")  # fmt: skip
+
+
+class NotUsedWarning(UserWarning):
+    """Something a model run was given or asked for and did not use: a keyword that does nothing for this model or
+    protocol (``rerank_k=`` with a dual encoder, or under ``protocol="exhaustive"``), a pair scorer whose pair head
+    scored no pair (every benchmark asked for is scored by its first stage)."""
+
+
+NotUsedWarning.__module__ = "eccv_metric.models"
+
+
+@dataclass
+class Scored:
+    """One engine call of a run: its ``name`` (the item group, and for a pair scorer what scored it: ``coco.rerank``),
+    the ``source`` the engine scored (the evidence a run keeps: :mod:`eccv_metric.evidence.layout`),
+    ``benchmarks`` (``{benchmark: metric names}`` it scored) and ``sets`` (``{kind: ItemSet}``: the items of its
+    rows, for re-encoding)."""
+
+    name: str
+    source: object
+    benchmarks: dict[str, list[str]]
+    sets: dict[str, ItemSet] = field(default_factory=dict)
+
+
+def scoring_record(request: Request) -> dict:
+    """How the engine scored a run beside the metric names (the CxC bootstrap's samples and seed): the provenance's
+    ``scoring``, what scoring it again takes."""
+    return {"n_resamples": request.n_resamples, "seed": request.seed}
 
 
 @dataclass
 class ModelResults:
     """What :func:`~eccv_metric.models.run.evaluate_model` returns: the numbers, where they come from, what was
-    skipped and why. ``scored`` False: a process that computed its share of a run and left the numbers to another
-    (a torchrun rank other than 0, a ``shard=`` job): ``results`` is empty, ``provenance`` says what it did."""
+    skipped and why, and what the engine scored (``inputs``: one :class:`Scored` per engine call). ``scored`` False:
+    a process that computed its share of a run and left the numbers to another (a torchrun rank other than 0, a
+    ``shard=`` job): ``results`` is empty, ``provenance`` says what it did."""
 
     results: Results
     provenance: dict
     skipped: dict[str, str] = field(default_factory=dict)
     embeddings: dict[str, Embeddings] = field(default_factory=dict)
     scored: bool = True
+    inputs: list[Scored] = field(default_factory=list)  # what the engine scored, call by call (the run's evidence)
 
 
 @dataclass
@@ -65,11 +100,14 @@ class RunOptions:
     ``rerank_k``, ``score_rule`` (``itm`` or ``itm+itc``), ``coco_1k`` (``restrict`` or ``within``),
     ``first_stage`` (a dual encoder spec or object ranking before a rerank), ``max_pairs`` (the pairs a run
     scores unless asked for more), ``pair_batch_size`` (pairs per forward pass): see
-    :mod:`eccv_metric.models.pairs.options`; ``text_length`` (a caption's length in the unit of the code the
-    scorer follows: BLIP's 30 words, LAVIS's 50; None: that code's) and ``reference`` (``original``: the model's
-    own code where its library's port differs, e.g. BLIP's ``[ENC]`` token; ``transformers``: the port):
-    :mod:`eccv_metric.models.families.heads.registry`. ``shard``: ``"i/N"`` (this job does its share of the blocks and
-    stops; a run without it scores: :mod:`eccv_metric.models.parallel.world`).
+    :mod:`eccv_metric.models.pairs.options` (None: its default); ``text_length`` (a caption's length in the unit of
+    the code the scorer follows: BLIP's 30 words, LAVIS's 50; None: that code's) and ``reference`` (None or
+    ``original``: the model's own code where its library's port differs, e.g. BLIP's ``[ENC]`` token; ``lavis``:
+    LAVIS's where it differs from the model's own, BLIP's captions cut at 50 words; ``transformers``: the port):
+    :mod:`eccv_metric.models.families.heads.registry`. A keyword of these given to a model or protocol that does not
+    use it is said to do nothing (:class:`NotUsedWarning`), or refused where it can only be a mistake
+    (:meth:`unused`). ``shard``: ``"i/N"`` (this job does its share of the blocks and stops; a run without it
+    scores: :mod:`eccv_metric.models.parallel.world`).
     """
 
     skip_unavailable: bool = False
@@ -86,16 +124,17 @@ class RunOptions:
     cache_dir: str | Path | None = None
     token: str | None = None
     protocol: str | None = None
-    rerank_k: int = RERANK_K
+    rerank_k: int | None = None
     score_rule: str | None = None
-    coco_1k: str = "restrict"
+    coco_1k: str | None = None
     first_stage: object = None
-    max_pairs: int = MAX_PAIRS
-    pair_batch_size: int = PAIR_BATCH_SIZE
+    max_pairs: int | None = None
+    pair_batch_size: int | None = None
     text_length: int | None = None
-    reference: str = "original"
+    reference: str | None = None
     shard: object = None
     cache_folder: CacheFolder | None = field(default=None, init=False, repr=False)  # made by source()
+    sweep: bool = field(default=False, init=False, repr=False)  # one model of several (evaluate_models)
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "text_batch_size", "workers"):
@@ -109,6 +148,9 @@ class RunOptions:
             raise EvaluationError(f"decode= must be one of {', '.join(DECODERS)}, not {self.decode!r:.20}")
         self.pairs = PairOptions(self.protocol, self.rerank_k, self.score_rule, self.coco_1k, self.first_stage,
                                  self.max_pairs, self.pair_batch_size)  # fmt: skip
+        # the keywords of a model that scores pairs given here (what a run whose model ignores them names)
+        self.given = self.pairs.given + tuple(n for n in ("text_length", "reference") if getattr(self, n) is not None)
+        self.reference = "original" if self.reference is None else self.reference
         if self.shard is not None:
             self.shard = Shard.parse(self.shard)
         if self.reference not in REFERENCES:
@@ -117,6 +159,29 @@ class RunOptions:
             not isinstance(self.text_length, int) or isinstance(self.text_length, bool) or self.text_length < 1
         ):
             raise EvaluationError(f"text_length= must be a positive integer, not {self.text_length!r:.20}")
+
+    def unused(self, names: Iterable[str], why: str, refuse: Iterable[str] = ()) -> None:
+        """Say that the keywords of ``names`` given to this run do nothing here (``why``: the reason, naming the
+        model): one error when one of them is in ``refuse`` (a keyword that can only be a mistake: a score rule for
+        a model without one) and the run is not one model of a sweep (another model may use it), else one
+        :class:`NotUsedWarning`. Nothing for keywords left at their defaults."""
+        given = [name for name in names if name in self.given]
+        if not given:
+            return
+        what = f"{', '.join(f'{name}=' for name in given)} {'does' if len(given) == 1 else 'do'} nothing: {why}"
+        if not self.sweep and set(given) & set(refuse):
+            raise EvaluationError(f"{what}; drop {'it' if len(given) == 1 else 'them'}")
+        warnings.warn(what, NotUsedWarning, stacklevel=outside_frames())
+
+    def unused_by_encoder(self, spec: str) -> None:
+        """The keywords of a model that scores pairs, given to a dual encoder's run: a score rule, a first stage and a
+        rerank protocol are refused (the user expects a pair head that never runs), the others said to do nothing."""
+        refuse = ("score_rule", "first_stage", *(("protocol",) if self.protocol == "rerank" else ()))
+        why = (
+            f"{spec} is a dual encoder, which ranks every item by its embeddings (these are options of a model that "
+            "scores pairs: its rerank, score rule and pair batches)"
+        )
+        self.unused(PAIR_KEYWORDS, why, refuse)
 
     def source(self, data: str | Path) -> DataSource:
         """The run's items: ``data`` with these ``images`` and ``token``, its files' digests remembered under
@@ -141,6 +206,12 @@ class RunOptions:
     def workers_for(self, device: str) -> int:
         """Image decoding processes for a model on ``device`` (given, or by the device)."""
         return default_workers(device) if self.workers is None else self.workers
+
+    def resources_record(self, source: DataSource) -> dict:
+        """The ground truth's options, the sources given and those taken from ``source``'s build
+        (:meth:`ResourceOptions.record`), for the provenance."""
+        options = self.resource_options or ResourceOptions()
+        return options.record(self.resources is not None, data_sources(source) if self.resources is None else [])
 
     @property
     def root(self) -> Path | None:

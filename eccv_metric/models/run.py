@@ -52,9 +52,9 @@ from eccv_metric.models.families.pair_scorer import is_pair_scorer
 from eccv_metric.models.families.spec import load_model
 from eccv_metric.models.options import ModelResults
 from eccv_metric.models.options import RunOptions
-from eccv_metric.models.pairs.options import MAX_PAIRS
-from eccv_metric.models.pairs.options import PAIR_BATCH_SIZE
-from eccv_metric.models.pairs.options import RERANK_K
+from eccv_metric.models.options import Scored
+from eccv_metric.models.options import scoring_record
+from eccv_metric.models.pairs.plan import check_rerank_k
 from eccv_metric.models.pairs.run import PairRun
 from eccv_metric.models.pairs.run import finish_pairs
 from eccv_metric.models.pairs.run import open_pairs
@@ -104,14 +104,14 @@ def evaluate_model(
     save_embeddings: str | Path | None = None,
     token: str | None = None,
     protocol: str | None = None,
-    rerank_k: int = RERANK_K,
+    rerank_k: int | None = None,
     score_rule: str | None = None,
-    coco_1k: str = "restrict",
+    coco_1k: str | None = None,
     first_stage: object = None,
-    max_pairs: int = MAX_PAIRS,
-    pair_batch_size: int = PAIR_BATCH_SIZE,
+    max_pairs: int | None = None,
+    pair_batch_size: int | None = None,
     text_length: int | None = None,
-    reference: str = "original",
+    reference: str | None = None,
     shard: object = None,
 ) -> ModelResults:
     """Encode what the benchmarks need with ``model`` (a spec, an Encoder, a pair scorer or an object) and
@@ -200,8 +200,14 @@ class Opening:
     ):  # fmt: skip
         self.started = time.perf_counter()
         self.model, self.source, self.options, self.save_embeddings = model, source, options, save_embeddings
+        if options.shard is not None and save_embeddings is not None:
+            raise EvaluationError(
+                f"shard= {options.shard} computes this job's share into the cache and returns no embeddings: drop "
+                "save_embeddings= (give it to the run without shard=, which scores once every job is done)"
+            )
         self.plan = make_plan(request, source, options.skip_unavailable, options.resources, options.resource_options,
                               save_embeddings)  # fmt: skip
+        check_rerank_k(self.plan, options.pairs)  # a limit the data sets, before the model loads
         self.load = options.load(source.digests)
         self.scorer = pair_scorer_of(model)  # a Python pair scorer (a spec's kind is known once loaded)
         known = options.root is not None and self.scorer is None
@@ -220,6 +226,7 @@ class Opening:
         store = self.options.store(encoder, decoder)
         if not store.answers(plan.sets, plan.items):
             return None
+        self.options.unused_by_encoder(encoder.spec)
         return LoadedRun(plan, encoder, store, self.source, self.options, self.save_embeddings, self.started,
                          time.perf_counter(), loaded=False)  # fmt: skip
 
@@ -234,6 +241,7 @@ class Opening:
         if is_pair_scorer(model):
             return self.paired(model, device)  # type: ignore[arg-type]
         encoder: Encoder = model  # type: ignore[assignment]
+        options.unused_by_encoder(encoder.spec)
         self.plan.fit(encoder)
         check_decode(options.decode, encoder)
         decoder = gpu_decoder(encoder) if options.decode == "gpu" and "image" in encoder.kinds else None
@@ -310,6 +318,9 @@ def finish_run(run: LoadedRun) -> ModelResults:
             "score": round(scored - embedded, 3),
         },
         "skipped": plan.skipped,
+        "scoring": scoring_record(plan.request),
+        "resources": options.resources_record(run.source),
     }
     embeddings = {name: group.embeddings for name, group in groups.items()}
-    return ModelResults(results, provenance, plan.skipped, embeddings)
+    inputs = [Scored(name, g.embeddings, g.scored, g.sets) for name, g in groups.items() if g.scored]
+    return ModelResults(results, provenance, plan.skipped, embeddings, inputs=inputs)

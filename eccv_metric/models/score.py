@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +39,8 @@ class Group:
     embeddings: Embeddings
     benchmarks: list[str]
     ids: dict[str, np.ndarray]
+    sets: dict[str, ItemSet] = field(default_factory=dict)  # kind -> the item set of its rows
+    scored: dict[str, list[str]] = field(default_factory=dict)  # benchmark -> the metric names scored on it
 
 
 def ranking_device(model_device: str) -> str | None:
@@ -68,6 +71,7 @@ def score(
                                               n_resamples=request.n_resamples, seed=request.seed,
                                               skip_failing=plan.skip_unavailable)  # fmt: skip
         plan.skipped.update(failed)
+        group.scored = {name: metrics for name, metrics in wanted.items() if name not in failed}
         per_query.update({m: dict(out[m]) for m in out})
         notes += [for_model(note) for note in out.notes]
     if not per_query:
@@ -106,7 +110,7 @@ def make_groups(
             normalize=similarity == "cosine",
             device=device if device is not None else "numpy",
         )
-        out[group] = Group(emb, names, ids)
+        out[group] = Group(emb, names, ids, dict(kinds))
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -56,24 +57,57 @@ def top50(gt, scores_gauss):
     return i2t, t2i
 
 
-@pytest.fixture(scope="session")
-def built(tmp_path_factory):
-    """One real build of the dataset folder from ../shared/data (every config), shared by the tests.
-
-    Under pytest-xdist the workers share it too: the first to ask builds it (about a minute) under a file
-    lock in the run's common temporary folder, the others wait and read its report.
-    """
+def shared_folder(tmp_path_factory, name: str, make) -> Path:
+    """``make(folder)`` run once per test run, shared by the xdist workers: the first to ask builds it under a file
+    lock in the run's common temporary folder, the others wait and read it. Returns ``<run>/<name>``."""
     from filelock import FileLock
-
-    from eccv_caption_dataset.hub_folder import build
 
     root = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         root = root.parent  # the run's folder, above each worker's own
-    out = root / "shared_build" / "eccv_caption"
-    done = root / "shared_build" / "report.json"
-    with FileLock(str(root / "shared_build.lock")):
+    out, done = root / name, root / f"{name}.done"
+    with FileLock(str(root / f"{name}.lock")):
         if not done.is_file():
-            report = build(out, source_dir=SHARED, log=lambda _: None)
-            done.write_text(json.dumps(report))
-    return out, json.loads(done.read_text())
+            make(out)
+            done.write_text("")
+    return out
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory):
+    """One real build of the dataset folder from ../shared/data (every config), shared by the tests and the
+    workers (about 30 s, once per run)."""
+    from eccv_caption_dataset.hub_folder import build
+
+    def make(folder: Path) -> None:
+        report = build(folder / "eccv_caption", source_dir=SHARED, log=lambda _: None)
+        (folder / "report.json").write_text(json.dumps(report))
+
+    folder = shared_folder(tmp_path_factory, "shared_build", make)
+    return folder / "eccv_caption", json.loads((folder / "report.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def pixel_build(tmp_path_factory, gt):
+    """A build whose 5,000 images all have pixels, once per run for every module that reads one (the model CLI,
+    MTEB): synthetic 8x8 PNGs (``tests.integration.hashing.image_pixels``: pixel (0, 0) stores the image id, the
+    rest seeded noise for a tiny CLIP), with the real captions, instances, positives and CxC ratings (the real
+    pixels are not in ../shared/data)."""
+    from eccv_caption_dataset.hub_folder import build
+    from tests.integration.hashing import image_pixels
+
+    def make(folder: Path) -> None:
+        src = folder / "sources"
+        (src / "val2014").mkdir(parents=True)
+        (src / "cxc").mkdir()
+        for name in ("captions_karpathy_test.json", "instances_karpathy_test.json"):
+            (src / name).symlink_to(SHARED / "coco" / name)
+        for name in ("sits_test.csv", "sts_test.csv", "sis_test.csv"):
+            (src / "cxc" / name).symlink_to(SHARED / "cxc" / name)
+        for image_id in gt.image_ids.tolist():
+            (src / "val2014" / f"COCO_val2014_{image_id:012d}.jpg").write_bytes(image_pixels(image_id))
+        configs = ["images", "captions", "positives", "cxc_ratings"]
+        report = build(folder / "eccv_caption", source_dir=src, configs=configs, log=lambda _: None)
+        assert report["mteb_skipped"] == {} and not report.get("images_missing"), report
+
+    return shared_folder(tmp_path_factory, "pixel_build", make) / "eccv_caption"

@@ -11,11 +11,14 @@ with <revision> first "v0.4.6" (evaluate's own version: a 404 there makes it ret
 This server answers those for staged Space folders (and dataset / model repos: ``/datasets/<id>/resolve/...``,
 ``/<id>/resolve/...``), the JSON API routes a huggingface_hub client uses for the same repos
 (``/api/<kind>/<id>`` and ``/api/<kind>/<id>/revision/<rev>``, ``<rev>`` also ``refs/pr/<n>`` or a past commit;
-``blobs=true``: sizes, blob ids and the LFS sha256 of Parquet files), folder listings (``/api/<kind>/<id>/tree/<rev>
+``blobs=true``: sizes, blob ids and the LFS sha256 of Parquet files; ``expand=evalResults``: a model's eval results as
+the Hub parses them, an invalid file reported there), folder listings (``/api/<kind>/<id>/tree/<rev>
 [/<path>]``: what ``HfFileSystem``, so ``load_dataset``, reads), ``/api/whoami-v2``, ``POST
 /api/repos/create``, the write routes of ``HfApi.create_commit`` (``POST /api/validate-yaml``,
 ``/api/<kind>/<id>/preupload/<rev>`` (with each file's current ``oid``, so an unchanged file is no change),
-``/api/<kind>/<id>/commit/<rev>`` with ``create_pr=1`` for a pull request), the pull requests of a repo
+``/api/<kind>/<id>/commit/<rev>`` with ``create_pr=1`` for a pull request; a large file through the LFS batch API
+as huggingface_hub sends it: ``POST /[<kind>/]<id>.git/info/lfs/objects/batch``, ``PUT`` of its bytes, ``verify``),
+the pull requests of a repo
 (``GET /api/<kind>/<id>/discussions``) and the leaderboards of a benchmark dataset (``GET
 /api/datasets/<id>/leaderboard``), and logs every request it sees. The rules of the write side (tokens, owners,
 pull requests, what a commit may hold) are in :mod:`tests.integration.fake_hub_store` and
@@ -54,7 +57,9 @@ from urllib.parse import parse_qs
 from urllib.parse import unquote
 from urllib.parse import urlsplit
 
+from tests.integration.fake_hub_board import eval_results
 from tests.integration.fake_hub_board import leaderboard
+from tests.integration.fake_hub_rules import stored_with_lfs
 from tests.integration.fake_hub_rules import validate_card
 from tests.integration.fake_hub_store import FAKE_COMMIT
 from tests.integration.fake_hub_store import HubError
@@ -71,6 +76,10 @@ TREE = re.compile(
 )
 # [/<kind>]/<owner>/<name>/resolve/<rev>/<file>: a file (models have no kind in the path)
 RESOLVE = re.compile(r"^(?:/(?P<kind>spaces|datasets))?/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<file>.+)$")
+# [/<kind>]/<owner>/<name>.git/info/lfs/objects/batch: the LFS batch API (huggingface_hub.lfs.post_lfs_batch_info)
+LFS_BATCH = re.compile(r"^(?:/(?P<kind>spaces|datasets))?/(?P<repo>[^/]+/[^/]+)\.git/info/lfs/objects/batch$")
+# where the batch answer sends an object's bytes (PUT) and its verify call (POST): the fake's storage
+LFS_OBJECT = re.compile(r"^/fake-lfs/(?P<oid>[0-9a-f]{64})(?P<verify>/verify)?$")
 
 
 def git_blob_sha1(data: bytes) -> str:
@@ -163,11 +172,26 @@ class FakeHub:
             def do_DELETE(self):  # HfApi.delete_repo
                 self._route()
 
+            def do_PUT(self):  # an LFS object's upload (the href the batch API gave)
+                self._route()
+
+            def _body(self) -> bytes:
+                """The request's body: Content-Length bytes, or a chunked body (a file streamed by the client)."""
+                if self.headers.get("Transfer-Encoding", "").lower() != "chunked":
+                    return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                out = b""
+                while True:
+                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                    chunk = self.rfile.read(size + 2)[:size]
+                    if size == 0:
+                        return out
+                    out += chunk
+
             def _route(self):
                 if self.path.startswith(("http://", "https://")):  # absolute URI: a proxied plain-http request
                     return self._trap()
-                sends = self.command in ("POST", "DELETE")
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0)) if sends else b""
+                sends = self.command in ("POST", "DELETE", "PUT")
+                body = self._body() if sends else b""
                 parts = urlsplit(self.path)
                 try:
                     with hub._lock:
@@ -194,6 +218,20 @@ class FakeHub:
                     kind = {"dataset": "datasets", "space": "spaces"}.get(req.get("type"), "models")
                     hub.store.delete(kind, f"{req.get('organization')}/{req['name']}", token)
                     return self._json({})
+                m = LFS_BATCH.match(raw)
+                if m and self.command == "POST":
+                    kind, objects = m["kind"] or "models", json.loads(body)["objects"]
+                    found = hub.store.lfs_batch(kind, unquote(m["repo"]), objects, token, f"{hub.url}/fake-lfs")
+                    answer = json.dumps({"transfer": "basic", "objects": found}).encode()
+                    return self._send(200, answer, {"Content-Type": "application/vnd.git-lfs+json"})
+                m = LFS_OBJECT.match(raw)
+                if m and self.command == "PUT" and not m["verify"]:
+                    hub.store.lfs_put(m["oid"], body)
+                    return self._send(200)
+                if m and self.command == "POST" and m["verify"]:
+                    if m["oid"] not in hub.store.lfs:
+                        return self._error(404, "", f"LFS object {m['oid']} was not uploaded")
+                    return self._json({})
                 m = TREE.match(raw)
                 if m and self.command == "GET":
                     path = unquote(m["path"] or "").strip("/")
@@ -211,7 +249,8 @@ class FakeHub:
             def _api(self, kind: str, repo: str, action: str | None, rev: str, query: dict, body: bytes):
                 token = self._token()
                 if self.command == "GET" and action in (None, "revision"):
-                    return self._info(kind, repo, rev or "main", query.get("blobs", [""])[0].lower() == "true")
+                    blobs = query.get("blobs", [""])[0].lower() == "true"
+                    return self._info(kind, repo, rev or "main", blobs, query.get("expand", []))
                 if self.command == "GET" and kind == "datasets" and action == "leaderboard":
                     return self._json(leaderboard(hub.store, repo, query, token))
                 if self.command == "GET" and action == "discussions":
@@ -219,9 +258,12 @@ class FakeHub:
                 if self.command == "POST" and action == "preupload":
                     current = hub.store.files(kind, repo, rev or "main", token)[1]
                     files = json.loads(body)["files"]
-                    modes = [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files]
-                    for mode in modes:  # the file's blob id where it is already there: unchanged files are skipped
-                        mode["oid"] = git_blob_sha1(current[mode["path"]]) if mode["path"] in current else None
+                    modes = []
+                    for f in files:  # the file's id where it is already there (an LFS file's sha256, a regular
+                        lfs, data = stored_with_lfs(f["path"], f["size"]), current.get(f["path"])  # one's blob id)
+                        oid = None if data is None else hashlib.sha256(data).hexdigest() if lfs else git_blob_sha1(data)
+                        mode = "lfs" if lfs else "regular"  # an unchanged file is skipped by the client
+                        modes.append({"path": f["path"], "uploadMode": mode, "shouldIgnore": False, "oid": oid})
                     return self._json({"files": modes})
                 if self.command == "POST" and action == "commit":
                     items = [json.loads(line) for line in body.splitlines() if line.strip()]
@@ -269,20 +311,30 @@ class FakeHub:
                             )
                     if recursive or len(parts) == 1:
                         entry = {"type": "file", "oid": git_blob_sha1(data), "size": len(data), "path": name}
-                        if name.endswith(".parquet"):
+                        if stored_with_lfs(name, len(data)):
                             digest = hashlib.sha256(data).hexdigest()
                             entry["lfs"] = {"oid": digest, "size": len(data), "pointerSize": 134}
                         entries[name] = entry
                 return self._json(list(entries.values()))
 
-            def _info(self, kind: str, repo: str, rev: str, blobs: bool = False):
+            def _info(self, kind: str, repo: str, rev: str, blobs: bool = False, expand: list[str] = ()):
+                """The repo's info; with ``expand``, only the fields asked (``evalResults``: the Hub's parse of a
+                model's ``.eval_results`` files, :func:`tests.integration.fake_hub_board.eval_results`)."""
                 sha, files = hub.store.files(kind, repo, rev, self._token())
+                if expand:
+                    info = {"_id": git_blob_sha1(repo.encode())[:24], "id": repo, "sha": sha}
+                    for name in expand:
+                        if name not in ("evalResults", "sha") or kind != "models":
+                            return self._error(400, "", f"Invalid expand value: {name}")
+                        if name == "evalResults":
+                            info["evalResults"] = eval_results(hub.store, repo, rev, self._token())
+                    return self._json(info)
                 siblings = [{"rfilename": f} for f in sorted(files)]
-                if blobs:  # sizes, git blob ids; Parquet files are stored with LFS (their sha256)
+                if blobs:  # sizes, git blob ids; large files (Parquet...) are stored with LFS (their sha256)
                     for s in siblings:
                         data = files[s["rfilename"]]
                         s.update(size=len(data), blobId=git_blob_sha1(data))
-                        if s["rfilename"].endswith(".parquet"):
+                        if stored_with_lfs(s["rfilename"], len(data)):
                             digest = hashlib.sha256(data).hexdigest()
                             s["lfs"] = {"sha256": digest, "size": len(data), "pointerSize": 134}
                 info = {"id": repo, "sha": sha, "private": False, "siblings": siblings}
@@ -348,6 +400,9 @@ class FakeHub:
                 "HF_UPDATE_DOWNLOAD_COUNTS": "0",  # else a HEAD to s3.amazonaws.com on every load
                 "HF_HUB_DISABLE_TELEMETRY": "1",
                 "HF_HUB_DISABLE_IMPLICIT_TOKEN": "1",
+                # with hf_xet installed huggingface_hub uploads large files to Xet storage, a service of its own this
+                # fake does not serve; without it, the LFS batch API the Hub also takes (and serves here)
+                "HF_HUB_DISABLE_XET": "1",
                 "HTTP_PROXY": self.url,
                 "HTTPS_PROXY": self.url,
                 "http_proxy": self.url,

@@ -1,8 +1,9 @@
-"""What the fake Hub refuses in a commit, as the real Hub does: ``eval.yaml`` and ``.eval_results/*.yaml`` files.
+"""What the fake Hub finds wrong, as the real Hub does: ``eval.yaml`` (refused at commit) and ``.eval_results/*.yaml``
+files (taken at commit, reported as invalid when read: :mod:`tests.integration.fake_hub_board`).
 
 Written from the hub docs alone (``docs/hub/eval-results.md``: "Eval.yaml specification", "Adding Evaluation
 Results"; hub-docs ``eval_results.yaml``; huggingface.js ``packages/tasks/src/eval.ts``), never from this
-package's code, so that a file the package gets wrong is refused here as the Hub would refuse it. Messages follow
+package's code, so that a file the package gets wrong is found wrong here as the Hub would find it. Messages follow
 the Hub's form (``Invalid input: expected string, received null at [18].source.url``).
 
 - ``eval.yaml``: a mapping with ``name``, ``description`` and ``evaluation_framework`` (one of the Hub's list)
@@ -11,7 +12,10 @@ the Hub's form (``Invalid input: expected string, received null at [18].source.u
 - ``.eval_results/*.yaml``: a list of mappings, each with ``dataset`` (``id`` and ``task_id`` strings,
   ``revision`` a string where given), a numeric ``value`` (not NaN), ``date`` a string where given, ``source``
   with a string ``url`` where given (``name`` / ``user`` / ``org`` strings), ``notes`` a string where given; the
-  ``task_id`` a task of the dataset's ``eval.yaml`` when the dataset is a benchmark the fake Hub holds.
+  ``task_id`` a task of the dataset's ``eval.yaml`` when the dataset is a benchmark the fake Hub holds;
+- large files (:func:`stored_with_lfs`): a file with a suffix of the ``.gitattributes`` the Hub gives a new repo
+  (``*.parquet filter=lfs ...``), or over 10 MiB, goes through the LFS batch API (``"uploadMode": "lfs"`` in the
+  preupload answer); sent as a regular file instead, the commit is refused.
 """
 
 from __future__ import annotations
@@ -28,6 +32,19 @@ FRAMEWORKS = {
     "yc-bench", "open-asr-leaderboard", "mdpbench", "real5-omnidocbench", "parsebench", "video-mme-v2", "claw-eval",
     "researchclawbench", "pbench", "wildclawbench", "wbench", "nanofold", "mmmu", "extractbench",
 }  # fmt: skip
+
+
+# the suffixes of the .gitattributes the Hub writes into a new repo (filter=lfs), and the size above which the Hub
+# takes a file through LFS only (its "files larger than 10 MiB" rule); a repo's own .gitattributes is not read here
+LFS_SUFFIXES = (".7z", ".arrow", ".bin", ".ckpt", ".gz", ".h5", ".msgpack", ".npy", ".npz", ".onnx", ".parquet",
+                ".pickle", ".pkl", ".pt", ".pth", ".safetensors", ".tar", ".zip")  # fmt: skip
+LFS_SIZE = 10 * 1024 * 1024
+
+
+def stored_with_lfs(path: str, size: int) -> bool:
+    """Whether the Hub takes this file through LFS (``uploadMode: lfs``): its suffix, or its size. An empty file is
+    always regular (huggingface_hub sends it so, whatever the Hub says)."""
+    return size > 0 and (path.endswith(LFS_SUFFIXES) or size > LFS_SIZE)
 
 
 def _got(value: object) -> str:
@@ -90,7 +107,7 @@ def eval_yaml_errors(text: bytes) -> list[str]:
 
 
 def eval_results_errors(text: bytes, tasks_of: Callable[[str], list[str] | None]) -> list[str]:
-    """Why the Hub refuses an ``.eval_results/*.yaml`` file; ``tasks_of(dataset)``: the task ids of a benchmark's
+    """Why the Hub finds an ``.eval_results/*.yaml`` file invalid; ``tasks_of(dataset)``: the task ids of a benchmark's
     ``eval.yaml`` (None: no benchmark the fake Hub holds)."""
     try:
         data = yaml.safe_load(text)

@@ -11,8 +11,13 @@ files committed to it. The rules are the real Hub's, as far as the clients here 
 - pull requests belong to their author and stay open: ``GET /api/<kind>/<repo>/discussions`` lists them (by
   ``author``, ``type``, ``status``), a commit to ``refs/pr/<n>`` is taken from the pull request's author or the
   repo's owner only (403 otherwise; 412 when its ``parentCommit`` is not the pull request's head);
-- every commit is checked as the Hub checks it (:mod:`tests.integration.fake_hub_rules`): an ``eval.yaml`` or an
-  ``.eval_results/*.yaml`` file the Hub would refuse makes the whole commit a 400, nothing of it applied;
+- large files come as the client sends them: ``POST /<repo>.git/info/lfs/objects/batch`` (a write token), a ``PUT``
+  of the bytes to the answer's ``href`` (checked against their sha256), the ``verify`` call, then the commit's
+  ``lfsFile`` item naming the object by its sha256 (:attr:`Store.lfs`); an ``lfsFile`` of an object never uploaded,
+  or a regular ``file`` the Hub takes through LFS only, is a 400;
+- every commit is checked as the Hub checks it (:mod:`tests.integration.fake_hub_rules`): an ``eval.yaml`` the Hub
+  would refuse makes the whole commit a 400, nothing of it applied; an invalid ``.eval_results/*.yaml`` file is
+  taken, as the Hub takes it, and reported when read (:func:`tests.integration.fake_hub_board.eval_results`);
 - ``POST /api/repos/create`` makes a repo in the token's own namespace (403 elsewhere, 409 when it exists),
   ``DELETE /api/repos/delete`` removes one (403 elsewhere, 404 when there is none);
 - ``/api/whoami-v2`` names the token's user and role; a dataset on the allow-list (``allow_listed``) carries
@@ -31,8 +36,8 @@ from pathlib import Path
 
 import yaml
 
-from tests.integration.fake_hub_rules import eval_results_errors
 from tests.integration.fake_hub_rules import eval_yaml_errors
+from tests.integration.fake_hub_rules import stored_with_lfs
 
 FAKE_COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
@@ -72,6 +77,7 @@ class Store:
     commits: list[dict] = field(default_factory=list)
     created: list[tuple[str, str]] = field(default_factory=list)
     deleted: list[tuple[str, str]] = field(default_factory=list)  # repos removed (DELETE /api/repos/delete)
+    lfs: dict[str, bytes] = field(default_factory=dict)  # the LFS objects uploaded: sha256 -> bytes
 
     def user(self, token: str | None) -> tuple[str, bool] | None:
         """The token's (user, may write); an unknown token is refused as the Hub refuses it."""
@@ -145,17 +151,36 @@ class Store:
         tasks = (yaml.safe_load(data) or {}).get("tasks") if data else None
         return [t.get("id") for t in tasks if isinstance(t, dict)] if isinstance(tasks, list) else None
 
+    def lfs_batch(self, kind: str, repo: str, objects: list[dict], token: str | None, href: str) -> list[dict]:
+        """``POST /<repo>.git/info/lfs/objects/batch`` (operation upload, transfer basic): each object with the
+        ``upload`` and ``verify`` actions, no actions when it is already stored (the client skips its upload)."""
+        self.folder(kind, repo, token)
+        who = self.user(token)
+        if self.tokens is not None and who is None:
+            raise HubError(401, "", "You must be authenticated to upload large files")
+        if who is not None and not who[1]:
+            raise HubError(403, "", "Your token is read-only: it may not upload files")
+        out = []
+        for obj in objects:
+            oid, size = obj["oid"], obj["size"]
+            answer = {"oid": oid, "size": size, "authenticated": True}
+            if oid not in self.lfs:
+                answer["actions"] = {"upload": {"href": f"{href}/{oid}"}, "verify": {"href": f"{href}/{oid}/verify"}}
+            out.append(answer)
+        return out
+
+    def lfs_put(self, oid: str, data: bytes) -> None:
+        """The bytes of an LFS object (the upload action's ``PUT``): stored when they are the named sha256."""
+        if hashlib.sha256(data).hexdigest() != oid:
+            raise HubError(400, "", f"the uploaded bytes are not the LFS object {oid}")
+        self.lfs[oid] = data
+
     def check(self, kind: str, files: dict[str, bytes]) -> None:
         """The Hub's checks of a commit's files (see the module docstring): a 400 naming the first problem."""
         for path, data in files.items():
             if path in self.refuse:
                 raise HubError(400, "", self.refuse[path])
-            if kind == "datasets" and path == "eval.yaml":
-                errors = eval_yaml_errors(data)
-            elif kind == "models" and path.startswith(".eval_results/") and path.endswith((".yaml", ".yml")):
-                errors = eval_results_errors(data, self.tasks_of)
-            else:
-                errors = []
+            errors = eval_yaml_errors(data) if kind == "datasets" and path == "eval.yaml" else []
             if errors:
                 raise HubError(400, "", f"{path}: {errors[0]}")
 
@@ -177,9 +202,19 @@ class Store:
             raise HubError(403, "", f"You don't have the rights to commit to {repo}: open a pull request instead")
         header = next(i["value"] for i in items if i["key"] == "header")
         files = {i["value"]["path"]: base64.b64decode(i["value"]["content"]) for i in items if i["key"] == "file"}
+        large = [path for path, data in files.items() if stored_with_lfs(path, len(data))]
+        if large:
+            raise HubError(400, "", f"Your push was rejected because {large[0]} must be stored with LFS: upload it "
+                                    "through the LFS batch API")  # fmt: skip
+        lfs = {i["value"]["path"]: i["value"]["oid"] for i in items if i["key"] == "lfsFile"}
+        missing = [path for path, oid in lfs.items() if oid not in self.lfs]
+        if missing:
+            raise HubError(400, "", f"Your push was rejected because an LFS pointer pointed to a file that does not "
+                                    f"exist: {missing[0]}")  # fmt: skip
+        files |= {path: self.lfs[oid] for path, oid in lfs.items()}
         deleted = [i["value"]["path"] for i in items if i["key"] == "deletedFile"]
-        if any(i["key"] not in ("header", "file", "deletedFile") for i in items):
-            raise HubError(400, "", "the fake Hub takes regular files and deletions only")
+        if any(i["key"] not in ("header", "file", "lfsFile", "deletedFile") for i in items):
+            raise HubError(400, "", "the fake Hub takes regular files, LFS files and deletions only")
         parent = header.get("parentCommit")
         if pr is not None and parent is not None and parent != pr.sha:
             raise HubError(412, "", "A commit has happened on the pull request since the parent commit")
@@ -193,8 +228,9 @@ class Store:
         self.check(kind, files)
         sha = hashlib.sha1(repr((kind, repo, len(self.commits), sorted(tree.items()))).encode()).hexdigest()
         record = {"kind": kind, "repo": repo, "revision": rev, "create_pr": create_pr, "summary": header.get("summary"),
-                  "description": header.get("description"), "parent": parent, "files": files, "deleted": deleted,
-                  "user": who[0] if who else None, "pr": pr.num if pr else None, "sha": sha, "tree": tree}  # fmt: skip
+                  "description": header.get("description"), "parent": parent, "files": files, "lfs": sorted(lfs),
+                  "deleted": deleted, "user": who[0] if who else None, "pr": pr.num if pr else None, "sha": sha,
+                  "tree": tree}  # fmt: skip
         if create_pr:
             prs = self.prs.setdefault((kind, repo), [])
             prs.append(PullRequest(len(prs) + 1, sha, tree, who[0] if who else None, header.get("summary") or ""))

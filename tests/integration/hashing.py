@@ -36,14 +36,17 @@ def bow(text: str) -> np.ndarray:
     return vec
 
 
-def image_pixels(image_id: int) -> bytes:
-    """A 1x1 PNG whose pixel is the image id (24 bits): the synthetic test images."""
+def image_pixels(image_id: int, size: int = 8) -> bytes:
+    """A ``size`` x ``size`` PNG whose pixel (0, 0) is the image id (24 bits) and the rest noise seeded by it: the
+    synthetic test images (the hashing encoder reads the id; a tiny CLIP sees distinct images)."""
     import io
 
     from PIL import Image
 
+    pixels = np.random.default_rng(image_id).integers(0, 256, (size, size, 3), dtype=np.uint8)
+    pixels[0, 0] = ((image_id >> 16) & 255, (image_id >> 8) & 255, image_id & 255)
     out = io.BytesIO()
-    Image.new("RGB", (1, 1), ((image_id >> 16) & 255, (image_id >> 8) & 255, image_id & 255)).save(out, "PNG")
+    Image.fromarray(pixels).save(out, "PNG")
     return out.getvalue()
 
 

@@ -54,8 +54,12 @@ def cli(env: dict, *args: str, token: str | None = "hf_me") -> subprocess.Comple
 
 
 def one_line(done: subprocess.CompletedProcess, start: str, end: str) -> None:
-    assert done.returncode == 2 and "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
-    assert done.stderr.startswith(f"error: {start}") and done.stderr.rstrip().endswith(end), done.stderr
+    """One ``error:`` line (huggingface_hub's progress bars of large-file uploads before it are no message)."""
+    bars = ("%|", "it/s]", "B/s]")  # a tqdm bar's marks
+    lines = [line for line in done.stderr.splitlines() if line.strip() and not any(m in line for m in bars)]
+    said = "".join(f"{line}\n" for line in lines)
+    assert done.returncode == 2 and "Traceback" not in said and said.count("\n") == 1, done.stderr
+    assert said.startswith(f"error: {start}") and said.rstrip().endswith(end), done.stderr
 
 
 @pytest.fixture(scope="module")
@@ -87,21 +91,35 @@ def scaled(run: tuple[dict, dict], factor: float) -> tuple[dict, dict]:
     return new, new_pq
 
 
+def sealed(results: dict, per_query: dict | None = None) -> dict:
+    """A results file's payload with the digests evaluate records: of its numbers, its per-query values and every
+    other field of its provenance (the seal)."""
+    numbers = {k: v for k, v in results.items() if k != "provenance"}
+    provenance = {k: v for k, v in results["provenance"].items() if k != "digests"}
+    digests = {"results": sha256_of(numbers), "provenance": sha256_of(provenance)}
+    if per_query is not None:
+        digests["per_query"] = sha256_of(per_query)
+    return {**numbers, "provenance": {**provenance, "digests": digests}}
+
+
 def write_run(folder: Path, run: tuple[dict, dict], name: str = "res", **provenance: object) -> tuple[Path, Path]:
     """A results file (numbers, provenance with digests) and its per-query file, as one run of evaluate writes them."""
     numbers, per_query = run
     folder.mkdir(parents=True, exist_ok=True)
-    digests = {"results": sha256_of(numbers), "per_query": sha256_of(per_query)}
     results, pq = folder / f"{name}.json", folder / f"{name}_pq.json"
-    results.write_text(json.dumps({**numbers, "provenance": {**PROVENANCE, **provenance, "digests": digests}}))
+    results.write_text(json.dumps(sealed({**numbers, "provenance": {**PROVENANCE, **provenance}}, per_query)))
     pq.write_text(json.dumps(per_query))
     return results, pq
 
 
 @pytest.fixture()
-def hub(tmp_path, bench):
+def hub(tmp_path, bench, monkeypatch):
     """The fake Hub: model me/clip (a card, a config), the benchmark me/eccv-caption (allow-listed) and its fork
-    other/eccv-caption, and me/plain, a dataset without eval.yaml."""
+    other/eccv-caption, and me/plain, a dataset without eval.yaml. huggingface_hub's clients in this process send
+    large files through the LFS batch API, as those of ``client_env`` do (no Xet: see FakeHub.client_env)."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
     model = tmp_path / "repos" / "clip"
     model.mkdir(parents=True)
     (model / "README.md").write_text(CARD)
@@ -115,6 +133,20 @@ def hub(tmp_path, bench):
         fake.env = fake.client_env(tmp_path / "home")
         fake.model = model
         yield fake
+
+
+@pytest.fixture()
+def here(hub, monkeypatch, tmp_path):
+    """The fake Hub for huggingface_hub in this process (what ``client_env`` does for a subprocess, without the cost
+    of one): its endpoint, a cache of its own, the token of ``me`` (``HF_TOKEN``)."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "ENDPOINT", hub.url)  # as HF_ENDPOINT sets both when huggingface_hub is imported
+    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", hub.url + "/{repo_id}/resolve/{revision}/{filename}")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
+    monkeypatch.setenv("HF_TOKEN", "hf_me")
+    monkeypatch.setenv("ECCV_CAPTION_PROGRESS", "0")
+    return hub
 
 
 def add_model(hub: FakeHub, repo: str, card: str = CARD) -> Path:

@@ -49,6 +49,8 @@ LEAVES = {
     "docs/guides/trec-mteb.md": ["run_i2t.json", "predictions/ECCVCaption_coco_t2t-t2t_predictions.json"],
     "docs/guides/comparing.md": ["tau.png", "a_pq.json", "b_pq.json"],
     "docs/data/index.md": ["eccv_caption_hf/README.md"],
+    "docs/guides/retrievals.md": ["report.html"],
+    "docs/guides/verify.md": ["evidence/evidence.json"],
 }
 
 

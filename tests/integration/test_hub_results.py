@@ -10,6 +10,7 @@ but for its model-index; and every failure as one line naming the repo and the n
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import sys
 import pytest
 import yaml
 
+from eccv_metric.cli.main import main
 from tests.integration import hub_world
 from tests.integration.fake_hub import FAKE_COMMIT
 from tests.integration.hub_world import CARD
@@ -27,10 +29,11 @@ from tests.integration.hub_world import one_line
 from tests.integration.hub_world import parquet_rows
 from tests.integration.hub_world import printed_files
 from tests.integration.hub_world import resolve
+from tests.integration.hub_world import sealed
 from tests.integration.hub_world import write_run
 from tests.unit.brute import percent
 
-bench, run, hub = hub_world.bench, hub_world.run, hub_world.hub  # the fixtures
+bench, run, hub, here = hub_world.bench, hub_world.run, hub_world.hub, hub_world.here  # the fixtures
 
 
 @pytest.fixture()
@@ -52,13 +55,14 @@ def test_the_build_registers_the_benchmark(bench):
 
 def test_dry_run_prints_both_repos_and_sends_nothing(hub, results, run):
     numbers, per_query = run
-    done = cli(hub.env, "push-results", str(results[0]), "--per-query", str(results[1]), "--dry-run", token=None)
+    done = cli(hub.env, "push-results", str(results[0]), "--per-query", str(results[1]), "--dry-run")
     assert done.returncode == 0, done.stderr
-    assert hub.log == [] and hub.store.commits == []
-    assert (
-        "would open a pull request on model me/clip (or add a commit to your open one, if there is one)" in done.stdout
-    )
-    assert "would commit the details to dataset YOUR_ACCOUNT/details_me__clip (YOUR_ACCOUNT: " in done.stdout
+    assert {method for method, _, _ in hub.log} <= {"GET", "HEAD"} and hub.store.commits == []
+    assert hub.store.created == []
+    assert "would create and commit to dataset me/details_me__clip, one commit of the per-query values behind the " \
+        "numbers: 14 added" in done.stdout  # fmt: skip
+    assert "would open a pull request on model me/clip, one commit: 12 added (from the results' model hf:me/clip)" \
+        in done.stdout  # fmt: skip
     files = printed_files(done.stdout)
     evals = {p: yaml.safe_load(t)[0] for p, t in files.items() if p.startswith(".eval_results/")}
     assert len(evals) == 12
@@ -67,11 +71,10 @@ def test_dry_run_prints_both_repos_and_sends_nothing(hub, results, run):
         metric, direction = task.rsplit("_", 1)
         assert path == f".eval_results/me--eccv-caption--{task}.yaml"
         assert item["value"] == percent(numbers[metric][direction])
-        assert item["source"]["url"] == f"{hub.url}/datasets/YOUR_ACCOUNT/details_me__clip/tree/<the details commit>"
+        assert item["source"]["url"] == f"{hub.url}/datasets/me/details_me__clip/tree/<the details commit>"
         assert item["date"] == "2026-08-25T10:30:00Z"
-    parquet = [p for p in files if p.endswith(".parquet (")]  # "--- path (N bytes: ...)" lines
-    shown = [line for line in done.stdout.splitlines() if line.endswith("bytes: query_id, value)")]
-    assert len(shown) == sum(len(by) for by in per_query.values()) == 12 and not parquet
+    shown = [line for line in done.stdout.splitlines() if line.startswith("  add data/") and line.endswith(" bytes)")]
+    assert len(shown) == sum(len(by) for by in per_query.values()) == 12
     summary = json.loads(files["results.json"])
     assert summary["dataset"] == {"id": "me/eccv-caption", "revision": FAKE_COMMIT} and "/home/me" not in done.stdout
 
@@ -192,20 +195,110 @@ def test_two_benchmarks_on_one_model_repo_keep_their_own_files(hub, results, tmp
     assert board.returncode == 0 and "\nme/clip " in board.stdout, board.stderr
 
 
-def test_files_of_the_old_names_are_replaced_not_doubled(hub, results):
-    """A file this package wrote before the owner was in the name (``eccv-caption_<task>.yaml``) is deleted in
-    the commit that writes its successor; another benchmark's file is kept."""
-    old = hub.model / ".eval_results"
-    old.mkdir()
-    item = {"dataset": {"id": "me/eccv-caption", "task_id": "eccv_map_at_r_i2t"}, "value": 1.0}
-    (old / "eccv-caption_eccv_map_at_r_i2t.yaml").write_text(yaml.safe_dump([item]))
-    other = {"dataset": {"id": "cais/hle", "task_id": "hle"}, "value": 20.9}
-    (old / "hle.yaml").write_text(yaml.safe_dump([other]))
-    done = cli(hub.env, "push-results", str(results[0]), "--no-details", "--direct")
-    assert done.returncode == 0, done.stderr
-    assert "commit to main of model me/clip: 12 files, 1 replaced" in done.stdout
-    assert hub.store.commits[-1]["deleted"] == [".eval_results/eccv-caption_eccv_map_at_r_i2t.yaml"]
-    assert (old / "hle.yaml").is_file() and not (old / "eccv-caption_eccv_map_at_r_i2t.yaml").exists()
+def commits_of(dry_run: str) -> dict[str, dict[str, list[str]]]:
+    """``{repo: {"sent": [...], "deleted": [...]}}`` of the commits a dry run prints (its ``would ...`` lines and
+    the ``  add`` / ``  replace`` / ``  delete`` lines under each); a repo it would not change: empty lists."""
+    out: dict[str, dict[str, list[str]]] = {}
+    repo = None
+    for line in dry_run.splitlines():
+        if line.startswith("would "):
+            repo = re.search(r"\b(?:model|dataset) ([\w.-]+/[\w.-]+)", line)[1]  # type: ignore[index]
+            out[repo] = {"sent": [], "deleted": []}
+        elif repo and line.startswith(("  add ", "  replace ", "  delete ")):
+            how, path = line.split()[:2]
+            out[repo]["deleted" if how == "delete" else "sent"].append(path)
+    return {repo: {k: sorted(paths) for k, paths in lists.items()} for repo, lists in out.items()}
+
+
+def test_the_dry_run_is_the_commit(here, run, tmp_path, capsys):
+    """Issue 61: the dry run printed "one commit of 8 files" where the push sent 2 (6 tasks not in eval.yaml),
+    and never showed deletions, the allow-list note or a reused pull request. Now it asks the Hub what the push
+    asks, and its lists are the commits' (the fake Hub records them): here a new pull request that deletes a stale
+    file of this package's (a task eval.yaml no longer lists), keeps a file of another name, drops a task, with the
+    allow-list note; then a rerun that changes nothing."""
+    numbers, per_query = run
+    folder = here.model / ".eval_results"
+    folder.mkdir()
+    stale = {"dataset": {"id": "me/eccv-caption", "task_id": "pmrp_t2i"}, "value": 10.0}
+    (folder / "me--eccv-caption--pmrp_t2i.yaml").write_text(yaml.safe_dump([stale]))
+    legacy = {"dataset": {"id": "me/eccv-caption", "task_id": "eccv_r1_i2t"}, "value": 1.0}
+    (folder / "eccv-caption_eccv_r1_i2t.yaml").write_text(yaml.safe_dump([legacy]))
+    here.store.allow_listed.discard("me/eccv-caption")
+    pmrp = {"pmrp": {"i2t": per_query["eccv_r1"]["i2t"]}}  # a task this build's eval.yaml does not list
+    extra = ({**numbers, "pmrp": {"i2t": numbers["eccv_r1"]["i2t"]}}, {**per_query, **pmrp})
+    res, pq = write_run(tmp_path / "run", extra)
+    args = ["push-results", str(res), "--per-query", str(pq)]
+    assert main([*args, "--dry-run"]) == 0
+    dry = capsys.readouterr().out
+    assert here.store.commits == [] and here.store.created == []
+    assert main(args) == 0
+    pushed = capsys.readouterr().out
+    details, model = here.store.commits
+    printed = commits_of(dry)
+    assert printed == {
+        "me/details_me__clip": {"sent": sorted(details["files"]), "deleted": details["deleted"]},
+        "me/clip": {"sent": sorted(model["files"]), "deleted": model["deleted"]},
+    }
+    assert printed["me/clip"]["deleted"] == [".eval_results/me--eccv-caption--pmrp_t2i.yaml"]
+    assert ".eval_results/eccv-caption_eccv_r1_i2t.yaml" in model["tree"]  # not a file push-results wrote: kept
+    assert "would open a pull request on model me/clip, one commit: 12 added, 1 deleted" in dry
+    for said in (
+        "not published (the eval.yaml of me/eccv-caption does not list them): pmrp_i2t",
+        "note: me/eccv-caption is not on the Hub's benchmark allow-list",
+        "note: .eval_results/eccv-caption_eccv_r1_i2t.yaml on model me/clip also holds entries for "
+        "me/eccv-caption's tasks published now: it stays",
+    ):
+        assert said in dry and said in pushed, said
+    assert main([*args, "--dry-run"]) == 0  # the same run again: your pull request, nothing to change
+    again = capsys.readouterr().out
+    assert "would change nothing on dataset me/details_me__clip: its files are already these (no commit)" in again
+    assert "would change nothing on model me/clip: its files are already these (no commit)" in again
+    assert commits_of(again) == {"me/details_me__clip": {"sent": [], "deleted": []},
+                                 "me/clip": {"sent": [], "deleted": []}}  # fmt: skip
+    later, later_pq = write_run(tmp_path / "later", extra, date="2026-09-01T08:00:00Z")
+    assert main(["push-results", str(later), "--per-query", str(later_pq), "--dry-run"]) == 0
+    dry = capsys.readouterr().out
+    assert "would add a commit to your pull request #1 on model me/clip, one commit: 12 replaced" in dry
+    assert main(["push-results", str(later), "--per-query", str(later_pq)]) == 0
+    capsys.readouterr()
+    details, model = here.store.commits[2:]
+    assert commits_of(dry) == {
+        "me/details_me__clip": {"sent": sorted(details["files"]), "deleted": []},
+        "me/clip": {"sent": sorted(model["files"]), "deleted": []},
+    }
+    assert model["pr"] == 1 and set(details["files"]) == {"results.json", "README.md"}  # the date; Parquet the same
+
+
+def test_a_push_never_deletes_a_file_it_did_not_write(here, run, tmp_path, capsys):
+    """Issue 61: a pull request to another user's model deleted that owner's own file covering the same benchmark
+    and tasks, printing only "1 replaced". Only this package's own files are ever deleted; theirs stays, named."""
+    owner = add_model(here, "other/clip2") / ".eval_results"
+    owner.mkdir()
+    theirs = [
+        {"dataset": {"id": "me/eccv-caption", "task_id": t}, "value": 30.0} for t in ("eccv_r1_i2t", "eccv_r1_t2i")
+    ]
+    (owner / "eccv.yaml").write_text(yaml.safe_dump(theirs))
+    res, pq = write_run(tmp_path / "run", run, model="hf:other/clip2")
+    assert main(["push-results", str(res), "--per-query", str(pq)]) == 0  # me opens a pull request on other's repo
+    out = capsys.readouterr().out
+    model = here.store.commits[-1]
+    assert (model["repo"], model["create_pr"], model["deleted"]) == ("other/clip2", True, [])
+    assert ".eval_results/eccv.yaml" in model["tree"] and "replaced" not in out
+    assert "note: .eval_results/eccv.yaml on model other/clip2 also holds entries for me/eccv-caption's tasks " \
+        "published now: it stays" in out  # fmt: skip
+
+
+def test_a_folder_of_results_goes_each_file_to_its_model(here, run, tmp_path, capsys):
+    folder = tmp_path / "out"
+    for k, name in enumerate(("clip-a", "clip-b")):
+        add_model(here, f"me/{name}")
+        write_run(folder, run, name=f"{k}-hf_me_{name}", model=f"hf:me/{name}")
+        (folder / f"{k}-hf_me_{name}_pq.json").unlink()
+    assert main(["push-results", str(folder), "--no-details", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "would open a pull request on model me/clip-a, one commit: 12 added" in out
+    assert "would open a pull request on model me/clip-b, one commit: 12 added" in out
+    assert f"{folder / '0-hf_me_clip-a.json'}:\n" in out and here.store.commits == []
 
 
 def test_a_local_build_publishes_the_revision_of_the_same_files(hub, bench, tmp_path, run):
@@ -262,7 +355,7 @@ def test_failures_are_one_line_naming_the_repo_and_the_next_step(hub, results, t
     )
     assert hub.log == []
     one_line(
-        cli(hub.env, "push-results", res, "--per-query", pq, "--model-repo", "me/nothing"),
+        cli(hub.env, "push-results", res, "--per-query", pq, "--model-repo", "me/nothing", "--other-model"),
         "push-results to model me/nothing failed: the model repo me/nothing was not found on the Hub",
         "check --model-repo (`hf repo create me/nothing` makes it, if it is yours), then run push-results again",
     )
@@ -285,8 +378,7 @@ def test_failures_are_one_line_naming_the_repo_and_the_next_step(hub, results, t
     )
     local = json.loads(results[0].read_text())
     local["provenance"].update(data="/data/build", data_revision=None)
-    local["provenance"].pop("digests")
-    (tmp_path / "local.json").write_text(json.dumps(local))
+    (tmp_path / "local.json").write_text(json.dumps(sealed(local)))
     one_line(
         cli(hub.env, "push-results", str(tmp_path / "local.json"), "--no-details", "--dataset-repo", "me/plain"),
         "push-results to model me/clip failed: the dataset me/plain has no eval.yaml, so it registers no tasks",

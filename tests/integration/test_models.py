@@ -14,34 +14,21 @@ import numpy as np
 import pytest
 import yaml
 
-from eccv_caption_dataset.hub_folder import build
 from eccv_metric import Embeddings
 from eccv_metric import GroundTruth
 from eccv_metric import Resources
 from eccv_metric import evaluate
 from eccv_metric.cli.main import main
-from tests.fixtures import SHARED
+from eccv_metric.hub.eval_results import eval_files
+from eccv_metric.hub.submission import read_submission
 from tests.unit.brute import percent
-from tests.unit.model_world import png
 from tests.unit.model_world import tiny_clip
 
 
 @pytest.fixture(scope="module")
-def image_build(tmp_path_factory, gt):
-    src = tmp_path_factory.mktemp("model_sources")
-    (src / "val2014").mkdir()
-    (src / "cxc").mkdir()
-    for name in ("captions_karpathy_test.json", "instances_karpathy_test.json"):
-        (src / name).symlink_to(SHARED / "coco" / name)
-    for name in ("sits_test.csv", "sts_test.csv", "sis_test.csv"):
-        (src / "cxc" / name).symlink_to(SHARED / "cxc" / name)
-    for image_id in gt.image_ids.tolist():
-        (src / "val2014" / f"COCO_val2014_{image_id:012d}.jpg").write_bytes(png(image_id))
-    (src / "fg").symlink_to(SHARED / "mscoco_fg")
-    out = tmp_path_factory.mktemp("model_build") / "eccv_caption"
-    report = build(out, source_dir=src, configs=["images", "captions", "positives", "cxc_ratings"], log=lambda _: None)
-    assert not report.get("images_missing")
-    return out
+def image_build(pixel_build):
+    """The session's build whose images all have pixels (tests/integration/conftest.py)."""
+    return pixel_build
 
 
 @pytest.mark.slow
@@ -58,7 +45,7 @@ def test_evaluate_model_cli_on_a_built_folder(image_build, tmp_path, capsys, mon
     provenance = written.pop("provenance")
     assert provenance["model"] == f"hf:{clip}" and provenance["identity"]["weights"]
     assert {"data", "data_revision", "package", "device", "precision", "batch_size", "seconds"} <= set(provenance)
-    assert provenance["date"].endswith("Z") and set(provenance["digests"]) == {"results", "per_query"}
+    assert provenance["date"].endswith("Z") and set(provenance["digests"]) == {"results", "per_query", "provenance"}
     import hashlib  # the local build's files the run read, by their sha256: what push-results matches on the Hub
 
     assert provenance["data_files"] and all(
@@ -79,15 +66,11 @@ def test_evaluate_model_cli_on_a_built_folder(image_build, tmp_path, capsys, mon
     capsys.readouterr()
     assert main(["leaderboard", "--with", str(res)]) == 0
     assert f"hf:{clip} ranks (of 26)" in capsys.readouterr().out  # the row is named by its model
-    # push-results publishes it (a local build: the repo it was pushed to is given); its dry run sends nothing
-    push = ["push-results", str(res), "--per-query", str(pq), "--model-repo", "me/tiny-clip"]
-    assert main([*push, "--dataset-repo", "me/eccv-caption", "--dry-run"]) == 0
-    out = capsys.readouterr().out
-    assert "the local build's files are checked against me/eccv-caption's when sending" in out
-    blocks = [b for b in out.split("\n--- ")[1:] if b.startswith(".eval_results/")]
-    files = {
-        block.split("\n", 1)[0]: yaml.safe_load(block.split("\nwould ", 1)[0].split("\n", 1)[1]) for block in blocks
-    }
+    # push-results publishes it (a local build: the repo it was pushed to is given, its files checked against the
+    # build's when sent: tests/integration/test_hub_results.py); the files it writes
+    sub = read_submission(res, "me/tiny-clip", "me/eccv-caption", pq)
+    assert sub.local_build == provenance["data_files"] and sub.per_query == json.loads(pq.read_text())
+    files = {path: yaml.safe_load(text) for path, text in eval_files(sub, None).items()}
     tasks = {t["id"] for t in yaml.safe_load((image_build / "eval.yaml").read_text())["tasks"]}
     published = {f"{m}_{d}" for m in written for d in written[m] if f"{m}_{d}" in tasks}
     assert len(files) == len(published) == 13  # the official five and PMRP both ways, CxC SITS rho (std: no task)

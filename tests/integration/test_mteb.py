@@ -6,8 +6,8 @@ scores, so torch and numpy agree bit for bit) on:
 
 - the session's real build (``built``: 43 of 5,000 images have pixels, so only its text subsets are
   written): ``cxc_t2t-t2t``;
-- a build whose 5,000 images all have pixels (synthetic 1x1 PNGs storing each image's id: the real
-  pixels are not in ../shared/data; captions, positives and CxC ratings are the real ones):
+- the session's build whose 5,000 images all have pixels (``pixel_build``, tests/integration/conftest.py:
+  synthetic PNGs whose first pixel stores the image id; the real captions, positives and CxC ratings):
   ``eccv-i2t``, ``eccv-t2i``, ``coco_1k_fold3-t2i``, ``cxc_i2i-i2i`` without ties, and ``eccv-i2t`` with
   duplicate captions tied.
 
@@ -15,7 +15,7 @@ MTEB's ``hit_rate_at_k`` must equal our R@K: from our own scoring of the same em
 the engine's stable rule, where nothing ties), from an independent ranking by trec_eval's rule (score,
 then document id descending as strings), and from MTEB's saved predictions read by ``eccv-caption
 evaluate --run``. With ties, MTEB's values equal ours under trec_eval's rule, and the stable rule moves
-some of them (the measured count is asserted). About 2 minutes (mteb 60-80 s, the pixel build 15 s).
+some of them (the measured count is asserted). About 2 minutes (mteb 60-80 s).
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ from eccv_metric.formats.mteb import read_predictions
 from tests.fixtures import ROOT
 from tests.fixtures import SHARED
 from tests.integration.hashing import Hashing
-from tests.integration.hashing import image_pixels
 
 DEEP = (1, 5, 10, 50)  # cross-modal runs: 50 >= ECCV's largest R (48), so mAP@R is decided from the predictions
 SHALLOW = (1, 5, 10)  # t2t over 25,000 captions: kept small (MTEB keeps 11 documents, the query's own included)
@@ -49,23 +48,6 @@ KINDS = {
     "t2t": ("caption", "caption"),
     "i2i": ("image", "image"),
 }
-
-
-@pytest.fixture(scope="module")
-def pixel_build(tmp_path_factory, gt):
-    """Every image with pixels (synthetic: a 1x1 PNG storing the image id); real captions, positives, CxC."""
-    src = tmp_path_factory.mktemp("pixel_sources")
-    (src / "val2014").mkdir()
-    (src / "cxc").mkdir()
-    (src / "captions_karpathy_test.json").symlink_to(SHARED / "coco" / "captions_karpathy_test.json")
-    for name in ("sits_test.csv", "sts_test.csv", "sis_test.csv"):
-        (src / "cxc" / name).symlink_to(SHARED / "cxc" / name)
-    for image_id in gt.image_ids.tolist():
-        (src / "val2014" / f"COCO_val2014_{image_id:012d}.jpg").write_bytes(image_pixels(image_id))
-    out = tmp_path_factory.mktemp("pixel_build") / "eccv_caption"
-    report = build(out, source_dir=src, configs=["images", "captions", "positives", "cxc_ratings"], log=lambda _: None)
-    assert report["mteb_skipped"] == {} and not report.get("images_missing")
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -207,3 +207,29 @@ def run(command: list[str], cwd: Path) -> str:
     done = subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=env, timeout=900)
     assert done.returncode == 0, f"{command[:4]}: {done.stderr[-3000:]}"
     return done.stdout
+
+
+@pytest.mark.slow
+def test_the_models_extra_keeps_the_users_own_torch(tmp_path):
+    """`pip install -e ".[models]"` into a venv that already holds torch 2.14.1 (another release than the 2.13.0 CI
+    tests on, a CUDA build: a user's own) keeps it: the extras ask for a range, never a pin.
+
+    torch 2.14.1 goes in without its CUDA libraries (``--no-deps``: 1.2 GB instead of 4 GB; this machine's pip finds
+    the wheel on disk, elsewhere it is a 555 MB download), and the project's install is pip's own plan for it
+    (``--dry-run --report``): the resolver's full answer, without unpacking transformers and the CUDA libraries it
+    would add. With the pin of 5401d09 (``torch==2.13.0``) the plan replaces torch.
+    """
+    venv = tmp_path / "venv"
+    run([sys.executable, "-m", "venv", str(venv)], tmp_path)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
+    run([*pip, "install", "--quiet", "--no-deps", "torch==2.14.1"], tmp_path)
+    report = tmp_path / "plan.json"
+    run([*pip, "install", "--quiet", "--dry-run", "--report", str(report), "-e", f"{ROOT}[models]"], tmp_path)
+    plan = {
+        item["metadata"]["name"].lower(): item["metadata"]["version"]
+        for item in json.loads(report.read_text())["install"]
+    }
+    assert "transformers" in plan and "sentence-transformers" in plan, sorted(plan)
+    assert "torch" not in plan, f"the [models] install would replace torch 2.14.1 by {plan.get('torch')}"
+    kept = run([str(venv / "bin" / "python"), "-m", "pip", "show", "torch"], tmp_path)
+    assert "Version: 2.14.1" in kept

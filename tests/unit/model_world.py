@@ -43,8 +43,9 @@ def _write(folder: Path, config: str, columns: dict, row_group_size: int = 7) ->
     pq.write_table(pa.table(columns), folder / "data" / config / "test-0.parquet", row_group_size=row_group_size)
 
 
-def write_data(world: World, folder: Path, skip_pixels: tuple[int, ...] = ()) -> Path:
-    """A built-like folder for the world (see the module docstring); ``skip_pixels``: image ids left without."""
+def write_data(world: World, folder: Path, skip_pixels: tuple[int, ...] = (), fg_pixels: bool = True) -> Path:
+    """A built-like folder for the world (see the module docstring); ``skip_pixels``: image ids left without in the
+    images config; ``fg_pixels`` False: the FG galleries' val2014 images too (no image has pixels)."""
     names = [f"COCO_val2014_{i:012d}.jpg" for i in world.image_ids]
     _write(
         folder,
@@ -84,7 +85,7 @@ def write_data(world: World, folder: Path, skip_pixels: tuple[int, ...] = ()) ->
                 "source": origin,
                 "image": pa.array(
                     [
-                        {"bytes": png(int(i)), "path": f} if o == "val2014" else None
+                        {"bytes": png(int(i)), "path": f} if o == "val2014" and fg_pixels else None
                         for i, f, o in zip(fg.images.ids.tolist(), files, origin, strict=True)
                     ],
                     IMAGE,
@@ -101,6 +102,27 @@ def write_data(world: World, folder: Path, skip_pixels: tuple[int, ...] = ()) ->
                 "original_caption": [caption_text(int(c)) for c in fg.captions.ids],
             },
         )
+    return folder
+
+
+def write_ground_truth(world: World, folder: Path) -> Path:
+    """The world's ground truth as a build holds it, in a ``write_data`` folder: the ``positives`` config (one row
+    per query and direction: its COCO, CxC and ECCV ids) and the images' COCO categories (names ``cat<k>``), so
+    that ``GroundTruth.from_dataset(folder)`` is the world's (the Space's dataset, ``ECCV_CAPTION_DATA``)."""
+    images = pq.read_table(folder / "data" / "images" / "test-0.parquet")
+    names = [sorted(f"cat{c}" for c in world.categories.get(i, ())) for i in world.image_ids]
+    images = images.append_column("categories", pa.array(names, pa.list_(pa.string())))
+    pq.write_table(images, folder / "data" / "images" / "test-0.parquet", row_group_size=7)
+    rows: dict[str, list] = {"direction": [], "query_id": [], "coco": [], "cxc": [], "eccv": []}
+    for direction, queries in (("i2t", world.image_ids), ("t2i", world.caption_ids)):
+        for query in queries:
+            rows["direction"].append(direction)
+            rows["query_id"].append(query)
+            for bench in ("coco", "cxc", "eccv"):
+                rows[bench].append(world.lists[bench][direction].get(query) or None)
+    lists = pa.list_(pa.int64())
+    _write(folder, "positives", {"direction": rows["direction"], "query_id": pa.array(rows["query_id"], pa.int64()),
+                                 **{b: pa.array(rows[b], lists) for b in ("coco", "cxc", "eccv")}})  # fmt: skip
     return folder
 
 

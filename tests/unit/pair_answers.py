@@ -55,6 +55,16 @@ class DotPairsWithFirst(DotPairs):
         return np.stack([first_text(t) for t in texts])
 
 
+class FirstOnly:
+    """A dual encoder (a Python object): DotPairsWithFirst's first stage alone, to give as first_stage=."""
+
+    def encode_images(self, images):  # noqa: ANN001, ANN201
+        return DotPairsWithFirst().encode_images(images)
+
+    def encode_texts(self, texts):  # noqa: ANN001, ANN201
+        return DotPairsWithFirst().encode_texts(texts)
+
+
 def pil(image_id: int) -> object:
     from PIL import Image
 

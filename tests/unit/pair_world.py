@@ -108,6 +108,8 @@ def tiny_vilt(folder: Path, seed: int = 0) -> Path:
 
 
 def tiny_bridgetower(folder: Path, seed: int = 0) -> Path:
+    """Its tokenizer's model_max_length is its text model's max_position_embeddings (42), as in a checkpoint whose
+    tokenizer config copies it: RoBERTa-style positions start at padding_idx + 1, so 41 tokens fit ([PAD] = 0)."""
     import torch
     from transformers import BridgeTowerConfig
     from transformers import BridgeTowerForImageAndTextRetrieval
@@ -115,7 +117,7 @@ def tiny_bridgetower(folder: Path, seed: int = 0) -> Path:
     from transformers import BridgeTowerProcessor
 
     torch.manual_seed(seed)
-    tokenizer = bert_tokenizer()
+    tokenizer = bert_tokenizer(max_length=42)
     wide = {"hidden_size": 64, "intermediate_size": 32, "num_attention_heads": 2}  # its vision heads: hidden // 64
     config = BridgeTowerConfig(
         text_config={**wide, **token_ids(tokenizer), "num_hidden_layers": 3, "max_position_embeddings": 42},

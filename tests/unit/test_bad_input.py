@@ -190,6 +190,13 @@ def test_swapped_embeddings_are_named_embeddings(world, res):
         evaluate(Embeddings(cap, img, image_ids=world.image_ids), ["coco_5k_r1"], resources=res)
     with pytest.raises(EvaluationError, match=r"scores= has shape \(100, 20\) but image_ids= was not given"):
         evaluate(ScoreMatrix(cap @ img.T), ["coco_5k_r1"], resources=res)
+    # the images given, the captions not: their ids are the columns', never "the rows are read as captions"
+    message = (
+        r"scores= has shape \(20, 20\) but caption_ids= was not given, so the columns are read as the benchmark's "
+        r"100 captions in canonical order \(row i = the i-th image id, column j = the j-th caption id"
+    )
+    with pytest.raises(EvaluationError, match=message):
+        evaluate(ScoreMatrix(img @ img.T, image_ids=world.image_ids), ["coco_5k_r1"], resources=res)
 
 
 def test_numpy_integers_are_integers(world, res):

@@ -94,7 +94,7 @@ def test_cli_names_flags_where_the_library_names_keywords(world, world_evaluate,
     said = error_line(capsys, ["evaluate", "--scores", str(tmp_path / "img_cap.npy"), "--metrics", "cxc_sts_spearman"])
     assert said.endswith("needs --caption-scores (or --caption-embeddings)")
     said = error_line(capsys, ["evaluate", "--scores", str(tmp_path / "narrow.npy")])
-    assert "--caption-ids was not given, so the rows are read as" in said
+    assert "--caption-ids was not given, so the columns are read as" in said  # its columns are the captions
     for line in (said,):
         assert "caption_ids" not in line and "image_ids" not in line
     ids = tmp_path / "ids.txt"

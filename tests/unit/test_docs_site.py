@@ -205,13 +205,15 @@ def test_the_metric_names_page_holds_every_registry_metric(site):
 
 
 def test_the_python_reference_shows_the_public_api(site):
-    """Every name ``eccv_metric`` and ``eccv_metric.models`` export (their ``__all__``) is on the Python reference,
-    as rendered: a name added to the package's API without its entry on the page fails here."""
+    """Every name ``eccv_metric``, ``eccv_metric.models`` and ``eccv_metric.explore`` export (their ``__all__``) is
+    on the Python reference, as rendered: a name added to the package's API without its entry on the page fails
+    here."""
     import eccv_metric
+    import eccv_metric.explore
     import eccv_metric.models
 
     text = page_text(site, "reference/python.md")
-    public = [*eccv_metric.__all__, *eccv_metric.models.__all__, "stable_topk", "compare"]
+    public = [*eccv_metric.__all__, *eccv_metric.models.__all__, *eccv_metric.explore.__all__, "stable_topk", "compare"]
     assert len(public) >= 30
     for name in public:
         assert re.search(rf"\b{name}\b", text), f"{name} is exported but not on the Python reference"

@@ -57,7 +57,22 @@ def canonical_sha256(payload: object) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+def sealed(payload: dict, per_query: dict | None = None) -> dict:
+    """A results payload with the digests evaluate records (its numbers, its per-query values, every other field of
+    its provenance), recomputed here from their definition."""
+    numbers = {k: v for k, v in payload.items() if k != "provenance"}
+    provenance = {k: v for k, v in payload["provenance"].items() if k != "digests"}
+    digests = {"results": canonical_sha256(numbers), "provenance": canonical_sha256(provenance)}
+    if per_query is not None:
+        digests["per_query"] = canonical_sha256(per_query)
+    return {**numbers, "provenance": {**provenance, "digests": digests}}
+
+
 def write(tmp_path, payload, name="res.json"):
+    """The payload as a file; a results payload whose provenance has no digests sealed as evaluate seals it."""
+    provenance = payload.get("provenance")
+    if isinstance(provenance, dict) and "digests" not in provenance:
+        payload = sealed(payload)
     path = tmp_path / name
     path.write_text(json.dumps(payload))
     return path
@@ -296,14 +311,12 @@ def test_a_card_whose_yaml_cannot_be_read_is_one_line(tmp_path, card):
 def test_digests_tell_an_edited_file_and_another_runs_per_query_values(tmp_path):
     per_query = {"eccv_map_at_r": {"i2t": {"query_ids": [1, 2], "values": [0.04, 0.1], "aggregate": "mean"}}}
     means = {"eccv_map_at_r": {"i2t": 0.07}}
-    digests = {"results": canonical_sha256(means), "per_query": canonical_sha256(per_query)}
-    res = write(tmp_path, {**means, "provenance": {**PROVENANCE, "digests": digests}})
+    payload = sealed({**means, "provenance": PROVENANCE}, per_query)
+    res = write(tmp_path, payload)
     pq = write(tmp_path, per_query, "pq.json")
     sub = read_submission(res, per_query=pq)
     assert sub.per_query == per_query
-    edited = write(
-        tmp_path, {"eccv_map_at_r": {"i2t": 0.08}, "provenance": {**PROVENANCE, "digests": digests}}, "e.json"
-    )
+    edited = write(tmp_path, {**payload, "eccv_map_at_r": {"i2t": 0.08}}, "e.json")
     with pytest.raises(EvaluationError, match="was changed after the run: its numbers no longer match"):
         read_submission(edited)
     other = write(tmp_path, {"eccv_map_at_r": {"i2t": {"query_ids": [1, 2], "values": [0.04, 0.1]}}}, "o.json")
@@ -311,7 +324,7 @@ def test_digests_tell_an_edited_file_and_another_runs_per_query_values(tmp_path)
         EvaluationError, match=r"holds the per-query values of another run than .* \(its digest differs"
     ):
         read_submission(res, per_query=other)
-    # a results file without digests (written before them): the per-query values must give its numbers
+    # a run that wrote no per-query file (no digest of them): the per-query values given must give its numbers
     plain = write(tmp_path, {**means, "provenance": PROVENANCE}, "plain.json")
     assert read_submission(plain, per_query=other).per_query is not None
     shifted = write(tmp_path, {"eccv_map_at_r": {"i2t": {"query_ids": [1, 2], "values": [0.05, 0.1]}}}, "s.json")
@@ -320,6 +333,62 @@ def test_digests_tell_an_edited_file_and_another_runs_per_query_values(tmp_path)
     missing = write(tmp_path, {"eccv_r1": {"i2t": {"query_ids": [1], "values": [1.0]}}}, "m.json")
     with pytest.raises(EvaluationError, match="has no per-query values of eccv_map_at_r/i2t, a published number"):
         read_submission(plain, per_query=missing)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda p: p.update(model="hf:me/clip2"),  # results of me/clip re-labelled as another model's
+        lambda p: p.update(date="2027-01-01T00:00:00Z"),
+        lambda p: p["identity"].update(revision="e" * 40),
+        lambda p: p.update(data_revision="f" * 40),
+        lambda p: p.update(protocol={"name": "rerank", "rerank_k": 128, "score_rule": "itm"}),
+        lambda p: p.update(precision="fp16"),
+    ],
+)
+def test_a_relabelled_provenance_is_caught(tmp_path, change):
+    """Issue 61: the provenance's model and date were outside the digest, so an edited file was published as the
+    run of another model or day. Every field of the provenance is sealed now."""
+    payload = json.loads(json.dumps(sealed({**VALUES, "provenance": PROVENANCE})))
+    assert read_submission(write(tmp_path, payload, "sealed.json")).model_repo == "me/clip"
+    change(payload["provenance"])
+    with pytest.raises(EvaluationError) as err:
+        read_submission(write(tmp_path, payload))
+    assert str(err.value).endswith(
+        "res.json was changed after the run: its provenance (the model, its revision, the data, the date...) no "
+        "longer match the digest the run recorded; publish the file evaluate wrote (or run evaluate again)"
+    )
+
+
+def test_a_file_whose_digests_seal_no_provenance_is_run_again(tmp_path):
+    """A results file of an earlier version (digests of its numbers only) or with its digests removed: nothing
+    vouches for the model it names, so it is refused with the step that makes a sealed one."""
+    numbers = {k: v for k, v in VALUES.items()}
+    old = {**numbers, "provenance": {**PROVENANCE, "digests": {"results": canonical_sha256(numbers)}}}
+    for payload in (old, {**numbers, "provenance": {**PROVENANCE, "digests": {}}}):
+        with pytest.raises(EvaluationError, match="records no digest of its provenance") as err:
+            read_submission(write(tmp_path, payload))
+        assert str(err.value).endswith("run the same evaluate command again (cached embeddings and pair scores "
+                                       "make it a re-score) and publish the file it writes")  # fmt: skip
+
+
+def test_results_of_another_model_are_refused_unless_said(tmp_path, capsys):
+    """Issue 61: results whose provenance names hf:me/clip were published on me/clip2 with no word. Refused in one
+    line naming both; --other-model publishes them, the entries' notes naming the model that was run."""
+    path = write(tmp_path, {**VALUES, "provenance": PROVENANCE})
+    assert main(["push-results", str(path), "--model-repo", "me/clip2", "--no-details", "--dry-run"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == (
+        f"error: {path} holds the results of hf:me/clip (the model repo me/clip), not of --model-repo me/clip2: "
+        "publish them to me/clip (drop --model-repo), or give --other-model to publish them on me/clip2, the "
+        "entries' notes naming the model that was run\n"
+    )
+    assert read_submission(path, "Me/Clip").model_repo == "Me/Clip"  # the Hub's ids are case-insensitive
+    sub = read_submission(path, "me/clip2", other_model=True)
+    notes = {yaml.safe_load(text)[0]["notes"] for text in eval_files(sub, URL).values()}
+    assert notes == {"fp32, cosine similarity, model revision ffffffffffff, results of hf:me/clip, published on "
+                     "me/clip2"}  # fmt: skip
+    assert not read_submission(path, "me/clip", other_model=True).other_model  # its own repo: nothing to say
 
 
 @pytest.mark.parametrize(
@@ -354,14 +423,16 @@ def test_bad_inputs_are_one_line_in_flag_words(tmp_path, capsys, change, args, w
     assert out == "" and err.count("\n") == 1 and err.startswith("error: ") and words in err, err
 
 
-def test_a_local_build_needs_the_repo_it_was_pushed_to(tmp_path, capsys):
+def test_a_local_build_needs_the_repo_it_was_pushed_to(tmp_path):
     local = {**PROVENANCE, "data": "/home/me/eccv_caption_hf", "data_revision": None, "model": "hf:/models/clip"}
     path = write(tmp_path, {**VALUES, "provenance": local})
-    args = ["push-results", str(path), "--model-repo", "me/clip", "--dataset-repo", "me/eccv-caption", "--dry-run"]
-    assert main([*args, "--no-details"]) == 0
-    out = capsys.readouterr().out
-    assert out.startswith("not published (no task of the benchmark): coco_5k_r5/i2t, coco_5k_r5/t2i\n")
-    assert "would open a pull request on model me/clip (or add a commit to your open one, if there is one), one " \
-        "commit of 5 files:" in out  # fmt: skip
-    assert "    revision:" not in out and "/home/me" not in out and "/models/clip" not in out
-    assert "note: no dataset.revision: " in out  # a local build whose digests the results do not record
+    with pytest.raises(
+        EvaluationError, match="scored on the local folder '/home/me/eccv_caption_hf': give dataset_repo="
+    ):
+        read_submission(path, "me/clip")
+    sub = read_submission(path, "me/clip", "me/eccv-caption")
+    assert sub.left_out == ["coco_5k_r5/i2t", "coco_5k_r5/t2i"]  # registered metrics, but no task: not published
+    files = eval_files(sub, URL)
+    assert len(files) == 5 and not any("revision:" in text for text in files.values())
+    assert not any("/home/me" in text or "/models/clip" in text for text in files.values())
+    assert "no dataset.revision: " in " ".join(sub.notes)  # a local build whose digests the results do not record

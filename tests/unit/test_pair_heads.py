@@ -320,3 +320,38 @@ def test_cross_attention_projects_each_distinct_image_of_a_batch_once(kind, scor
     assert rows == [1, 3]  # one image's keys for six pairs; three images' for five
     want = expected(kind, scorer, pics, image_index, text_index)
     np.testing.assert_allclose(np.concatenate([one, mixed]), want, rtol=0, atol=ATOL * max(1.0, np.abs(want).max()))
+
+
+def test_blip_reference_lavis_cuts_captions_at_lavis_50_words(folders):
+    """reference="lavis": LAVIS's blip_caption processor (50 words, where BLIP's own evaluation cuts at 30), [ENC]
+    first as in LAVIS's compute_sim_matrix; the code it follows is named (the provenance's protocol.code)."""
+    lavis = load_model(f"hf:{folders['blip']}", device="cpu", reference="lavis")
+    enc = lavis.parts.tokenizer.convert_tokens_to_ids("[ENC]")
+    assert lavis.text_length == 50 and lavis.text_unit == "words" and lavis.code.startswith("LAVIS's")
+    ids, _ = lavis.tokenize([" ".join(["a"] * 40)]).take(np.array([0]), "cpu")
+    assert ids.shape[1] == 35 and int(ids[0, 0]) == enc  # 40 one-token words kept, then LAVIS's 35 tokens
+    assert any("LAVIS's blip_caption pre_caption" in note and "50 words" in note for note in lavis.notes)
+    assert lavis.identity != load_model(f"hf:{folders['blip']}", device="cpu").identity  # its own cache entries
+
+
+def test_bridgetower_reads_its_position_rule_positions_from_padding_idx_plus_one(scorers, folders):
+    """BridgeTower's text embeddings number a caption's tokens from padding_idx + 1 (RoBERTa's rule): with 42
+    positions and a tokenizer whose model_max_length is 42 too (pair_world's), 41 tokens fit ([PAD] = 0). A caption
+    longer than that is cut at 41 and scored as the model's own forward scores those tokens (no index out of
+    range); a text_length= above what the model reads is one error line."""
+    import torch
+
+    scorer = scorers["bridgetower"]
+    assert scorer.model.config.text_config.max_position_embeddings == 42 == scorer.parts.tokenizer.model_max_length
+    assert scorer.text_length == 41
+    pics = pictures("bridgetower", 2)
+    long = " ".join(["a very long caption"] * 8)  # 159 characters: as many tokens of the character-level tokenizer
+    tokens = scorer.tokenize([long])
+    assert tokens.lengths.tolist() == [41]
+    got = np.asarray(scorer.score_pairs(states_of(scorer, pics), np.array([0, 1]), [long, long]), np.float32)
+    ids, mask = tokens.take(np.array([0, 0]), "cpu")
+    want = oracle("bridgetower", scorer.model, torch.stack([scorer.prepare_image(im) for im in pics]), ids, mask)
+    np.testing.assert_allclose(got, want, rtol=0, atol=ATOL * max(1.0, float(np.abs(want).max())))
+    with pytest.raises(EvaluationError, match=r"text_length= 42 is above the 41 tokens its text model reads \(42 "
+                       r"positions, from padding_idx \+ 1\): give at most 41$"):  # fmt: skip
+        load_model(f"hf:{folders['bridgetower']}", device="cpu", text_length=42)

@@ -19,6 +19,7 @@ from tests.unit.model_world import caption_text
 from tests.unit.model_world import run_model
 from tests.unit.pair_answers import DotPairs
 from tests.unit.pair_answers import DotPairsWithFirst
+from tests.unit.pair_answers import FirstOnly
 from tests.unit.pair_answers import TorchPairs
 from tests.unit.pair_answers import brute_scores
 from tests.unit.pair_answers import lavis
@@ -129,6 +130,8 @@ class Widths(TextsOnly):  # images and captions embedded in spaces of different 
         ({"first_stage": Widths()}, r"^first_stage= python:.*Widths: image embeddings have 4 dimensions but caption "),
         ({"model": DotPairs(), "score_rule": "itm+itc", "protocol": "exhaustive"}, r"^score_rule= itm\+itc adds"),
         ({"save_embeddings": "x"}, r"^save_embeddings= keeps a dual encoder's embeddings"),
+        ({"save_embeddings": "x", "shard": "1/2"}, r"^shard= 1/2 computes this job's share .* drop save_embeddings="),
+        ({"first_stage": " "}, r"^first_stage= is empty: give a dual encoder spec"),
         (
             {"model": DotPairsWithFirst(), "rerank_k": 50},
             r"^rerank_k= 50 is above the gallery of coco_5k t2i \(20 items\)",
@@ -210,16 +213,6 @@ LAVIS_SAME = {  # metric -> directions LAVIS's loop decides at k = 20 in this wo
 }  # fmt: skip
 
 
-class FirstOnly:
-    """A dual encoder (a Python object): DotPairsWithFirst's first stage alone, to give as first_stage=."""
-
-    def encode_images(self, images):  # noqa: ANN001, ANN201
-        return DotPairsWithFirst().encode_images(images)
-
-    def encode_texts(self, texts):  # noqa: ANN001, ANN201
-        return DotPairsWithFirst().encode_texts(texts)
-
-
 @pytest.mark.parametrize(("rule", "given"), [("itm+itc", False), ("itm", False), ("itm", True)])
 def test_rerank_gives_lavis_numbers(world, data, tmp_path, rule, given):
     """A k=20 rerank (the t2i gallery whole, 20 of i2t's 100 captions) against LAVIS's compute_sim_matrix
@@ -235,9 +228,12 @@ def test_rerank_gives_lavis_numbers(world, data, tmp_path, rule, given):
         out = _run(model, data, world, tmp_path, benchmarks=benches, rerank_k=20, score_rule=rule, cache=False, **extra)
     deep = {str(w.message).split(" reads")[0].split(" items ")[-1] for w in caught if w.category is RerankWarning}
     assert "pmrp (i2t)" in deep and not any("t2i" in d for d in deep)
+    from eccv_metric.models.pairs.options import CANDIDATES
+    from eccv_metric.models.pairs.options import RANKING
+
     assert out.provenance["protocol"] | {"first_stage": None} == {
         "name": "rerank", "rerank_k": 20, "score_rule": rule, "coco_1k": "restrict", "first_stage": None,
-        "max_pairs": 20_000_000,
+        "max_pairs": 20_000_000, "code": None, "reference": None, "candidates": CANDIDATES, "ranking": RANKING,
     }  # fmt: skip
     assert model.pairs == len(np.unique(_candidate_pairs(world, 20)))
     i2t, t2i = lavis(brute_scores(world), _first_stage(world), 20, 20, rule)
@@ -356,7 +352,7 @@ def test_a_tiny_blip_rerank_gives_lavis_numbers(world, data, tmp_path):
     """A tiny random BLIP (from its config), its own ITC first stage, k = 20 (t2i: every image; i2t: 20 of 100
     captions), itm+itc: R@1/5/10, ECCV mAP@R / R-P (both directions) and capped PMRP (t2i) equal LAVIS's
     compute_sim_matrix re-implemented (one forward pass per query's k pairs, -100 elsewhere); the provenance records
-    BLIP's [ENC] note and its caption length."""
+    BLIP's [ENC] note, its caption length, whose code it follows and the tie rule at the k-th candidate."""
     import torch
 
     from eccv_metric import Embeddings
@@ -372,6 +368,10 @@ def test_a_tiny_blip_rerank_gives_lavis_numbers(world, data, tmp_path):
     provenance = out.provenance
     assert provenance["protocol"]["score_rule"] == "itm+itc" and provenance["protocol"]["first_stage"]["own"]
     assert any("[ENC]" in note for note in provenance["notes"]) and provenance["text_length"] == 30
+    protocol = provenance["protocol"]  # the code it follows, and the rule choosing among candidates tied at the k-th
+    assert protocol["code"].startswith("BLIP's own (salesforce/BLIP") and protocol["reference"] == "original"
+    assert "tied at the k-th, the items given first" in protocol["candidates"] and protocol["ranking"]
+    assert provenance["text_unit"] == "words" and any("torch.topk" in note for note in provenance["notes"])
     scorer = load_model(f"hf:{folder}", "cpu")
     prepared = torch.stack([scorer.prepare_image(pil(i)) for i in world.image_ids])
     texts = [caption_text(c) for c in world.caption_ids]
@@ -402,6 +402,27 @@ def test_a_tiny_blip_rerank_gives_lavis_numbers(world, data, tmp_path):
     for metric, where in same.items():
         for d in ("i2t", "t2i") if where == "both" else (where,):
             assert ours[metric][d] == (lav_i2t if d == "i2t" else lav_t2i)[metric][d], (metric, d)
+
+
+def test_keywords_a_run_does_not_use_are_said_in_a_sweep_never_refused(world, data, tmp_path):
+    """A sweep of a dual encoder and a pair scorer given score_rule= and coco_1k=: the pair scorer uses the rule,
+    the dual encoder says it ignores both (refused for a dual encoder alone: tests/unit/test_pair_cli.py), and the
+    pair scorer says coco_1k= does nothing when no benchmark reads COCO 1K's folds."""
+    from eccv_metric.models import NotUsedWarning
+    from eccv_metric.models import evaluate_models
+
+    kwargs = {"benchmarks": ["coco_5k"], "resources": world.resources(), "workers": 0, "n_resamples": 20,
+              "cache_dir": tmp_path / "cache", "score_rule": "itm", "coco_1k": "within", "rerank_k": 5}  # fmt: skip
+    with pytest.warns(NotUsedWarning) as caught:
+        runs = evaluate_models([FirstOnly(), DotPairsWithFirst()], data, **kwargs)
+    said = sorted(str(w.message) for w in caught if w.category is NotUsedWarning)
+    assert said == [
+        "coco_1k= does nothing: no benchmark asked for ranks within COCO 1K's folds",
+        "rerank_k=, score_rule=, coco_1k= do nothing: python:tests.unit.pair_answers.FirstOnly is a dual encoder, "
+        "which ranks every item by its embeddings (these are options of a model that scores pairs: its rerank, score "
+        "rule and pair batches)",
+    ]
+    assert runs[1].provenance["protocol"]["score_rule"] == "itm"
 
 
 def test_a_sweep_mixes_pair_scorers_and_dual_encoders(world, data, clip, tmp_path):

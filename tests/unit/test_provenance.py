@@ -50,7 +50,9 @@ def test_results_from_files_record_the_date_and_digests(tmp_path, capsys):
     assert before <= date <= after
     assert provenance["package"] == "eccv-caption-hf 0.2.0"
     assert provenance["partial"] is True  # push-results refuses a number of some queries only
-    assert provenance["digests"] == {"results": sha256_of(written), "per_query": sha256_of(per_query)}
+    sealed = {k: v for k, v in provenance.items() if k != "digests"}  # every field: the model, the date...
+    assert provenance["digests"] == {"results": sha256_of(written), "per_query": sha256_of(per_query),
+                                     "provenance": sha256_of(sealed)}  # fmt: skip
     assert "/" not in json.dumps({k: v for k, v in provenance.items() if k != "date"}).replace("org/clip", "")
 
 

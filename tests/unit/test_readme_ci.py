@@ -17,6 +17,8 @@ def test_the_first_command_installs_the_package_alone_and_runs_the_demo():
     first, second = _commands()
     assert first == "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && eccv-caption evaluate --demo"
     assert "chromium" in second and '".[dev,space,docs]"' in second
+    # CI's torch (the CPU build on its disk) comes before the project: the extras only ask for a range
+    assert second.index("pip install torch==2.13.0 && ") < second.index('pip install -e ".[dev,space,docs]"')
     assert second.endswith("python -m pytest -n 2 --dist loadfile")
 
 
@@ -34,3 +36,19 @@ def test_ci_runs_exactly_the_two_readme_commands_and_keeps_its_checks():
         "ruff format --check .",
     ):
         assert kept in text, kept
+
+
+def test_no_extra_a_user_installs_pins_a_release():
+    """The extras a user installs to run the package ask for ranges (a user's own torch is kept); only the
+    tooling extras of this project's tests, docs and Space may pin what they are tested with."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    tooling = {"dev", "docs", "space"}
+    assert {"models", "open_clip", "mteb", "plot"} <= set(extras)
+    for name, requirements in extras.items():
+        pinned = [r for r in requirements if "==" in r or "===" in r]
+        if name not in tooling:
+            assert not pinned, f"extra {name!r} pins {pinned}"
+    for name in ("models", "open_clip", "dev"):
+        assert "torch>=2.6" in extras[name], name

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 
@@ -26,6 +27,11 @@ def results(path, spec: str | None, value: float) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload))
     return str(path)
+
+
+def sha256(payload: object) -> str:
+    """A digest as evaluate records it, from its definition: sha256 of the JSON text, keys sorted, no spaces."""
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def board_rows(out: str) -> list[str]:
@@ -61,16 +67,12 @@ def test_two_files_of_one_model_are_told_apart_by_file_name(tmp_path, capsys):
     assert capsys.readouterr().err == f"error: --with: {folder} is a folder without results files (*.json)\n"
 
 
-def test_push_results_takes_the_folder_each_file_to_its_model(tmp_path, capsys):
+def test_push_results_takes_one_folder_for_one_folder(tmp_path, capsys):
+    """A folder of results goes with a folder of per-query files, each file to its own model (what each sends:
+    tests/integration/test_hub_results.py)."""
     folder = tmp_path / "out"
     results(folder / "0-hf_me_clip-a.json", "hf:me/clip-a", 0.5)
     results(folder / "1-hf_me_clip-b.json", "hf:me/clip-b", 0.4)
-    assert main(["push-results", str(folder), "--no-details", "--dry-run"]) == 0
-    out = capsys.readouterr().out
-    assert (
-        "would open a pull request on model me/clip-a" in out and "would open a pull request on model me/clip-b" in out
-    )
-    assert f"{folder / '0-hf_me_clip-a.json'}:\n" in out
     assert main(["push-results", str(folder), "--no-details", "--dry-run", "--model-repo", "me/x"]) == 2
     err = capsys.readouterr().err
     assert (
@@ -80,6 +82,34 @@ def test_push_results_takes_the_folder_each_file_to_its_model(tmp_path, capsys):
     per_query.write_text("{}")
     assert main(["push-results", str(folder), "--per-query", str(per_query), "--dry-run"]) == 2
     assert "give a folder for a folder of results" in capsys.readouterr().err
+
+
+def test_an_edited_file_is_refused_and_an_unsealed_name_is_said(tmp_path, capsys):
+    """Issue 61: a results file's numbers and every field of its provenance are sealed by evaluate; --with refuses
+    one changed since, and says when a row's name comes from a provenance no digest seals."""
+    path = tmp_path / "res.json"
+    results(path, "hf:me/clip", 0.5)
+    written = json.loads(path.read_text())
+    numbers = {k: v for k, v in written.items() if k != "provenance"}
+    written["provenance"]["digests"] = {"results": sha256(numbers), "provenance": sha256(written["provenance"])}
+    path.write_text(json.dumps(written))
+    assert main(["leaderboard", "--with", str(path)]) == 0
+    assert "no digest seals" not in capsys.readouterr().out
+    for change, what in ((lambda r: r["eccv_r1"].update(i2t=0.99), "numbers"),
+                         (lambda r: r["provenance"].update(model="hf:me/clip2"), "provenance")):  # fmt: skip
+        edited = json.loads(json.dumps(written))
+        change(edited)
+        path.write_text(json.dumps(edited))
+        assert main(["leaderboard", "--with", str(path)]) == 2
+        assert capsys.readouterr().err == (
+            f"error: --with: {path} was changed after the run: its {what} no longer match the digests the run "
+            "recorded; give the file evaluate wrote (or run evaluate again)\n"
+        )
+    old = results(tmp_path / "old.json", "hf:me/clip", 0.5)  # provenance without digests: an earlier version's
+    assert main(["leaderboard", "--with", old]) == 0
+    assert f"note: {old} is named by the model its provenance records (hf:me/clip), which no digest seals" in (
+        capsys.readouterr().out
+    )
 
 
 @pytest.mark.parametrize("writer", [to_csv, to_markdown])

@@ -76,9 +76,14 @@ def test_files_round_trip_and_score_as_in_memory(world, res, tmp_path, world_eva
     assert quiet(from_npz, res).means() == want.means()
     argv = ["evaluate", "--scores", str(tmp_path / "first.npy"), "--metrics", *METRICS, "--json"]
     argv += ["--rerank", f"i2t={tmp_path / 'i2t.npz'}", "--rerank", f"t2i={tmp_path / 't2i.npz'}"]
-    assert main(argv) == 0
+    assert main([*argv, "-o", str(tmp_path / "res.json")]) == 0
     out = capsys.readouterr()
     assert json.loads(out.out) == want.means()
+    provenance = json.loads((tmp_path / "res.json").read_text())["provenance"]  # what the two-stage input was
+    assert provenance["input"] == "two-stage" and "first stage's order" in provenance["ranking"]
+    assert provenance["first_stage"] == {"input": "scores", "shapes": {"image_caption": [20, 100]}, "ties": "stable"}
+    assert provenance["second_stage"] == {"i2t": {"queries": 20, "candidates_per_query": 4},
+                                          "t2i": {"queries": 100, "candidates_per_query": 4}}  # fmt: skip
     tail = [
         line for line in out.err.splitlines() if "the first stage's order past each query's reranked candidates" in line
     ]

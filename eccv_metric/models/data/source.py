@@ -242,15 +242,22 @@ class DataSource:
         return f"{bench}: {sum(missing.values()):,} of {total:,} images have no pixels ({parts})"
 
 
+def data_sources(source: DataSource) -> list[str]:
+    """The sources the data provides itself (``ground_truth``: its positives config, ``cxc_source``: its CxC
+    ratings, ``fg_source``: its FG captions): what a run takes from it unless given others."""
+    has = {
+        "ground_truth": source.has("positives"),
+        "cxc_source": source.has("cxc_ratings"),
+        "fg_source": any(source.has(f"{b}_captions") for b in ("mscoco_fg", "flickr30k_fg")),
+    }
+    return [name for name, found in has.items() if found]
+
+
 def default_resources(source: DataSource, options: ResourceOptions | None = None) -> Resources:
     """The data's own ground truth (positives), CxC ratings and FG files where it has them, unless ``options``
     name others; through the one factory (:meth:`ResourceOptions.resources`)."""
     own = str(source.data)
-    filled = (options or ResourceOptions()).filled(
-        ground_truth=own if source.has("positives") else None,
-        cxc_source=source.data if source.has("cxc_ratings") else None,
-        fg_source=source.data if any(source.has(f"{b}_captions") for b in ("mscoco_fg", "flickr30k_fg")) else None,
-    )
+    filled = (options or ResourceOptions()).filled(**{name: own for name in data_sources(source)})
     if source.token is not None and filled.ground_truth == own:  # a private Hub repo: read with its token
         filled = replace(filled, ground_truth=GroundTruth.from_dataset(source.data, source.token))
     return filled.resources()

@@ -46,6 +46,8 @@ class PairScorer(Protocol):
     ``text_length`` counts (absent: tokens). ``first_stage_note``: where ``first_stage`` is None, why (BLIP-2's
     ITC ranks by a maximum over query vectors, which no single embedding gives), for the error that asks for
     another first stage. ``head``: what its score is (e.g. "itm_score[:, 1]: the match logit of the 2-way ITM head").
+    ``references``: the values of ``reference=`` that change what it computes (BLIP's: ``original``, ``lavis``,
+    ``transformers``; absent or empty: it follows one code, and ``reference=`` does nothing).
 
     ``tensor_preprocessing`` (as an Encoder's, for ``decode="gpu"``; None where images keep their own sizes).
 

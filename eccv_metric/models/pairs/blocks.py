@@ -1,16 +1,21 @@
 """The pair stage's cache: one file per block of a pair set's raw pair-head scores, resumable and shared.
 
-An entry is a folder ``<cache root>/pairs/<sha256 of its key>/`` (the key: what changes a pair's score; see
-:func:`~eccv_metric.models.pairs.stage.block_key`) holding ``key.json`` and one ``block-<b>.npz`` per finished
-block: the block's scores (float32, one per pair, the pair set's order), the sha256 of those scores
-(:func:`~eccv_metric.models.cache.entries.array_digest`, the embedding cache's checksum) and the sha256 of the
-pairs they score (:meth:`~eccv_metric.models.pairs.pairset.PairSet.digest`). Each file is written whole to a
-temporary name and renamed (:func:`~eccv_metric.core.files.atomic_open`): a run killed mid-block leaves no
-trace of it; several processes (torchrun ranks, independent jobs, two runs at once) write their blocks side by
-side and a reader sees a whole file or none. A block is used only when both digests match (its pairs, its
-bytes), its scores are finite and one per pair; anything else is named in one
-:class:`~eccv_metric.models.cache.entries.CacheWarning` line and computed again. Raw scores are stored (the
-score rule adds the first stage's similarity afterwards), so one entry serves ``itm`` and ``itm+itc``.
+An entry is a folder ``<cache root>/pairs/<sha256 of its key>/`` (the key: what changes a pair's score and which
+pairs are scored, the pair set's own digest included; see :func:`~eccv_metric.models.pairs.stage.block_key`)
+holding ``key.json`` and one ``block-<b>.npz`` per finished block: the block's scores (float32, one per pair, the
+pair set's order), the sha256 of those scores (:func:`~eccv_metric.models.cache.entries.array_digest`, the
+embedding cache's checksum), the sha256 of the pairs they score
+(:meth:`~eccv_metric.models.pairs.pairset.PairSet.digest`), and the entry that scored them (its key's sha256) with
+the model's spec. Each file is written whole to a temporary name and renamed
+(:func:`~eccv_metric.core.files.atomic_open`): a run killed mid-block leaves no trace of it; several processes
+(torchrun ranks, independent jobs, two runs at once) write their blocks side by side and a reader sees a whole
+file or none. A block counts as present (:meth:`BlockCache.has`) when its file names this entry, and is used
+(:meth:`BlockCache.read`) only when it names this entry (a file copied from another model's entry, another first
+stage's or another pair set's, is not), both digests match (its pairs, its bytes), and its scores are finite and
+one per pair; anything else is named in one :class:`~eccv_metric.models.cache.entries.CacheWarning` line (with
+the model that scored it, where that is another) and computed again. Every selection that changes the pairs has
+an entry of its own, so two runs never discard each other's blocks. Raw scores are stored (the score rule adds
+the first stage's similarity afterwards), so one entry serves ``itm`` and ``itm+itc``.
 """
 
 from __future__ import annotations
@@ -38,10 +43,12 @@ FOLDER = "pairs"  # under the embedding cache's root
 class BlockCache:
     """The blocks of one pair set scored by one pair scorer (see the module docstring)."""
 
-    def __init__(self, key: dict, folder: CacheFolder):
+    def __init__(self, key: dict, folder: CacheFolder, model: str):
         self.expected = canonical(key)
         self.folder = folder  # the run's cache folder: every write through it (one warning if it cannot be written)
-        self.dir = folder.root / FOLDER / cache_key(key)
+        self.entry = cache_key(key)  # what each block file carries: the entry that scored it
+        self.model = model  # the pair scorer's spec, carried too (to name it where its block turns up elsewhere)
+        self.dir = folder.root / FOLDER / self.entry
         self.writable = True  # False: a file that does not match could not be removed
         self._checked = False
 
@@ -49,9 +56,17 @@ class BlockCache:
         return self.dir / f"block-{block:07d}.npz"
 
     def has(self, block: int) -> bool:
-        """Whether a file for ``block`` is there (not yet checked: :meth:`read` checks it)."""
+        """Whether a file of this entry is there for ``block`` (its pairs and bytes not yet checked: :meth:`read`
+        checks them; a file of another entry or one that cannot be read is not counted, :meth:`read` names it)."""
         self.check_key()
-        return self.path(block).is_file()
+        path = self.path(block)
+        if not path.is_file():
+            return False
+        try:
+            with np.load(path, allow_pickle=False) as stored:
+                return str(stored["entry"]) == self.entry
+        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile):
+            return False
 
     def check_key(self) -> None:
         """A folder whose ``key.json`` names another key (copied from another model or data) is warned about and
@@ -78,12 +93,16 @@ class BlockCache:
         try:
             with np.load(path, allow_pickle=False) as stored:
                 scores, digest, scored = stored["scores"], str(stored["digest"]), str(stored["pairs"])
+                entry = str(stored["entry"]) if "entry" in stored.files else None
+                model = str(stored["model"]) if "model" in stored.files else None
         except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
             self.discard(path, f"a finished block (unreadable: {type(exc).__name__})")
             return None
         why = None
-        if scored != pairs:
-            why = "the pairs this block scores (another first stage, k or items)"
+        if entry != self.entry:
+            why = self.foreign(entry, model)
+        elif scored != pairs:
+            why = "the pairs this block scores (the file of another block of this entry)"
         elif scores.dtype != np.float32 or scores.shape != (n,):
             why = f"a block of {n} scores ({scores.dtype} of shape {scores.shape})"
         elif array_digest(scores) != digest:
@@ -104,9 +123,19 @@ class BlockCache:
 
         def save() -> None:
             with atomic_open(self.path(block), "wb", encoding=None) as fout:
-                np.savez(fout, scores=scores, digest=np.array(array_digest(scores)), pairs=np.array(pairs))
+                np.savez(fout, scores=scores, digest=np.array(array_digest(scores)), pairs=np.array(pairs),
+                         entry=np.array(self.entry), model=np.array(self.model))  # fmt: skip
 
         self.folder.write(save)
+
+    def foreign(self, entry: str | None, model: str | None) -> str:
+        """Why a block file of another entry is not used, naming the model that scored it."""
+        if entry is None:
+            return "this entry (the file names no entry: a block written before blocks carried their entry)"
+        return (
+            f"this entry ({self.model}, entry {self.entry[:12]}): it holds the scores of {model or 'another model'} "
+            f"for entry {entry[:12]} (a file copied from another entry: another model, first stage or pair set)"
+        )
 
     def discard(self, path: Path, why: str) -> None:
         """Warn once that ``path`` does not match, then remove it (or, when it cannot be removed, stop writing)."""

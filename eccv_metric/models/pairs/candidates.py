@@ -58,14 +58,16 @@ def reranked_views(jobs: list[Job], coco_1k: str) -> dict[tuple[str, str | None]
     return out
 
 
-def gallery_sizes(views: dict[tuple[str, str | None], tuple[View, np.ndarray]], emb: Embeddings) -> dict[str, int]:
+def gallery_sizes(
+    views: dict[tuple[str, str | None], tuple[View, np.ndarray]], emb: Embeddings | None
+) -> dict[str, int]:
     """The smallest gallery each reranked ranking chooses its candidates in, in words: what ``rerank_k`` may not
-    exceed."""
+    exceed. ``emb``: the first stage's rows (None: the collections' items, known before any model loads)."""
     out = {}
     for (direction, within), (view, queries) in views.items():
         name = f"{view.collection.name} {direction}"
         if within is None:
-            out[name] = int(emb.n_rows(view.gallery_kind) or 0)
+            out[name] = len(view.gallery) if emb is None else int(emb.n_rows(view.gallery_kind) or 0)
         else:
             sizes = view.gallery_sizes(queries, 0)
             out[f"{name} within {within}"] = int(sizes.min()) if len(sizes) else 0

@@ -16,6 +16,7 @@ every pair.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,11 +42,12 @@ class Tally:
     blocks: int = 0
     blocks_computed: int = 0
     blocks_cached: int = 0
-    seconds: float = 0.0
+    late: int = 0  # pairs the scoring process computed after the others finished (blocks whose file failed its check)
+    seconds: float = 0.0  # the pair stage in this process: its share, the wait for the others, the blocks read and late
     every_process: bool = False  # torchrun: the rate is the run's (every rank's pairs over the stage's time)
 
     def describe(self) -> dict:
-        done = self.to_score if self.every_process else self.pairs_computed
+        done = self.to_score + self.late if self.every_process else self.pairs_computed
         rate = done / self.seconds if self.seconds > 0 and done else None
         return {
             "pairs": self.pairs,
@@ -123,12 +125,13 @@ def compute_all(sides: list[Side], stage: PairStage, workers: Workers, max_pairs
     tally.seconds = pace.seconds  # every process's share done
     if not workers.scores:
         return tally
+    late = done_late(tally)
     for side in sides:  # the scoring process: every other block from the cache, whatever is missing computed now
         rest = [b for b in range(side.pairs.n_blocks) if b not in side.done]
         fresh, again = read(side, rest)
         tally.blocks_cached += len(fresh)
         side.done.update(fresh)
-        for b, scores in stage.run(side, again, done_late(tally)):
+        for b, scores in stage.run(side, again, late):
             side.done[b] = scores
         side.scores = (
             np.concatenate([side.done[b] for b in range(side.pairs.n_blocks)])
@@ -136,6 +139,7 @@ def compute_all(sides: list[Side], stage: PairStage, workers: Workers, max_pairs
             else np.zeros(0, np.float32)
         )
         side.done.clear()
+    tally.seconds = pace.seconds  # the blocks read and scored late included
     return tally
 
 
@@ -156,11 +160,12 @@ def _size(side: Side, block: int) -> int:
     return stop - start
 
 
-def done_late(tally: Tally) -> object:
+def done_late(tally: Tally) -> Callable[[int, int], None]:
     """The ``done`` callback of blocks the scoring process computes after the others finished."""
 
     def late(block: int, pairs: int) -> None:
         tally.pairs_computed += pairs
+        tally.late += pairs
         tally.blocks_computed += 1
 
     return late

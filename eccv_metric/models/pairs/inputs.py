@@ -5,7 +5,7 @@ and so the same table, as a dual encoder's embeddings.
   :class:`eccv_metric.Reranked`: the candidates and their final scores), and one per ``coco_1k="within"`` table;
 - an exhaustive run: a :class:`~eccv_metric.inputs.matrix.ScoreMatrix` of every image x caption score;
 - CxC SITS under a rerank: :func:`rated_scores`, the final scores of the rated pairs themselves (each scored by the
-  pair scorer whatever the first stage ranks), as :class:`~eccv_metric.inputs.pairs.PairScores`.
+  pair scorer whatever the first stage ranks), as :class:`~eccv_metric.inputs.pairs.RatedPairs`.
 
 The final score: the pair head's raw score (``itm``), plus the first stage's similarity (``itm+itc``: LAVIS's
 ``score + topk_sim``, float32).
@@ -16,12 +16,11 @@ from __future__ import annotations
 import numpy as np
 
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.core.errors import preview
 from eccv_metric.core.view import Collection
 from eccv_metric.core.view import View
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.inputs.matrix import ScoreMatrix
-from eccv_metric.inputs.pairs import PairScores
+from eccv_metric.inputs.pairs import RatedPairs
 from eccv_metric.inputs.reranked import Reranked
 from eccv_metric.inputs.twostage import TwoStage
 from eccv_metric.models.pairs.candidates import Candidates
@@ -89,21 +88,10 @@ def score_matrix(
     return ScoreMatrix(matrix, pairs.image_ids, pairs.caption_ids)
 
 
-def rated_scores(collection: Collection, captions: np.ndarray, images: np.ndarray, scores: np.ndarray) -> PairScores:
+def rated_scores(collection: Collection, captions: np.ndarray, images: np.ndarray, scores: np.ndarray) -> RatedPairs:
     """CxC SITS's rated (caption, image) pairs (dense items of ``collection``) with their final scores, as the
-    engine's :class:`~eccv_metric.inputs.pairs.PairScores`: every rated pair scored by the pair scorer itself,
+    engine's :class:`~eccv_metric.inputs.pairs.RatedPairs`: every rated pair scored by the pair scorer itself,
     whatever the first stage ranks."""
-    n_images = len(collection.index("image"))
-    keys = np.asarray(captions, np.int64) * n_images + np.asarray(images, np.int64)
-    order = np.argsort(keys, kind="stable")
-    keys, values = keys[order], np.asarray(scores)[order]
-
-    def lookup(caption_ids: np.ndarray, image_ids: np.ndarray) -> np.ndarray:
-        wanted = collection.index("caption").positions(caption_ids).astype(np.int64) * n_images
-        wanted += collection.index("image").positions(image_ids)
-        at = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
-        if not len(keys) or not np.array_equal(keys[at], wanted):
-            raise EvaluationError(f"cxc_sits: rated pairs were not scored (captions {preview(caption_ids)})")
-        return values[at]
-
-    return PairScores(lookup)
+    caption_ids = collection.index("caption").ids[np.asarray(captions, np.int64)]
+    image_ids = collection.index("image").ids[np.asarray(images, np.int64)]
+    return RatedPairs(caption_ids, image_ids, np.asarray(scores), what="cxc_sits: rated pairs")

@@ -42,6 +42,22 @@ MAX_PAIRS = 20_000_000
 FOLDS = "coco_1k_folds"  # the restriction coco_1k= applies to
 
 
+# the rule choosing a rerank's candidates (models.pairs.candidates), and the ranking they make (inputs.twostage)
+CANDIDATES = (
+    "each query's k best gallery items by the first stage; among first-stage scores tied at the k-th, the items given "
+    "first (the gallery's order)"
+)
+RANKING = (
+    "the k candidates by final score (equal final scores: the gallery's order), then every other item in the first "
+    "stage's order"
+)
+CANDIDATES_NOTE = (
+    "candidates: first-stage scores tied at the k-th are broken by the gallery's order (the item given first); LAVIS's "
+    "and BLIP's own code take torch.topk's k, whose choice among tied scores is its kernel's, so where a query's "
+    "k-th score is tied the items reranked there may differ"
+)
+
+
 class RerankWarning(UserWarning):
     """A metric reads deeper than the reranked candidates: its value depends on the first stage's order there."""
 
@@ -49,19 +65,34 @@ class RerankWarning(UserWarning):
 RerankWarning.__module__ = "eccv_metric.models"
 
 
+DEFAULTS = {"rerank_k": RERANK_K, "coco_1k": "restrict", "max_pairs": MAX_PAIRS, "pair_batch_size": PAIR_BATCH_SIZE}
+
+
 @dataclass
 class PairOptions:
-    """How a pair scorer's run goes (see the module docstring); checked when made, one error naming the keyword."""
+    """How a pair scorer's run goes (see the module docstring); checked when made, one error naming the keyword.
+    A keyword left None takes its default (:data:`DEFAULTS`); :attr:`given` names those given (a keyword that does
+    nothing for a model or protocol is said to do nothing only when it was given)."""
 
     protocol: str | None = None
-    rerank_k: int = RERANK_K
+    rerank_k: int | None = None
     score_rule: str | None = None
-    coco_1k: str = "restrict"
+    coco_1k: str | None = None
     first_stage: object = None
-    max_pairs: int = MAX_PAIRS
-    pair_batch_size: int = PAIR_BATCH_SIZE
+    max_pairs: int | None = None
+    pair_batch_size: int | None = None
 
     def __post_init__(self) -> None:
+        names = ("protocol", "rerank_k", "score_rule", "coco_1k", "first_stage", "max_pairs", "pair_batch_size")
+        self.given = tuple(name for name in names if getattr(self, name) is not None)
+        for name, default in DEFAULTS.items():
+            if getattr(self, name) is None:
+                setattr(self, name, default)
+        if isinstance(self.first_stage, str) and not self.first_stage.strip():
+            raise EvaluationError(
+                "first_stage= is empty: give a dual encoder spec whose ranking is reranked (e.g. an hf: CLIP), or "
+                "leave it out to rerank the model's own first stage"
+            )
         if self.protocol is not None and self.protocol not in PROTOCOLS:
             raise EvaluationError(f"protocol= must be one of {', '.join(PROTOCOLS)}, not {self.protocol!r:.30}")
         if self.coco_1k not in COCO_1K:
@@ -97,15 +128,21 @@ class PairOptions:
         return protocol, rule
 
 
-def check_depth(jobs: list[Job], k: int, galleries: dict[str, int]) -> None:
+def check_galleries(k: int, galleries: dict[str, int]) -> None:
     """Refuse a ``rerank_k`` above a gallery it reranks (``galleries``: what each reranked ranking is, in words ->
-    its gallery size); warn (:class:`RerankWarning`, once per metric) where a metric reads deeper than ``k``."""
+    its gallery size)."""
     for what, size in galleries.items():
         if k > size:
             raise EvaluationError(
                 f"rerank_k= {k} is above the gallery of {what} ({size:,} items): give at most {size:,} (every item "
                 "reranked), or protocol= exhaustive"
             )
+
+
+def check_depth(jobs: list[Job], k: int, galleries: dict[str, int]) -> None:
+    """Refuse a ``rerank_k`` above a gallery it reranks (:func:`check_galleries`); warn (:class:`RerankWarning`,
+    once per metric) where a metric reads deeper than ``k``."""
+    check_galleries(k, galleries)
     deep: dict[str, tuple[int, list[str]]] = {}
     for job in jobs:
         kind = METRIC_KINDS[job.kind]

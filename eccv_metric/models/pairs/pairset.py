@@ -66,6 +66,16 @@ class PairSet:
         keys = np.arange(start, stop, dtype=np.int64) if self.keys is None else self.keys[start:stop]
         return keys // self.n_captions, keys % self.n_captions
 
+    def describe(self) -> dict:
+        """What identifies the whole set (its cache entry's key holds it): how many pairs, and the sha256 of the
+        items and of every pair (``every``: all pairs of the items)."""
+        h = hashlib.sha256(f"{self.n_images}x{self.n_captions}|{'every' if self.keys is None else 'keys'}|".encode())
+        h.update(np.ascontiguousarray(self.image_ids, dtype=np.int64).tobytes())
+        h.update(np.ascontiguousarray(self.caption_ids, dtype=np.int64).tobytes())
+        if self.keys is not None:
+            h.update(np.ascontiguousarray(self.keys, dtype=np.int64).tobytes())
+        return {"pairs": self.n_pairs, "sha256": h.hexdigest()}
+
     def digest(self, block: int) -> str:
         """The sha256 of the (image id, caption id) pairs a block scores: a block file holds it and is used only
         for the same pairs."""

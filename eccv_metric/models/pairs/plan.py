@@ -24,7 +24,11 @@ from eccv_metric.engine.plan import Job
 from eccv_metric.engine.plan import plan as plan_jobs
 from eccv_metric.models.data.items import ItemSet
 from eccv_metric.models.families.encoder import Encoder
+from eccv_metric.models.pairs.candidates import gallery_sizes
+from eccv_metric.models.pairs.candidates import reranked_views
 from eccv_metric.models.pairs.options import FOLDS
+from eccv_metric.models.pairs.options import PairOptions
+from eccv_metric.models.pairs.options import check_galleries
 from eccv_metric.models.plan import KIND_WORDS
 from eccv_metric.models.plan import Plan
 
@@ -77,7 +81,26 @@ def fit_pairs(plan: Plan, spec: str, first: Encoder | None, protocol: str) -> di
     if not plan.wanted:
         raise EvaluationError("no benchmark can be scored: " + "; ".join(plan.skipped.values()))
     plan.fit(Kinds(spec))  # type: ignore[arg-type]
-    return by_first
+    return {name: note for name, note in by_first.items() if name in plan.wanted}  # its items all there
+
+
+def check_rerank_k(plan: Plan, options: PairOptions) -> None:
+    """Before any model loads: a ``rerank_k=`` given above a gallery a rerank of the planned benchmarks chooses its
+    candidates in is refused (the galleries are the data's; a model that turns out not to rerank would not use it
+    either). A benchmark that cannot be planned is left to the run, which says why."""
+    if "rerank_k" not in options.given or options.protocol == "exhaustive":
+        return
+    jobs: list[Job] = []
+    for name in plan.wanted:
+        if needs_first(name) is not None:
+            continue
+        try:
+            jobs += plan_jobs([r for r in plan.request.metrics if r.benchmark.name == name], plan.resources,
+                              plan.request.directions)  # fmt: skip
+        except (EvaluationError, OSError):
+            continue
+    views = reranked_views([job for job in jobs if job.view is not None], options.coco_1k)  # type: ignore[arg-type]
+    check_galleries(options.rerank_k, gallery_sizes(views, None))  # type: ignore[arg-type]
 
 
 @dataclass

@@ -46,6 +46,8 @@ from eccv_metric.models.families.pair_scorer import PairScorer
 from eccv_metric.models.families.pair_scorer import is_pair_scorer
 from eccv_metric.models.options import ModelResults
 from eccv_metric.models.options import RunOptions
+from eccv_metric.models.options import Scored
+from eccv_metric.models.options import scoring_record
 from eccv_metric.models.pairs.blocks import BlockCache
 from eccv_metric.models.pairs.candidates import Candidates
 from eccv_metric.models.pairs.candidates import candidates
@@ -58,6 +60,9 @@ from eccv_metric.models.pairs.inputs import rated_scores
 from eccv_metric.models.pairs.inputs import rows_of
 from eccv_metric.models.pairs.inputs import score_matrix
 from eccv_metric.models.pairs.inputs import two_stage
+from eccv_metric.models.pairs.options import CANDIDATES
+from eccv_metric.models.pairs.options import CANDIDATES_NOTE
+from eccv_metric.models.pairs.options import RANKING
 from eccv_metric.models.pairs.options import check_depth
 from eccv_metric.models.pairs.pairset import PairSet
 from eccv_metric.models.pairs.plan import Group
@@ -66,6 +71,8 @@ from eccv_metric.models.pairs.plan import make_group
 from eccv_metric.models.pairs.stage import PairStage
 from eccv_metric.models.pairs.stage import Side
 from eccv_metric.models.pairs.stage import block_key
+from eccv_metric.models.pairs.unused import no_pairs
+from eccv_metric.models.pairs.unused import said_unused
 from eccv_metric.models.parallel.fill import fill
 from eccv_metric.models.parallel.world import Workers
 from eccv_metric.models.parallel.world import workers_for
@@ -120,6 +127,9 @@ def open_pairs(
     protocol, rule = options.pairs.decide(first is not None, rules, scorer.spec + (f" ({note})" if note else ""))
     by_first = fit_pairs(plan, scorer.spec, first, protocol)
     needed = protocol == "rerank" or rule == "itm+itc" or bool(by_first)
+    said_unused(scorer, options, protocol, first_stage is not None and not needed, plan)
+    if all(name in by_first for name in plan.wanted):
+        no_pairs(scorer.spec, first, plan)
     store = options.store(first, None) if first is not None and needed else None
     return PairRun(scorer, first if needed else None, store, own, protocol, rule, by_first, plan, source, options,
                    started, time.perf_counter())  # fmt: skip
@@ -169,7 +179,7 @@ def finish_pairs(run: PairRun) -> ModelResults:
     provenance = describe(run, workers, report, tally.describe())
     if not workers.scores:
         return ModelResults(Results({}), provenance, dict(plan.skipped), scored=False)
-    results = score(run, groups, sides, tables)
+    results, inputs = score(run, groups, sides, tables)
     done = time.perf_counter()
     provenance["seconds"] = round(done - run.started, 3)
     provenance["step_seconds"] = {
@@ -179,7 +189,7 @@ def finish_pairs(run: PairRun) -> ModelResults:
         "score": round(done - paired, 3),
     }
     provenance["skipped"] = plan.skipped
-    return ModelResults(results, provenance, plan.skipped)
+    return ModelResults(results, provenance, plan.skipped, inputs=inputs)
 
 
 def first_embeddings(run: PairRun, group: Group, encoded: dict[ItemSet, np.ndarray]) -> Embeddings | None:
@@ -233,27 +243,33 @@ def pair_side(
         first = None if run.first is None else {"spec": run.first.spec, "identity": run.first.identity}
         key = block_key(scorer, first, run.protocol, k, pairs, images, captions, options.batch_size,
                         options.pairs.pair_batch_size)  # fmt: skip
-        cache = BlockCache(key, options.folder)  # type: ignore[arg-type]
+        cache = BlockCache(key, options.folder, scorer.spec)  # type: ignore[arg-type]
     return Side(group.name, pairs, images, captions, cache), tables
 
 
-def score(run: PairRun, groups: list[tuple[Group, Embeddings | None]], sides: dict, tables: dict) -> Results:
+def score(
+    run: PairRun, groups: list[tuple[Group, Embeddings | None]], sides: dict, tables: dict
+) -> tuple[Results, list[Scored]]:
     """Every number: each group's benchmarks on the input that serves them (:mod:`.inputs`), one
-    :func:`~eccv_metric.api.many.evaluate_benchmarks` call each."""
+    :func:`~eccv_metric.api.many.evaluate_benchmarks` call each; and what each call scored."""
     plan, rule = run.plan, run.rule
-    parts, notes = [], []
+    parts, notes, inputs = [], [], []
 
-    def scored(source: object, names: list[str], group: Group) -> None:
+    def scored(source: object, names: list[str], group: Group, role: str = "") -> None:
         if not names:
             return
+        wanted = group.wanted(names, plan)
         with warnings.catch_warnings():  # warned below, in the model path's words (api.chance.for_model)
             warnings.simplefilter("ignore", ChanceLevelWarning)
-            out, failed = evaluate_benchmarks(source, group.wanted(names, plan), resources=plan.resources,  # type: ignore[arg-type]
+            out, failed = evaluate_benchmarks(source, wanted, resources=plan.resources,  # type: ignore[arg-type]
                                               n_resamples=plan.request.n_resamples, seed=plan.request.seed,
                                               skip_failing=plan.skip_unavailable)  # fmt: skip
         plan.skipped.update(failed)
         parts.append(out)
         notes.extend(for_model(note) for note in out.notes)
+        kept = {name: metrics for name, metrics in wanted.items() if name not in failed}
+        if kept:
+            inputs.append(Scored(f"{group.name}.{role}", source, kept, dict(group.sets)))
 
     for group, emb in groups:
         side: Side | None = sides.get(group.name)
@@ -261,23 +277,24 @@ def score(run: PairRun, groups: list[tuple[Group, Embeddings | None]], sides: di
         if side is not None and run.protocol == "exhaustive":
             job = group.jobs[0]
             collection = job.view.collection if job.view is not None else job.collection
-            scored(score_matrix(side.pairs, side.scores, rule, emb, collection), group.ranked, group)  # type: ignore[arg-type]
+            matrix = score_matrix(side.pairs, side.scores, rule, emb, collection)  # type: ignore[arg-type]
+            scored(matrix, group.ranked, group, "exhaustive")
         elif side is not None and emb is not None:
             whole = {d: c for (d, within), c in mine.items() if within is None}
             folds = {d: c for (d, within), c in mine.items() if within is not None}
             if group.ranked:
-                scored(two_stage(emb, whole, side.pairs, side.scores, rule), group.ranked, group)  # type: ignore[arg-type]
+                scored(two_stage(emb, whole, side.pairs, side.scores, rule), group.ranked, group, "rerank")  # type: ignore[arg-type]
             if group.within:
-                scored(two_stage(emb, folds, side.pairs, side.scores, rule), group.within, group)  # type: ignore[arg-type]
+                scored(two_stage(emb, folds, side.pairs, side.scores, rule), group.within, group, "within")  # type: ignore[arg-type]
             if group.rated:
-                scored(rated(group, side, emb, rule), group.rated, group)
+                scored(rated(group, side, emb, rule), group.rated, group, "rated")
         if emb is not None:
-            scored(emb, group.first, group)
+            scored(emb, group.first, group, "first")
     if not parts:
         raise EvaluationError("no benchmark could be scored: " + "; ".join(plan.skipped.values()))
     warn_chance(notes)
     merged = merge_results(parts)
-    return Results({m: dict(merged[m]) for m in merged}, list(dict.fromkeys(notes)), merged.partial)
+    return Results({m: dict(merged[m]) for m in merged}, list(dict.fromkeys(notes)), merged.partial), inputs
 
 
 def rated(group: Group, side: Side, emb: Embeddings, rule: str) -> object:
@@ -294,6 +311,7 @@ def rated(group: Group, side: Side, emb: Embeddings, rule: str) -> object:
 def describe(run: PairRun, workers: Workers, report: dict, pairs: dict) -> dict:
     """The provenance of a pair scorer's run."""
     scorer, options = run.scorer, run.options
+    rerank = run.protocol == "rerank"
     first = None
     if run.first is not None:
         first = {"spec": run.first.spec, "identity": run.first.identity, "own": run.own_first,
@@ -317,17 +335,25 @@ def describe(run: PairRun, workers: Workers, report: dict, pairs: dict) -> dict:
         "decode": options.decode,
         "protocol": {
             "name": run.protocol,
-            "rerank_k": options.pairs.rerank_k if run.protocol == "rerank" else None,
+            "rerank_k": options.pairs.rerank_k if rerank else None,
             "score_rule": run.rule,
-            "coco_1k": options.pairs.coco_1k if run.protocol == "rerank" else None,
+            "coco_1k": options.pairs.coco_1k if rerank else None,
             "first_stage": first,
             "max_pairs": options.pairs.max_pairs,
+            # whose evaluation code the pair head's inputs follow (reference=: BLIP's own, LAVIS's, the port's)
+            "code": getattr(scorer, "code", None),
+            "reference": options.reference if getattr(scorer, "references", ()) else None,
+            "candidates": CANDIDATES if rerank else None,
+            "ranking": RANKING if rerank else None,
         },
         "text_length": scorer.text_length,
-        "notes": list(scorer.notes),
+        "text_unit": getattr(scorer, "text_unit", "tokens") if scorer.text_length is not None else None,
+        "notes": list(scorer.notes) + ([CANDIDATES_NOTE] if rerank else []),
         "scored_by_first_stage": run.by_first,
         "pairs": pairs,
         "parallel": workers.describe(),
         "cache": None if options.root is None else str(options.root),
         "skipped": run.plan.skipped,
+        "scoring": scoring_record(run.plan.request),
+        "resources": options.resources_record(run.source),
     }

@@ -64,7 +64,9 @@ def block_key(
 ) -> dict:  # fmt: skip
     """What changes a pair's raw score (the key of a pair set's cache entry): the scorer's identity,
     preprocessing, caption length, precision and device type, the items, the batching (float rounding), the
-    block size; and what chose the pairs (protocol, first stage, k: each block also checks its own pairs)."""
+    block size; and which pairs are scored: the pair set itself (its digest: every selection that changes it, the
+    benchmarks and their queries, ``coco_1k``, CxC SITS's rated pairs, has an entry of its own) and what chose it
+    (protocol, first stage, k). Each block also checks its own pairs."""
     return {
         "scorer": scorer.identity,
         "image_preprocessing": scorer.image_preprocessing,
@@ -77,6 +79,7 @@ def block_key(
         "batch_size": batch_size,
         "pair_batch_size": pair_batch_size,
         "pairs_per_block": pairs.block_size,
+        "pair_set": pairs.describe(),
         "protocol": protocol,
         "first_stage": first,
         "rerank_k": k,

@@ -18,14 +18,20 @@ the shared cache as they finish.
   folder): job ``i`` does the blocks of rank ``i - 1`` of ``N`` and stops, saying so; a later run without a shard
   reads what every job wrote, computes whatever is missing and scores: the numbers of one process.
 
-Every mode needs the cache (the processes meet there). The barrier waits :data:`TIMEOUT` at most (a rank may
-finish hours after another); ``ECCV_CAPTION_DIST_TIMEOUT`` (seconds) changes it.
+Every mode needs the cache (the processes meet there). Joining: a rank started here waits for every other rank
+of ``WORLD_SIZE`` to join (torch's ``env://`` rendezvous at ``MASTER_ADDR:MASTER_PORT``, then each rank's key in
+its store) for :data:`JOIN_TIMEOUT` at most (``ECCV_CAPTION_JOIN_TIMEOUT``, seconds), saying so on stderr once it
+has waited :data:`JOIN_NOTICE` seconds; past it, one error naming the ranks missing (a job script exporting
+torchrun's variables for one process, a node that never came up). The barriers wait :data:`TIMEOUT` at most (a
+rank may finish hours after another); ``ECCV_CAPTION_DIST_TIMEOUT`` (seconds) changes it.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import sys
+import threading
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -33,6 +39,12 @@ from eccv_metric.core.errors import EvaluationError
 
 TIMEOUT = timedelta(hours=48)
 TIMEOUT_ENV = "ECCV_CAPTION_DIST_TIMEOUT"
+# ranks started together (torchrun) reach the join within their model loads' difference, seconds to minutes; a
+# rank missing for 10 minutes is more likely absent than slow (a longer wait: ECCV_CAPTION_JOIN_TIMEOUT)
+JOIN_TIMEOUT = timedelta(minutes=10)
+JOIN_ENV = "ECCV_CAPTION_JOIN_TIMEOUT"
+JOIN_NOTICE = 5.0  # seconds a rank waits for the others before it says so
+JOIN_KEY = "eccv_caption/joined"
 
 
 @dataclass(frozen=True)
@@ -157,9 +169,46 @@ def workers_for(shard: object, device: str | None) -> Workers:
         import torch
 
         torch.cuda.set_device(torch.device(device))
-    dist.init_process_group(backend, timeout=timeout())
+    store, rank, size = join()
+    store.set_timeout(timeout())
+    dist.init_process_group(backend, store=dist.PrefixStore("default_pg", store), rank=rank, world_size=size,
+                            timeout=timeout())  # fmt: skip
     atexit.register(close_group)  # one group for every run of the process (a sweep's models), closed at its end
     return Workers(dist.get_rank(), dist.get_world_size(), "torchrun", local, backend)
+
+
+def join() -> tuple[object, int, int]:
+    """Every rank of ``WORLD_SIZE`` met (see the module docstring): (the rendezvous store, this rank, the world
+    size), or one error after :func:`join_timeout`."""
+    import torch.distributed as dist
+
+    wait = join_timeout()
+    rank, size = os.environ.get("RANK", "?"), os.environ.get("WORLD_SIZE", "?")
+    where = f"{os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT', '?')}"
+    limit = f"{wait.total_seconds():g} s ({JOIN_ENV} sets the seconds)"
+    notice = threading.Timer(JOIN_NOTICE, lambda: print(
+        f"rank {rank} of {size}: waiting for the other ranks to join at {where}, up to {limit}", file=sys.stderr,
+        flush=True))  # fmt: skip
+    notice.daemon = True
+    notice.start()
+    try:
+        store, rank_, size_ = next(dist.rendezvous("env://", timeout=wait))
+        store.set(f"{JOIN_KEY}/{rank_}", "1")
+        store.wait([f"{JOIN_KEY}/{r}" for r in range(size_)], wait)
+    except ValueError as exc:  # env:// without MASTER_ADDR / MASTER_PORT
+        raise EvaluationError(
+            f"RANK={rank} WORLD_SIZE={size} name rank {rank} of {size} processes, but {exc}: start the ranks with "
+            "torchrun (it sets them), or unset WORLD_SIZE to run one process"
+        ) from None
+    except RuntimeError as exc:  # torch's store timed out (DistStoreError) or could not reach the address
+        raise EvaluationError(
+            f"rank {rank} of {size}: the other ranks did not join at {where} within {limit}: start every rank "
+            f"(torchrun --nproc_per_node {size} starts them together), or unset WORLD_SIZE to run one process "
+            f"({type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''})"
+        ) from None
+    finally:
+        notice.cancel()
+    return store, rank_, size_
 
 
 def close_group() -> None:
@@ -172,10 +221,23 @@ def close_group() -> None:
 
 def timeout() -> timedelta:
     """How long a rank waits for the others at the barrier (:data:`TIMEOUT`, or ``ECCV_CAPTION_DIST_TIMEOUT``)."""
-    given = os.environ.get(TIMEOUT_ENV, "").strip()
+    return seconds_of(TIMEOUT_ENV, TIMEOUT, "the seconds a rank waits for the others at a barrier")
+
+
+def join_timeout() -> timedelta:
+    """How long a rank waits for the others to join (:data:`JOIN_TIMEOUT`, or ``ECCV_CAPTION_JOIN_TIMEOUT``)."""
+    return seconds_of(JOIN_ENV, JOIN_TIMEOUT, "the seconds a rank waits for the others to join")
+
+
+def seconds_of(name: str, default: timedelta, what: str) -> timedelta:
+    """The environment variable ``name`` as a positive number of seconds (unset: ``default``)."""
+    given = os.environ.get(name, "").strip()
     if not given:
-        return TIMEOUT
+        return default
     try:
-        return timedelta(seconds=float(given))
+        value = float(given)
     except ValueError:
-        raise EvaluationError(f"{TIMEOUT_ENV}={given!r:.20}: give the seconds a rank waits for the others") from None
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise EvaluationError(f"{name}={given!r:.20}: give {what} (a positive number)")
+    return timedelta(seconds=value)

@@ -39,7 +39,7 @@ from eccv_metric.models.families.torchutil import Loading
 from eccv_metric.models.families.torchutil import pinned
 from eccv_metric.models.families.torchutil import to_device
 
-REFERENCES = ("original", "transformers")  # whose code an adapter follows where the two differ
+REFERENCES = ("original", "lavis", "transformers")  # whose code an adapter follows where the two differ
 
 
 @dataclass(frozen=True)
@@ -126,16 +126,40 @@ def load_parts(
     )  # fmt: skip
 
 
-def token_limit(parts: Parts, default: int | None) -> int | None:
-    """The tokens a caption keeps by default: ``default`` (the model's own evaluation code's), capped by what the
-    text model can read (its ``max_position_embeddings``) and the tokenizer's ``model_max_length``."""
+def token_limit(parts: Parts, default: int | None, given: int | None = None) -> int | None:
+    """The tokens a caption keeps: ``given`` (``text_length=`` in tokens; refused above what the text model can
+    read), else ``default`` (the model's own evaluation code's), capped by what the text model can read and the
+    tokenizer's ``model_max_length``. What the text model reads: its ``max_position_embeddings`` less the first
+    position id its own rule gives (:func:`first_position`: RoBERTa-style models, BridgeTower's, start at
+    ``padding_idx + 1``)."""
     config = parts.model.config
-    limits = [default, getattr(parts.tokenizer, "model_max_length", None)]
     texts = [getattr(config, part, None) for part in ("qformer_config", "text_config")]  # BLIP-2's text: its Q-Former
+    positions = None
     for text in [t for t in texts if t is not None][:1] or [config]:  # one config (ViLT's: the model's)
-        limits.append(getattr(text, "max_position_embeddings", None))
+        positions = getattr(text, "max_position_embeddings", None)
+    readable = positions - first_position(parts.model) if isinstance(positions, int) and positions > 0 else None
+    if given is not None:
+        if readable is not None and given > readable:
+            raise EvaluationError(
+                f"{parts.spec}: text_length= {given} is above the {readable} tokens its text model reads "
+                f"({positions} positions{', from padding_idx + 1' if readable < positions else ''}): give at most "
+                f"{readable}"
+            )
+        return given
+    limits = [default, getattr(parts.tokenizer, "model_max_length", None), readable]
     known = [int(x) for x in limits if isinstance(x, (int, float)) and 0 < x < 1_000_000]
     return min(known) if known else None
+
+
+def first_position(model: Any) -> int:
+    """The first position id the model's text embeddings give a caption's first token: ``padding_idx + 1`` where
+    they make position ids from the input ids as RoBERTa does (``create_position_ids_from_input_ids``: padding
+    keeps ``padding_idx``, the tokens count from ``padding_idx + 1``), else 0."""
+    for module in model.modules():
+        padding = getattr(module, "padding_idx", None)
+        if callable(getattr(module, "create_position_ids_from_input_ids", None)) and isinstance(padding, int):
+            return padding + 1
+    return 0
 
 
 class HFPairScorer:
@@ -145,6 +169,8 @@ class HFPairScorer:
 
     score_rules: tuple[str, ...]
     text: TextRule
+    references: tuple[str, ...] = ()  # the reference= values it tells apart (PairScorer); BLIP's and BLIP-2's: all
+    code: str | None = None  # whose evaluation code its inputs follow, in words (BLIP's, LAVIS's, the port's)
 
     def __init__(
         self, parts: Parts, text: TextRule, head: str, notes: tuple[str, ...], prepare_image: Any = None,

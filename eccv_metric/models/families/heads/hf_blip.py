@@ -11,7 +11,9 @@ first token and ``text_proj`` of the caption's ``[CLS]`` output, both L2-normali
 ``BlipForImageTextRetrieval(use_itm_head=False)`` computes (its ``itm_score``), without a temperature.
 
 Where the transformers port differs from BLIP's own code (salesforce/BLIP ``train_retrieval.py``, ``models/blip.py``),
-this adapter follows the original (``reference="original"``, the default; ``"transformers"`` follows the port):
+this adapter follows the original (``reference="original"``, the default; ``"lavis"`` follows LAVIS's
+``compute_sim_matrix`` and its ``blip_caption`` processor, the same but for captions cut at 50 words;
+``"transformers"`` follows the port):
 
 - the ITM pass puts ``[ENC]`` first (``text_ids[:, 0] = tokenizer.enc_token_id``); the port feeds the tokenizer's
   ``[CLS]`` (transformers issues #22732, #25629). The ITC text encoder reads ``[CLS]`` in both. ``[ENC]`` is the
@@ -46,6 +48,7 @@ import numpy as np
 
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.models.families.encoder import FunctionEncoder
+from eccv_metric.models.families.heads.hf_base import REFERENCES
 from eccv_metric.models.families.heads.hf_base import HFPairScorer
 from eccv_metric.models.families.heads.hf_base import Parts
 from eccv_metric.models.families.heads.hf_base import TextRule
@@ -62,6 +65,10 @@ BLIP2 = "Blip2ForImageTextRetrieval"
 BLIP_WORDS = 30  # salesforce/BLIP coco_karpathy_retrieval_eval(max_words=30)
 LAVIS_WORDS = 50  # LAVIS BlipCaptionProcessor(max_words=50), BLIP-2's evaluation
 TOKENS = 35  # max_length=35 in BLIP's train_retrieval.py evaluation and LAVIS's compute_sim_matrix
+# whose evaluation code an adapter's inputs follow (the provenance's protocol.code), by reference=
+BLIP_CODE = "BLIP's own (salesforce/BLIP train_retrieval.py evaluation)"
+LAVIS_CODE = "LAVIS's (salesforce/LAVIS compute_sim_matrix, blip_caption processor)"
+PORT_CODE = "the transformers port's"
 BLIP_HEAD = "itm_head(text_encoder(caption, cross-attending the image)[:, 0])[:, 1]: the match logit"
 BLIP2_HEAD = "itm_head(Q-Former(queries + caption, cross-attending the image)[:, :32]).mean(queries)[:, 1]"
 NO_FIRST_STAGE = (
@@ -73,19 +80,25 @@ NO_FIRST_STAGE = (
 def load_blip(name: str, spec: str, options: LoadOptions, at: Loading, commit: str | None, forced: bool) -> BlipScorer:
     reads = ("vision_model.", "text_encoder.", "vision_proj.", "text_proj.", "itm_head.")
     parts = load_parts(name, spec, options, at, commit, BLIP, reads, forced)
-    if options.reference == "original":
+    if options.reference in ("original", "lavis"):
+        lavis = options.reference == "lavis"
         enc, tokens = enc_token_id(parts), token_limit(parts, TOKENS)
-        itm = TextRule(options.text_length or BLIP_WORDS, tokens, enc, "[ENC]")
+        itm = TextRule(options.text_length or (LAVIS_WORDS if lavis else BLIP_WORDS), tokens, enc, "[ENC]")
+        whose = "LAVIS's blip_caption" if lavis else "BLIP's"
         notes = (
-            "BLIP ITM reads [ENC] first, as BLIP's own code does (the transformers port feeds [CLS]: "
-            "transformers #22732, #25629); ITC reads [CLS]",
-            f"captions: BLIP's pre_caption (lower case, .!\"()*#:;~ removed) cut at {itm.words} words "
-            f"(BLIP's retrieval evaluation: 30; LAVIS: 50), then at {tokens} tokens",
+            "BLIP ITM reads [ENC] first, as BLIP's own code and LAVIS's compute_sim_matrix do (the transformers port "
+            "feeds [CLS]: transformers #22732, #25629); ITC reads [CLS]",
+            f'captions: {whose} pre_caption (lower case, .!"()*#:;~ removed) cut at {itm.words} words '
+            f"(BLIP's own retrieval evaluation: 30; LAVIS's: 50), then at {tokens} tokens",
         )
+        code = LAVIS_CODE if lavis else BLIP_CODE
     else:
-        itm = TextRule(None, options.text_length or token_limit(parts, None))
+        itm = TextRule(None, token_limit(parts, None, options.text_length))
         notes = ("BLIP ITM reads [CLS] first, as the transformers port does (BLIP's own code reads [ENC])",)
-    return BlipScorer(parts, itm, TextRule(itm.words, itm.tokens), notes)
+        code = PORT_CODE
+    scorer = BlipScorer(parts, itm, TextRule(itm.words, itm.tokens), notes)
+    scorer.code = code
+    return scorer
 
 
 def load_blip2(
@@ -93,16 +106,20 @@ def load_blip2(
 ) -> Blip2Scorer:
     reads = ("vision_model.", "query_tokens", "embeddings.", "qformer.", "itm_head.")
     parts = load_parts(name, spec, options, at, commit, BLIP2, reads, forced)
-    if options.reference == "original":
+    if options.reference in ("original", "lavis"):  # BLIP-2's own code is LAVIS's
         text = TextRule(options.text_length or LAVIS_WORDS, token_limit(parts, TOKENS))
         notes = (
             f"captions: LAVIS's pre_caption (lower case, .!\"()*#:;~ removed) cut at {text.words} words, then "
             f"at {text.tokens} tokens, as BLIP-2's evaluation (LAVIS compute_sim_matrix) does",
         )
+        code = LAVIS_CODE
     else:
-        text = TextRule(None, options.text_length or token_limit(parts, None))
+        text = TextRule(None, token_limit(parts, None, options.text_length))
         notes = ("captions tokenised as the transformers processor does (no pre_caption)",)
-    return Blip2Scorer(parts, text, BLIP2_HEAD, notes, first_stage_note=NO_FIRST_STAGE)
+        code = PORT_CODE
+    scorer = Blip2Scorer(parts, text, BLIP2_HEAD, notes, first_stage_note=NO_FIRST_STAGE)
+    scorer.code = code
+    return scorer
 
 
 def enc_token_id(parts: Parts) -> int:
@@ -124,6 +141,8 @@ def enc_token_id(parts: Parts) -> int:
 
 class BlipScorer(HFPairScorer):
     """BLIP's ITM head over cached vision states, with its ITC head as ``first_stage`` (module docstring)."""
+
+    references = REFERENCES
 
     def __init__(self, parts: Parts, itm: TextRule, itc: TextRule, notes: tuple[str, ...]):
         super().__init__(parts, itm, BLIP_HEAD, notes)
@@ -163,6 +182,8 @@ def itc_encoder(scorer: BlipScorer, text: TextRule) -> FunctionEncoder:
 
 class Blip2Scorer(HFPairScorer):
     """BLIP-2's ITM head (the Q-Former with its queries and the caption) over cached vision states."""
+
+    references = REFERENCES
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)

@@ -48,7 +48,7 @@ def load_bridgetower(
     name: str, spec: str, options: LoadOptions, at: Loading, commit: str | None, forced: bool
 ) -> BridgeTowerScorer:
     parts = load_parts(name, spec, options, at, commit, BRIDGETOWER, ("bridgetower.", "itm_score."), forced)
-    text = TextRule(None, options.text_length or token_limit(parts, TOKENS))
+    text = TextRule(None, token_limit(parts, TOKENS, options.text_length))
     notes = [f"captions as they are, cut at {text.tokens} tokens (BridgeTower's pre-training max_text_len: 50)"]
     if not getattr(parts.model.config.vision_config, "share_layernorm", True):
         notes.append("share_layernorm false: ln_post before every bridge, as the transformers port does")

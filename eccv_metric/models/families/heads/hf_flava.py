@@ -47,7 +47,7 @@ def load_flava(
     name: str, spec: str, options: LoadOptions, at: Loading, commit: str | None, forced: bool
 ) -> FlavaScorer:
     parts = load_parts(name, spec, options, at, commit, FLAVA, READS, forced)
-    text = TextRule(None, options.text_length or token_limit(parts, TOKENS))
+    text = TextRule(None, token_limit(parts, TOKENS, options.text_length))
     notes = (f"captions as they are, cut at {text.tokens} tokens (an assumed length: see the adapter)",)
     return FlavaScorer(parts, text, HEAD, notes)
 

@@ -49,7 +49,7 @@ SEED = 0  # the random stream visual_embed draws its patch order (and, where it 
 
 def load_vilt(name: str, spec: str, options: LoadOptions, at: Loading, commit: str | None, forced: bool) -> Any:
     parts = load_parts(name, spec, options, at, commit, VILT, ("vilt.", "rank_output."), forced)
-    text = TextRule(None, options.text_length or token_limit(parts, TOKENS))
+    text = TextRule(None, token_limit(parts, TOKENS, options.text_length))
     notes = [
         f"captions as they are, cut at {text.tokens} tokens (ViLT's max_text_len: 40)",
         "visual_embed's random patch order (torch.multinomial) drawn under a fixed seed and put back in raster "

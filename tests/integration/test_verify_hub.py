@@ -1,0 +1,338 @@
+"""``verify --from-hub``: two tiny models (a dual encoder, tests/unit/model_world.py's CLIP, and a pair scorer,
+tests/unit/pair_world.py's BLIP reranking its own ITC) run on the synthetic world's benchmark, pushed to the fake Hub
+with their evidence (large files through the LFS batch API, as huggingface_hub sends them), every entry recomputed
+equal; then each way a published number can be wrong, caught and named in one line, never equal: a forged value,
+an embedding row changed (its manifest left, or forged too), evidence of another dtype, shape or item order, a file
+missing, a ground truth at another revision, no network; ``--reencode 50`` passes for the model that made the
+evidence and fails for the same architecture with another seed; the verify page's Hub lines run as written.
+In-process (``main([...])``, the fake Hub in a thread; tests/integration/hub_client.py points huggingface_hub at
+it)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+
+import numpy as np
+import pytest
+import yaml
+from huggingface_hub import CommitOperationAdd
+from huggingface_hub import HfApi
+
+from eccv_metric.cli.main import main
+from eccv_metric.core.provenance import json_digest
+from tests.docs_blocks import DOCS
+from tests.docs_blocks import bash_lines
+from tests.docs_blocks import cli_calls
+from tests.integration.fake_hub import FakeHub
+from tests.integration.fake_hub_store import FAKE_COMMIT
+from tests.integration.hub_client import offline
+from tests.integration.hub_client import point_at
+from tests.unit.bench_world import write_benchmark
+from tests.unit.model_world import tiny_clip
+from tests.unit.world import make_world
+
+TOKENS = {"hf_me": ("me", True)}
+EMB = "evidence/coco_5k/image_embeddings.npy"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The world's benchmark folder, the two models, and each model's run: results, per-query values, evidence."""
+    from tests.unit.pair_world import tiny_blip
+
+    root = tmp_path_factory.mktemp("verify")
+    world = make_world(root / "world")
+    data = write_benchmark(world, root / "data")
+    models = {"clip": tiny_clip(root / "clip"), "blip": tiny_blip(root / "blip")}
+    out = {"data": data, "models": models}
+    for name, folder in models.items():
+        run = root / f"run_{name}"
+        args = ["evaluate", "--model", f"hf:{folder}", "--data", str(data), "--benchmarks", "eccv_caption", "eccv",
+                "--workers", "0", "--cache-dir", str(root / "cache"), "-q", "--n-resamples", "20"]  # fmt: skip
+        args += ["--rerank-k", "8"] if name == "blip" else []
+        files = [str(run / n) for n in ("r.json", "pq.json", "ev")]
+        assert main([*args, "-o", files[0], "--per-query", files[1], "--evidence", files[2]]) == 0
+        out[name] = files
+    return out
+
+
+@pytest.fixture()
+def hub(runs, tmp_path, monkeypatch, capsys):
+    """The fake Hub holding the benchmark me/world and the model repos me/clip, me/blip; each model's results
+    pushed (--direct) with their evidence; this process's huggingface_hub pointed at it."""
+    repos = {}
+    for name in ("clip", "blip"):
+        repos[f"me/{name}"] = tmp_path / "repos" / name
+        repos[f"me/{name}"].mkdir(parents=True)
+        (repos[f"me/{name}"] / "README.md").write_text(f"# {name}\n")
+    datasets = {"me/world": runs["data"]}
+    with FakeHub({}, models=repos, datasets=datasets, tokens=TOKENS, allow_listed={"me/world"}) as fake:
+        point_at(fake, tmp_path / "home", monkeypatch)
+        fake.home = tmp_path / "home"
+        for name in ("clip", "blip"):
+            res, pq, _ = runs[name]
+            push = ["push-results", res, "--per-query", pq, "--dataset-repo", "me/world", "--direct", "-q"]
+            assert main([*push, "--model-repo", f"me/{name}"]) == 0
+        capsys.readouterr()
+        yield fake
+
+
+def verify(hub, capsys, *args: str, model: str = "me/clip") -> tuple[int, list[str], str]:
+    """``verify --from-hub``: exit status, stdout lines, stderr."""
+    code = main(["verify", "--from-hub", model, "--dataset-repo", "me/world", "-q", *args])
+    printed = capsys.readouterr()
+    return code, printed.out.splitlines(), printed.err
+
+
+def tree_of(hub, repo: str) -> dict[str, bytes]:
+    """The files of a repo's last commit (the fake Hub's record of it)."""
+    return [c for c in hub.store.commits if c["repo"] == repo][-1]["tree"]
+
+
+def republish(hub, details: dict[str, bytes], entries: dict[str, bytes]) -> None:
+    """A forger's commits: ``details`` to the details repo, then the model's files ``entries`` (their source.url
+    naming that commit) as the model repo's new head."""
+    shas = {}
+    for repo, files in (("me/details_me__clip", details), ("me/clip", entries)):
+        first = [c for c in hub.store.commits if c["repo"] == repo][0]
+        if repo == "me/clip":
+            files = {p: d.replace(shas["me/details_me__clip"][0].encode(), shas["me/details_me__clip"][1].encode())
+                     for p, d in files.items()}  # fmt: skip
+        sha = hashlib.sha1(repr((repo, len(hub.store.commits), sorted(files.items()))).encode()).hexdigest()
+        hub.store.commits.append({**first, "sha": sha, "tree": dict(files)})
+        shas[repo] = (first["sha"], sha)
+    folder = hub.store.repos[("models", "me/clip")]  # main: the model repo's folder and head, as a commit leaves them
+    for path in [p for p in folder.rglob("*") if p.is_file()]:
+        path.unlink()
+    for path, data in entries.items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_bytes(data.replace(shas["me/details_me__clip"][0].encode(),
+                                                 shas["me/details_me__clip"][1].encode()))  # fmt: skip
+    hub.store.heads[("models", "me/clip")] = shas["me/clip"][1]
+
+
+def npy(data: bytes) -> np.ndarray:
+    return np.load(io.BytesIO(data))
+
+
+def npy_bytes(values: np.ndarray) -> bytes:
+    out = io.BytesIO()
+    np.save(out, values)
+    return out.getvalue()
+
+
+def forge_manifest(tree: dict[str, bytes], path: str) -> None:
+    """The manifest's record of ``path`` (and the details' digest of the manifest) made to match its new bytes, as a
+    forger would."""
+    manifest = json.loads(tree["evidence/evidence.json"])
+    values = npy(tree[path])
+    record = manifest["files"][path.removeprefix("evidence/")]
+    record.update(dtype=str(values.dtype), shape=list(values.shape), sha256=hashlib.sha256(tree[path]).hexdigest(),
+                  bytes=len(tree[path]))  # fmt: skip
+    tree["evidence/evidence.json"] = json.dumps(manifest).encode()
+    summary = json.loads(tree["results.json"])
+    summary["provenance"]["digests"]["evidence"] = json_digest(manifest)
+    tree["results.json"] = json.dumps(summary).encode()
+
+
+def test_both_models_are_recomputed_equal_from_their_published_evidence(hub, runs, capsys):
+    for model in ("me/clip", "me/blip"):
+        code, lines, err = verify(hub, capsys, model=model)
+        assert code == 0, (lines, err)
+        assert lines[0].startswith(f"{model} on me/world: evidence from {model.replace('me/', 'me/details_me__')}@")
+        assert len(lines) == 14 and lines[-1] == "12 numbers: 12 equal"
+        assert all(" equal (" in line for line in lines[1:-1]), lines
+    tree = tree_of(hub, "me/details_me__blip")
+    manifest = json.loads(tree["evidence/evidence.json"])
+    assert [(e["name"], e["kind"]) for e in manifest["inputs"]] == [("coco_5k.rerank", "twostage")]
+    assert {f"evidence/{p}" for p in manifest["files"]} <= set(tree)
+    uploads = [path for method, path, _ in hub.log if method == "POST" and path.endswith(".git/info/lfs/objects/batch")]
+    assert "/datasets/me/details_me__clip.git/info/lfs/objects/batch" in uploads  # the evidence went through LFS
+    card = tree_of(hub, "me/details_me__clip")["README.md"].decode()
+    assert "`eccv-caption verify --from-hub me/clip --dataset-repo me/world`" in card
+    res, pq, _ = runs["clip"]  # the dry run lists the evidence as the details commit sends it
+    push = ["push-results", res, "--per-query", pq, "--dataset-repo", "me/world", "--model-repo", "me/clip",
+            "--direct", "--details-repo", "me/fresh"]  # fmt: skip
+    assert main([*push, "--dry-run"]) == 0
+    said = capsys.readouterr().out
+    assert main(push) == 0
+    sent = [c for c in hub.store.commits if c["repo"] == "me/fresh"][-1]["files"]
+    listing = said.split(
+        "would create and commit to dataset me/fresh, one commit of the per-query values behind the "
+        "numbers and the evidence (5,312 bytes): 19 added\n"
+    )[1].split("\n---")[0]
+    assert sorted(line.split()[1] for line in listing.splitlines()) == sorted(sent)
+    assert "evidence/evidence.json" in sent and "  add evidence/coco_5k/image_embeddings.npy (768 bytes)" in listing
+
+
+def test_a_forged_or_damaged_entry_is_named_never_equal(hub, runs, capsys, monkeypatch):
+    pristine, published = dict(tree_of(hub, "me/details_me__clip")), dict(tree_of(hub, "me/clip"))
+    emb = npy(pristine[EMB])
+
+    def caught(words: str, details: dict, entries: dict | None = None, status: str = "not recomputable") -> None:
+        republish(hub, details, entries or published)
+        done, lines, err = verify(hub, capsys)
+        assert done == 1, (lines, err)
+        assert lines[-1] != "12 numbers: 12 equal" and any(status in line and words in line for line in lines), lines
+
+    entry = ".eval_results/me--world--eccv_r1_t2i.yaml"
+    item = yaml.safe_load(published[entry])
+    item[0]["value"] += 5.0
+    caught("recomputed 8.333333333333332 (-5)", pristine, {**published, entry: yaml.safe_dump(item).encode()},
+           status="differs")  # fmt: skip
+    changed = emb.copy()
+    changed[3] = -changed[3]
+    caught("evidence/coco_5k/image_embeddings.npy is not the file the run wrote", {**pristine, EMB: npy_bytes(changed)})
+    forged = {**pristine, EMB: npy_bytes(changed)}
+    forge_manifest(forged, EMB)
+    caught("per-query values differ", forged, status="differs")
+    caught("holds float64, evidence.json records float32 (dtype)", {**pristine, EMB: npy_bytes(emb.astype(np.float64))})
+    caught("has shape (19, 8), evidence.json records (20, 8) (shape)", {**pristine, EMB: npy_bytes(emb[1:])})
+    ids = "evidence/coco_5k/image_ids.npy"
+    reordered = {**pristine, EMB: npy_bytes(emb[::-1].copy()), ids: npy_bytes(npy(pristine[ids])[::-1].copy())}
+    forge_manifest(reordered, EMB)
+    forge_manifest(reordered, ids)
+    caught("image_ids are not in the benchmark's item order", reordered)
+    missing = {p: d for p, d in pristine.items() if p != "evidence/coco_5k/caption_embeddings.npy"}
+    caught("evidence/coco_5k/caption_embeddings.npy is missing", missing)
+    moved = {p: d.replace(FAKE_COMMIT.encode(), b"f" * 40) for p, d in published.items()}
+    caught(f"names me/world at revision {'f' * 40}, its evidence was scored at {FAKE_COMMIT}", pristine, moved)
+    offline(monkeypatch)
+    done, lines, err = verify(hub, capsys)
+    assert done == 2 and lines == [] and err.count("\n") == 1, err
+    assert err.startswith("error: verify --from-hub me/clip failed: could not reach the Hub at http://127.0.0.1:")
+    assert err.rstrip().endswith("(and HF_ENDPOINT, HF_HUB_OFFLINE), then run verify again")
+
+
+def test_the_verify_pages_hub_lines_run_on_the_fake_hub(hub, runs, capsys):
+    """docs/guides/verify.md's ``--from-hub`` lines as written, its repos named as here: every number equal, the
+    model that made the evidence within the tolerance (--reencode 50)."""
+    names = {"hf:you/your-clip": f"hf:{runs['models']['clip']}", "you/your-clip": "me/clip",
+             "you/eccv-caption": "me/world"}  # fmt: skip
+    lines = [line for line in bash_lines((DOCS / "guides" / "verify.md").read_text()) if "--from-hub" in line]
+    assert len(lines) == 2
+    for line in lines:
+        for name, here in names.items():
+            line = line.replace(name, here)
+        (argv,) = cli_calls(line)
+        assert main(argv) == 0, capsys.readouterr()
+        printed = capsys.readouterr().out.splitlines()
+        assert printed[-1].startswith("12 numbers: 12 equal"), printed
+    assert "reencode coco_5k images: 20 again, largest error" in "\n".join(printed)
+    assert printed[-1] == "12 numbers: 12 equal; re-encoded: 2 within tolerance, 0 outside"
+
+
+def test_reencode_tells_the_model_that_made_the_evidence_from_another_seed(hub, runs, capsys, tmp_path):
+    other = tiny_clip(tmp_path / "clip_seed1", seed=1)
+    code, lines, _ = verify(hub, capsys, "--reencode", "50", "--model", f"hf:{other}")
+    assert code == 1 and lines[-1] == "12 numbers: 12 equal; re-encoded: 0 within tolerance, 2 outside", lines
+    assert all("OUTSIDE the tolerance 0.0001" in line for line in lines if line.startswith("reencode"))
+    blip = runs["models"]["blip"]
+    code, lines, err = verify(hub, capsys, "--reencode", "50", "--model", f"hf:{blip}", model="me/blip")
+    assert code == 0 and "reencode coco_5k.rerank pair scores: 50 again" in "\n".join(lines), (lines, err)
+
+
+def forger(hub, repo: str, entries: dict[str, bytes], details: dict[str, bytes] | None = None) -> None:
+    """A model repo ``repo`` holding ``entries`` at main (as files left there), and with ``details`` a details repo
+    ``<repo>_details`` holding them at a commit ``entries`` name in place of me/clip's details commit."""
+    if details is not None:
+        folder = hub.home.parent / "forged" / f"{repo}_details"
+        for path, data in details.items():
+            (folder / path).parent.mkdir(parents=True, exist_ok=True)
+            (folder / path).write_bytes(data)
+        sha = hashlib.sha1(repr(sorted(details.items())).encode()).hexdigest()
+        hub.store.repos[("datasets", f"{repo}_details")] = folder
+        hub.store.heads[("datasets", f"{repo}_details")] = sha
+        clip = [c for c in hub.store.commits if c["repo"] == "me/details_me__clip"][-1]["sha"]
+        entries = {p: d.replace(f"me/details_me__clip/tree/{clip}".encode(), f"{repo}_details/tree/{sha}".encode())
+                   for p, d in entries.items()}  # fmt: skip
+    folder = hub.home.parent / "forged" / repo
+    for path, data in entries.items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_bytes(data)
+    hub.store.repos[("models", repo)] = folder
+
+
+def by_hand(path: str, data: bytes, repo: str = "me/clip") -> None:
+    """A commit of one file to a model repo, made by hand (its owner's token)."""
+    HfApi(token="hf_me").create_commit(repo, [CommitOperationAdd(path, data)], commit_message="by hand")
+
+
+def plus(data: bytes, points: float) -> bytes:
+    """An .eval_results file with every value raised by ``points``."""
+    return yaml.safe_dump([{**item, "value": item["value"] + points} for item in yaml.safe_load(data)]).encode()
+
+
+def board_rows(printed: str) -> dict[str, str]:
+    """The leaderboard's Hub rows: model -> its trust mark (the text after the numbers)."""
+    return {line[:44].strip(): " ".join(t for t in line[44:].split() if not t[0].isdigit() and t != "-")
+            for line in printed.splitlines() if line.startswith(("me/", "spam/")) and "  " in line}  # fmt: skip
+
+
+def test_the_leaderboard_marks_what_it_trusts(hub, runs, capsys, monkeypatch, tmp_path):
+    """Issue 61, item 3: every Hub row marked by what its numbers rest on, from the library's verify of its entries.
+    me/clip has a hand-added duplicate (60, no source): its recomputed entry is the one shown and ranked, both files
+    named; spam/twin republishes me/clip's evidence as its own: both recomputed, both flagged as sharing it;
+    spam/copy points at me/clip's details at +5, spam/relabel at a copy whose provenance names hf:me/clip: number
+    only; spam/broken's copy has one embedding row changed: not recomputable; me/blip with one value forged:
+    differs; both left out of the significance lines, which read the entries the rows show. --verified-only keeps the
+    recomputed rows; a second run scores nothing again (each details commit's
+    recomputation kept), yet a value changed since is caught."""
+    monkeypatch.setenv("ECCV_CAPTION_CACHE", str(tmp_path / "cache"))
+    clip, details = dict(tree_of(hub, "me/clip")), dict(tree_of(hub, "me/details_me__clip"))
+    dup = [{"dataset": {"id": "me/world", "task_id": "eccv_map_at_r_i2t"}, "value": 60.0}]
+    by_hand(".eval_results/zz-dup.yaml", yaml.safe_dump(dup).encode())
+    summary = json.loads(details["results.json"])
+    twin = {**summary, "model_repo": "spam/twin"}
+    forger(hub, "spam/twin", clip, {**details, "results.json": json.dumps(twin).encode()})
+    relabelled = {
+        **summary,
+        "model_repo": "spam/relabel",
+        "provenance": {**summary["provenance"], "model": "hf:me/clip"},
+    }
+    forger(hub, "spam/relabel", clip, {**details, "results.json": json.dumps(relabelled).encode()})
+    changed = npy(details[EMB]).copy()
+    changed[3] = -changed[3]
+    broken = {**summary, "model_repo": "spam/broken"}
+    forger(hub, "spam/broken", clip, {**details, EMB: npy_bytes(changed), "results.json": json.dumps(broken).encode()})
+    forger(hub, "spam/copy", {p: plus(d, 5) if p.startswith(".eval_results/") else d for p, d in clip.items()})
+    entry = ".eval_results/me--world--eccv_r1_t2i.yaml"
+    by_hand(entry, plus(tree_of(hub, "me/blip")[entry], 1), "me/blip")
+    board = ["leaderboard", "--from-hub", "me/world", "--significance", "--n-resamples", "20"]
+    assert main(board) == 0
+    printed = capsys.readouterr().out
+    rows = board_rows(printed)
+    assert rows == {"me/clip": "recomputed, shared", "spam/twin": "recomputed, shared", "spam/copy": "number only",
+                    "spam/relabel": "number only", "spam/broken": "not recomputable",
+                    "me/blip": "differs"}, printed  # fmt: skip
+    for said in (
+        "verified me/clip: 12 recomputed, 1 number only (8,113 bytes of evidence read)",
+        "note: me/clip has 2 entries for eccv_map_at_r_i2t (.eval_results/me--world--eccv_map_at_r_i2t.yaml: ",
+        ".eval_results/zz-dup.yaml: 60): .eval_results/me--world--eccv_map_at_r_i2t.yaml is shown: its number is "
+        "recomputed from its evidence, the other's is not",
+        "note: me/clip, spam/twin hold the same evidence (evidence.json ",
+        "note: spam/copy: 12 entries point at the details of me/clip (me/details_me__clip@",
+        "note: spam/relabel: 12 entries point at the details of me/clip (spam/relabel_details@",  # its provenance's
+        "note: me/blip: eccv_r1_t2i differs: recomputed ",
+        "note: spam/broken: 12 numbers not recomputable: spam/broken_details@",  # a row changed: never a mark
+        "evidence/coco_5k/image_embeddings.npy is not the file the run wrote",
+        "  me/blip: not compared (marked differs: its evidence does not vouch for its per-query values)",
+        "trust: recomputed = every number scored again from its published evidence, equal",
+    ):
+        assert said in printed, (said, printed)
+    assert "  me/clip vs spam/twin: " in printed or "  spam/twin vs me/clip: " in printed, printed
+    assert main([*board[:3], "--verified-only"]) == 0
+    again = capsys.readouterr().out
+    assert set(board_rows(again)) == {"me/clip", "spam/twin"}, again
+    assert "verified me/clip: 12 recomputed, 1 number only (no evidence read, 1 kept from an earlier run)" in again
+    assert "left out (--verified-only: not recomputed from their evidence): " in again
+    r1 = ".eval_results/me--world--eccv_r1_i2t.yaml"
+    by_hand(r1, plus(clip[r1], 1))
+    assert main([*board[:3], "--no-verify"]) == 0
+    unchecked = board_rows(capsys.readouterr().out)
+    assert unchecked["me/clip"] == "not checked" and unchecked["spam/copy"] == "number only", unchecked
+    assert main(board[:3]) == 0
+    later = capsys.readouterr().out
+    assert board_rows(later)["me/clip"] == "differs, shared" and "1 kept from an earlier run" in later, later

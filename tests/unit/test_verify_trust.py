@@ -1,0 +1,111 @@
+"""The leaderboard's trust, piece by piece, without a Hub (issue 61, item 3): a number checked against its
+per-query values alone, a recomputation compared with a task's second entry, the kept recomputations (a key
+that does not match, a damaged file: not used), the entry a task shows once one is verified, and the marks."""
+
+from __future__ import annotations
+
+import json
+
+from eccv_metric.evidence.check import DIFFERS
+from eccv_metric.evidence.check import EQUAL
+from eccv_metric.evidence.check import NOT_RECOMPUTABLE
+from eccv_metric.evidence.check import Check
+from eccv_metric.evidence.check import check_values
+from eccv_metric.hub.published import Entry
+from eccv_metric.hub.published import Published
+from eccv_metric.hub.trust import NUMBER_ONLY
+from eccv_metric.hub.trust import RECOMPUTED
+from eccv_metric.hub.trust import VALUES_ONLY
+from eccv_metric.hub.trust import Trust
+from eccv_metric.hub.trust import share
+from eccv_metric.hub.trust import trust_of
+from eccv_metric.hub.verify_cache import Outcome
+from eccv_metric.hub.verify_cache import load_outcome
+from eccv_metric.hub.verify_cache import outcome_key
+from eccv_metric.hub.verify_cache import store_outcome
+from eccv_metric.hub.verify_hub import EVIDENCE
+from eccv_metric.hub.verify_hub import NOT_ITS_OWN
+from eccv_metric.hub.verify_hub import VALUES
+from eccv_metric.hub.verify_hub import EntryCheck
+
+VALUES_PQ = {
+    "eccv_r1": {"i2t": {"query_ids": [1, 2, 3, 4], "values": [1.0, 0.0, 0.0, 1.0], "aggregate": "mean"}},
+    "coco_5k_medr": {"t2i": {"query_ids": [1, 2, 3], "values": [1.0, 7.0, 2.0], "aggregate": "median"}},
+}
+
+
+def test_a_number_without_evidence_is_checked_against_its_per_query_values_alone():
+    table = check_values({"eccv_r1": {"i2t": 50.0}, "coco_5k_medr": {"t2i": 2.0}}, VALUES_PQ, percent=True)
+    assert [c.status for c in table.checks] == [NOT_RECOMPUTABLE, NOT_RECOMPUTABLE]  # never "equal": nothing scored
+    assert table.checks[0].reason == "per-query values only (no evidence): the number is the mean of its 4"
+    assert table.checks[1].reason == "per-query values only (no evidence): the number is the median of its 3"
+    forged = check_values({"eccv_r1": {"i2t": 55.0}}, VALUES_PQ, percent=True).checks[0]
+    assert forged.status == DIFFERS and forged.reason == "its 4 per-query values give 50.0 (-5); no evidence"
+    missing = check_values({"eccv_r1": {"t2i": 50.0}}, VALUES_PQ).checks[0]
+    assert missing.status == NOT_RECOMPUTABLE and "no per-query values of this number" in missing.reason
+
+
+def test_a_recomputation_compared_with_a_second_entry():
+    row = Check("eccv_r1", "i2t", EQUAL, 50.0, 50.0, queries=4, differing=0, label="eccv_r1_i2t", percent=True)
+    assert row.against(50.0) == row
+    assert row.against(60.0).status == DIFFERS and row.against(60.0).reason.startswith("recomputed 50.0 (-10)")
+    bad_values = Check("eccv_r1", "i2t", DIFFERS, 50.0, 50.0, queries=4, differing=1)
+    assert bad_values.against(50.0).status == DIFFERS  # its per-query values differ, whatever the number
+    doubt = Check("eccv_r1", "i2t", NOT_RECOMPUTABLE, 50.0, why="a file is missing")
+    assert doubt.against(1.0) == Check("eccv_r1", "i2t", NOT_RECOMPUTABLE, 1.0, why="a file is missing")
+
+
+def test_a_kept_recomputation_is_used_only_for_its_own_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("ECCV_CAPTION_CACHE", str(tmp_path))
+    key = outcome_key("me/details", "a" * 40, "me/world", "b" * 40, None)
+    rows = [Check("eccv_r1", "i2t", EQUAL, 50.0, 50.0, queries=4, differing=0, label="eccv_r1_i2t", percent=True)]
+    assert load_outcome(key) is None
+    store_outcome(key, Outcome(rows, "d" * 64, ["a note"], "hf:me/clip"))
+    assert load_outcome(key) == Outcome(rows, "d" * 64, ["a note"], "hf:me/clip")
+    assert load_outcome({**key, "revision": "c" * 40}) is None  # another revision of the benchmark: scored again
+    assert load_outcome({**key, "package": "eccv-caption-hf 9.9"}) is None  # another engine
+    (path,) = (tmp_path / "eccv_caption_verified").iterdir()
+    held = json.loads(path.read_text())
+    held["checks"][0]["recomputed"] = "50"
+    path.write_text(json.dumps(held))
+    assert load_outcome(key) is None  # a row that is not one: not used
+    path.write_text("{")
+    assert load_outcome(key) is None
+
+
+def entry(task: str, value: float, file: str, details: tuple[str, str] | None = ("me/d", "a" * 40)) -> Entry:
+    return Entry(task, value, file, details, "r" * 40, value * 100)
+
+
+def test_a_task_shows_its_verified_entry_and_the_row_its_weakest_mark():
+    ours, dup = entry("eccv_r1_i2t", 0.5, "a.yaml"), entry("eccv_r1_i2t", 0.6, "zz.yaml", None)
+    other = entry("eccv_r1_t2i", 0.4, "b.yaml")
+    published = Published("me/clip", entries=[ours, dup, other], details_of={("me/d", "a" * 40): "me/clip"})
+    assert set(published.shown()) == {"eccv_r1_t2i"}  # the entries disagree, none verified: neither shown
+    assert published.duplicates("me/clip") == [
+        "note: me/clip has 2 entries for eccv_r1_i2t (a.yaml: 50, zz.yaml: 60): neither is shown until one is removed"
+    ]
+    row = lambda e, status, basis: EntryCheck(e, Check("eccv_r1", "i2t", status, e.value * 100), basis, "d" * 64)  # noqa: E731
+    found = [row(ours, EQUAL, EVIDENCE), row(dup, NOT_RECOMPUTABLE, NOT_ITS_OWN), row(other, EQUAL, EVIDENCE)]
+    trust = trust_of(published, found)
+    assert published.shown()["eccv_r1_i2t"] is ours and published.details_commit() == ("me/d", "a" * 40)
+    assert trust.mark == RECOMPUTED and trust.evidence == {"d" * 64}
+    assert published.duplicates("me/clip")[0].endswith(
+        "a.yaml is shown: its number is recomputed from its evidence, the other's is not"
+    )
+    mixed = trust_of(published, [found[0], row(other, NOT_RECOMPUTABLE, VALUES)])
+    assert mixed.mark == VALUES_ONLY and mixed.notes("me/clip") == [
+        "note: me/clip's numbers are not all alike (per-query only: eccv_r1_t2i; recomputed: eccv_r1_i2t): the row "
+        "shows the weakest"
+    ]
+
+
+def test_evidence_shared_by_two_models_is_flagged_on_both():
+    rows = {"me/clip": ("me/clip", Trust({"t": RECOMPUTED}, {"e1"})),
+            "me/clip (PR #1)": ("me/clip", Trust({"t": RECOMPUTED}, {"e1"})),
+            "spam/twin": ("spam/twin", Trust({"t": RECOMPUTED}, {"e1"})),
+            "other/model": ("other/model", Trust({"t": NUMBER_ONLY}, {"e2"}))}  # fmt: skip
+    (note,) = share(rows)
+    assert note.startswith("note: me/clip, me/clip (PR #1), spam/twin hold the same evidence (evidence.json e1)")
+    assert rows["spam/twin"][1].label == "recomputed, shared" and rows["other/model"][1].label == "number only"
+    assert share({k: v for k, v in rows.items() if k != "spam/twin"}) == []  # a model and its pull request: one model
