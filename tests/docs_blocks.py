@@ -166,6 +166,10 @@ PARSE_ONLY = {
     "python scripts/benchmark_checksums.py --dims 512 8 --repeat 7 --warm 1.49": (
         "a speed measurement, on a quiet machine"
     ),
+    "python scripts/benchmark_explore.py --source-dir ../shared/data --space": (
+        "a speed measurement: a 5K run's table, the report and the Space in a browser, minutes"
+    ),
+    "python scripts/benchmark_verify.py --repeat 3": "a speed measurement: a 5K run scored and verified, minutes",
 }
 
 # ```python blocks that are compiled but not run, and why: a block holding the key is not run
