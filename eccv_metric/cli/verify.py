@@ -93,6 +93,7 @@ def local(args: argparse.Namespace) -> int:
     from eccv_metric.evidence.check import read_results
     from eccv_metric.evidence.check import run_resources
     from eccv_metric.evidence.check import verify
+    from eccv_metric.evidence.check import with_run_options
     from eccv_metric.evidence.load import load_evidence
 
     if not args.results:
@@ -110,7 +111,7 @@ def local(args: argparse.Namespace) -> int:
     options = options_of(args)
     data, revision = provenance.get("data"), provenance.get("data_revision")
     if not options.is_default():
-        resources = options.resources()
+        resources = with_run_options(evidence, options).resources()  # the run's PM / CxC options, these sources
     elif isinstance(data, str) and Path(data).is_dir():
         resources = run_resources(evidence, data)  # the build the run read
     elif isinstance(data, str) and isinstance(revision, str):

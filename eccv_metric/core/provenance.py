@@ -75,6 +75,17 @@ def broken_seal(provenance: Mapping[str, object], means: Mapping[str, object]) -
     return None
 
 
+def seal_breaks(provenance: Mapping[str, object], means: Mapping[str, object]) -> list[str]:
+    """Every part of a results file its digests no longer vouch for: ``["unsealed"]``, or those of ``"numbers"``
+    and ``"provenance"`` changed after the run ([]: none); :func:`broken_seal` says the first."""
+    first = broken_seal(provenance, means)
+    if first in (None, "unsealed"):
+        return [first] if first else []
+    digests: dict = provenance["digests"]  # type: ignore[assignment]
+    return [first] + (["provenance"] if first == "numbers" and digests["provenance"] != provenance_digest(provenance)
+                      else [])  # fmt: skip
+
+
 def run_stamp() -> dict:
     """The run's ``date`` and ``package`` (the start of every provenance)."""
     return {"date": utc_now(), "package": PACKAGE}

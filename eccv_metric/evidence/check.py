@@ -11,9 +11,9 @@ The evidence (:mod:`eccv_metric.evidence.layout`) holds what the engine scored; 
 (``resources``) the engine scores it again, each engine call as the run made it (the same benchmarks, metric names,
 bootstrap samples and seed), and each published number is compared with its recomputation:
 
-- **equal**: the same number to the published precision (a value written with its every digit: exactly; a value
-  rounded to d decimals: the recomputed one rounded alike) and, where per-query values were published, every one of
-  them, query for query;
+- **equal**: the same number (a results file's fraction, which ``evaluate`` writes with its every digit: the same
+  float; an entry's percent, ``percent=True``: to the published precision, within half a unit of its last written
+  decimal) and, where per-query values were published, every one of them, query for query;
 - **differs**: by how much, and how many of the published per-query values differ;
 - **not recomputable**: why (a file missing, of another shape, dtype or item order, changed since the run, a
   ground truth the ids are not of, no evidence for that number): nothing is recomputed from evidence in doubt.
@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
 from decimal import Decimal
+from decimal import localcontext
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +46,7 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.folder import config_files
 from eccv_metric.core.jsonio import read_json
 from eccv_metric.core.jsonio import require_object
+from eccv_metric.core.provenance import seal_breaks
 from eccv_metric.evidence.load import Evidence
 from eccv_metric.evidence.load import EvidenceInput
 from eccv_metric.evidence.load import load_evidence
@@ -84,7 +86,7 @@ class Check:
         beside the same per-query values)."""
         if self.status == NOT_RECOMPUTABLE or self.recomputed is None:
             return replace(self, published=published)
-        equal = same(published, self.recomputed) and not self.differing
+        equal = same(published, self.recomputed, not self.percent) and not self.differing
         return replace(self, published=published, status=EQUAL if equal else DIFFERS)
 
     def line(self) -> str:
@@ -106,7 +108,7 @@ class Check:
         parts = []
         if self.why:
             parts.append(self.why)
-        elif self.recomputed is not None and not same(self.published, self.recomputed):
+        elif self.recomputed is not None and not same(self.published, self.recomputed, not self.percent):
             parts.append(f"recomputed {self.recomputed!r} ({self.recomputed - self.published:+.6g})")
         else:
             parts.append("the number is recomputed equal")
@@ -157,14 +159,21 @@ def scale(metric: str) -> str:
         return "fraction"
 
 
-def same(published: float, recomputed: float) -> bool:
-    """Equal to the published precision: the recomputed value rounded to the decimals ``published`` is written
-    with (its shortest repr) is ``published``."""
+def same(published: float, recomputed: float, exact: bool = False) -> bool:
+    """Whether ``recomputed`` is the number ``published``. ``exact``: the same float (a results file's fraction,
+    written by ``evaluate`` with every digit: a value rounded there by hand is an edit). Else equal to the published
+    precision (an entry's percent): within half a unit of the last decimal ``published`` is written with (its
+    shortest repr), bounds included, so that either way of rounding a half gives the published value; exact decimal
+    arithmetic on the two reprs, whatever their exponents (a value such as 1e-30 is compared, never an error)."""
     if not (math.isfinite(published) and math.isfinite(recomputed)):
         return False
-    exponent = Decimal(repr(float(published))).as_tuple().exponent
-    places = Decimal(1).scaleb(exponent)  # type: ignore[arg-type]
-    return Decimal(repr(float(recomputed))).quantize(places) == Decimal(repr(float(published)))
+    if exact:
+        return float(published) == float(recomputed)
+    shown, got = Decimal(repr(float(published))), Decimal(repr(float(recomputed)))
+    with localcontext() as ctx:
+        ctx.prec = 1000  # every digit of two doubles' reprs: their difference is exact
+        half = Decimal(5).scaleb(shown.as_tuple().exponent - 1)  # type: ignore[operator]
+        return abs(got - shown) <= half
 
 
 def read_results(results: object) -> tuple[dict, dict]:
@@ -208,6 +217,14 @@ def verify(
     doubt = None
     if recorded is not None and recorded != ev.digest:
         doubt = "the evidence is not the run's: its evidence.json is not the one the results' digest records"
+    breaks = seal_breaks(provenance, numbers) if provenance else []
+    if "provenance" in breaks:  # the run named (model, data, date...) is not the one its digest sealed
+        doubt = doubt or ("the results' provenance was edited after the run (its digest no longer matches): the run "
+                          "it names is not the one that was scored")  # fmt: skip
+    if "numbers" in breaks:
+        notes.append("the results' numbers were edited after the run (their digest no longer matches)")
+    if "unsealed" in breaks:
+        notes.append("the results file records no seal of its provenance (written before the seal, or removed)")
     given = ev.resources.get("given") or []
     if resources is None:
         if given:
@@ -273,7 +290,7 @@ def check_values(
                                  entry.get("aggregate", "mean"))  # fmt: skip
             got = published_unit(metric, scores.value, percent) if len(scores.values) else math.nan
             queries = len(scores.values)
-            if same(float(value), got):
+            if same(float(value), got, not percent):
                 why = f"per-query values only (no evidence): the number is the {scores.aggregate} of its {queries:,}"
                 checks.append(Check(metric, direction, NOT_RECOMPUTABLE, float(value), got, why=why, queries=queries,
                                     label=label, percent=percent))  # fmt: skip
@@ -297,6 +314,14 @@ def run_resources(ev: Evidence, source: str | Path | None = None) -> Resources:
                "fg_source": ("mscoco_fg_captions", "flickr30k_fg_captions")}  # fmt: skip
     sources = {name: source for name in taken if any(config_files(source, c)[0] for c in configs[name])}  # type: ignore[arg-type]
     return ResourceOptions(**sources, **options).resources()  # type: ignore[arg-type]
+
+
+def with_run_options(ev: Evidence, options: ResourceOptions) -> ResourceOptions:
+    """``options`` (the sources a verifier names) with the run's PM and CxC options where they are left at their
+    defaults: the ground truth the run was scored on, read from the sources given."""
+    unset = ResourceOptions()
+    return replace(options, **{k: ev.resources[k] for k in OPTIONS
+                               if k in ev.resources and getattr(options, k) == getattr(unset, k)})  # fmt: skip
 
 
 def from_data(ev: Evidence) -> list[str]:
@@ -339,7 +364,7 @@ def compare(
         ids = np.asarray(entry.get("query_ids", []), dtype=np.int64)
         values = np.asarray(entry.get("values", []), dtype=np.float64)
         differing, queries = count_differing(ids, values, scores.query_ids, scores.values)  # type: ignore[attr-defined]
-    equal = same(value, recomputed) and not differing
+    equal = same(value, recomputed, not percent) and not differing
     status = EQUAL if equal else DIFFERS
     return Check(
         metric, direction, status, value, recomputed, queries=queries, differing=differing, label=label, percent=percent

@@ -220,3 +220,37 @@ def test_evaluate_keeps_its_evidence_and_verify_recomputes_it(world, tmp_path, c
     assert main(["verify", str(tmp_path / "forged.json"), "--ground-truth", str(data)]) == 1
     printed = capsys.readouterr().out
     assert "eccv_r1/t2i" in printed and "differs: recomputed" in printed and printed.endswith("11 equal, 1 differs\n")
+
+
+def test_an_edited_results_file_and_the_runs_pm_options(world, tmp_path, capsys):
+    """A results file edited after its run: a number rounded up by hand (0.1 for 0.0546875: equal to its one
+    decimal, it was taken as equal) differs; a provenance re-labelled (another model) is not recomputable, never
+    equal. ``verify --ground-truth`` applies the PM options the run recorded (--pm-zeta 1 --pm-r-cap none: they
+    were dropped, an honest run's pmrp differed)."""
+    from tests.unit.bench_world import write_ground_truth
+
+    data = write_ground_truth(world, tmp_path / "data")
+    img, cap = vectors(world)
+    np.save(tmp_path / "img.npy", img)
+    np.save(tmp_path / "cap.npy", cap)
+    res, ev = str(tmp_path / "r.json"), str(tmp_path / "ev")
+    args = ["--image-embeddings", str(tmp_path / "img.npy"), "--caption-embeddings", str(tmp_path / "cap.npy"),
+            "--normalize", "--ground-truth", str(data), "--metrics", "eccv_map_at_r", "pmrp", "--pm-zeta", "1",
+            "--pm-r-cap", "none"]  # fmt: skip
+    assert main(["evaluate", *args, "-o", res, "--evidence", ev, "-q"]) == 0
+    capsys.readouterr()
+    assert main(["verify", res, "--ground-truth", str(data)]) == 0
+    assert capsys.readouterr().out.endswith("4 numbers: 4 equal\n")
+    kept = json.loads(open(res).read())
+    assert kept["eccv_map_at_r"]["i2t"] == 0.0546875
+    rounded = {**kept, "eccv_map_at_r": {**kept["eccv_map_at_r"], "i2t": 0.1}}
+    (tmp_path / "rounded.json").write_text(json.dumps(rounded))
+    assert main(["verify", str(tmp_path / "rounded.json"), "--ground-truth", str(data)]) == 1
+    printed = capsys.readouterr().out
+    assert "eccv_map_at_r/i2t" in printed and "differs: recomputed 0.0546875" in printed, printed
+    assert "note: the results' numbers were edited after the run" in printed
+    relabelled = {**kept, "provenance": {**kept["provenance"], "model": "hf:someone/else"}}
+    (tmp_path / "relabelled.json").write_text(json.dumps(relabelled))
+    assert main(["verify", str(tmp_path / "relabelled.json"), "--ground-truth", str(data)]) == 1
+    printed = capsys.readouterr().out
+    assert printed.endswith("4 numbers: 4 not recomputable\n") and "provenance was edited after the run" in printed

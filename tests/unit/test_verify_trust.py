@@ -109,3 +109,17 @@ def test_evidence_shared_by_two_models_is_flagged_on_both():
     assert note.startswith("note: me/clip, me/clip (PR #1), spam/twin hold the same evidence (evidence.json e1)")
     assert rows["spam/twin"][1].label == "recomputed, shared" and rows["other/model"][1].label == "number only"
     assert share({k: v for k, v in rows.items() if k != "spam/twin"}) == []  # a model and its pull request: one model
+
+
+def test_a_published_value_is_compared_at_its_precision_never_an_error():
+    """An entry's percent within half a unit of its last decimal (either rounding of a half), any exponent (1e-30
+    raised decimal.InvalidOperation: one such entry stopped verify --from-hub and the whole leaderboard); a results
+    file's fraction, written with every digit, only as the same float."""
+    from eccv_metric.evidence.check import same
+
+    assert same(0.17, 0.165) and same(0.16, 0.165) and same(5.7, 5.65) and not same(5.7, 5.64)
+    assert not same(1e-30, 5.69) and not same(5.69, 1e-30) and same(1e-30, 1e-30)
+    assert not same(0.1, 0.0546875, exact=True) and same(0.0546875, 0.0546875, exact=True)
+    row = Check("eccv_r1", "i2t", EQUAL, 50.0, 50.0, queries=4, differing=0, label="eccv_r1_i2t", percent=True)
+    assert row.against(1e-30).status == DIFFERS and "recomputed 50.0" in row.against(1e-30).reason
+    assert check_values({"eccv_r1": {"i2t": 1e-30}}, VALUES_PQ, percent=True).checks[0].status == DIFFERS
