@@ -136,19 +136,3 @@ def group_totals(
     hits = rel.lookup(rel.query[members[owner]], items)
     n_positive = np.bincount(owner[hits], minlength=n).astype(np.int64)
     return n_tied, n_positive, found
-    width = scores.shape[1]
-    held = np.minimum(lists.lengths[rows], width)
-    equal = (scores[rows] == scores[rows, at][:, None]) & (np.arange(width)[None, :] < held[:, None])
-    goes_on = equal[:, -1] & (lists.lengths[rows] > width) if width else np.zeros(n, dtype=bool)
-    found = ~goes_on | past.kept()[rows]
-    more = np.where(goes_on & found, past.count[rows], 0)
-    n_tied = equal.sum(axis=1) + more
-    # the group's items, listed and past, as (list, item) pairs: their positives in one lookup
-    r, p = np.nonzero(equal & found[:, None])
-    first = past.start[rows]
-    owner = np.repeat(np.arange(n), more)
-    items = past.items[np.repeat(first, more) + np.arange(len(owner)) - np.repeat(np.cumsum(more) - more, more)]
-    owner, items = np.concatenate([r, owner]), np.concatenate([lists.items[rows[r], p], items])
-    hits = rel.lookup(rel.query[members[owner]], items)
-    n_positive = np.bincount(owner[hits], minlength=n).astype(np.int64)
-    return n_tied, n_positive, found
