@@ -91,10 +91,10 @@ def run_verify(args: argparse.Namespace) -> int:
 
 def local(args: argparse.Namespace) -> int:
     from eccv_metric.evidence.check import read_results
-    from eccv_metric.evidence.check import run_resources
     from eccv_metric.evidence.check import verify
-    from eccv_metric.evidence.check import with_run_options
     from eccv_metric.evidence.load import load_evidence
+    from eccv_metric.evidence.truth import run_resources
+    from eccv_metric.evidence.truth import with_run_options
 
     if not args.results:
         raise EvaluationError("give a results file (verify results.json), or --from-hub MODEL --dataset-repo DATASET")

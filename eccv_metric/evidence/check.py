@@ -39,17 +39,16 @@ import numpy as np
 
 from eccv_metric.api.many import evaluate_benchmarks
 from eccv_metric.benchmarks.names import metric_info
-from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.core.errors import ChanceLevelWarning
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.core.folder import config_files
 from eccv_metric.core.jsonio import read_json
 from eccv_metric.core.jsonio import require_object
 from eccv_metric.core.provenance import seal_breaks
 from eccv_metric.evidence.load import Evidence
 from eccv_metric.evidence.load import EvidenceInput
 from eccv_metric.evidence.load import load_evidence
+from eccv_metric.evidence.truth import run_resources
 from eccv_metric.measures.results import QueryScores
 from eccv_metric.measures.results import Results
 
@@ -198,6 +197,7 @@ def verify(
     digest: str | None = None,
     labels: Mapping[tuple[str, str], str] | None = None,
     percent: bool = False,
+    whole: bool = False,
 ) -> Verification:
     """Recompute every number of ``results`` from ``evidence`` (see the module docstring).
 
@@ -208,7 +208,9 @@ def verify(
     package's, with the run's PM options); ``device``: where embeddings are ranked (None: numpy, the reference);
     ``digest``: the evidence digest the run recorded (default: the results file's); ``labels``: a name per
     (metric, direction) for the rows (the Hub's task ids); ``percent``: the values of ``results`` are in percent
-    for fraction metrics (as the Hub's entries publish them), compared with the recomputed values shifted alike."""
+    for fraction metrics (as the Hub's entries publish them), compared with the recomputed values shifted alike;
+    ``whole``: each number claims every query of its benchmark (a published entry): a partial run's evidence is not
+    recomputable."""
     numbers, provenance = read_results(results)
     per_query_values = read_per_query(per_query)
     ev = evidence if isinstance(evidence, Evidence) else load_evidence(evidence)
@@ -225,6 +227,8 @@ def verify(
         notes.append("the results' numbers were edited after the run (their digest no longer matches)")
     if "unsealed" in breaks:
         notes.append("the results file records no seal of its provenance (written before the seal, or removed)")
+    if whole and ev.scoring.get("partial"):
+        doubt = doubt or "the run scored only the queries its lists give (partial): not every query of the benchmark"
     given = ev.resources.get("given") or []
     if resources is None:
         if given:
@@ -299,35 +303,6 @@ def check_values(
                 checks.append(Check(metric, direction, DIFFERS, float(value), got, why=why, queries=queries,
                                     label=label, percent=percent))  # fmt: skip
     return Verification(checks)
-
-
-OPTIONS = ("pm_zeta", "pm_include_own", "pm_r_cap", "cxc_directed")  # what the manifest's resources record
-
-
-def run_resources(ev: Evidence, source: str | Path | None = None) -> Resources:
-    """The ground truth ``ev`` was scored on: what the run took from its benchmark build read from ``source`` (that
-    build: a folder, or a Hub repo pinned as ``<repo>@<revision>``), the package's for the rest, with the run's PM
-    and CxC options."""
-    options = {k: ev.resources[k] for k in OPTIONS if k in ev.resources}
-    taken = from_data(ev) if source is not None else []
-    configs = {"ground_truth": ("positives",), "cxc_source": ("cxc_ratings",),
-               "fg_source": ("mscoco_fg_captions", "flickr30k_fg_captions")}  # fmt: skip
-    sources = {name: source for name in taken if any(config_files(source, c)[0] for c in configs[name])}  # type: ignore[arg-type]
-    return ResourceOptions(**sources, **options).resources()  # type: ignore[arg-type]
-
-
-def with_run_options(ev: Evidence, options: ResourceOptions) -> ResourceOptions:
-    """``options`` (the sources a verifier names) with the run's PM and CxC options where they are left at their
-    defaults: the ground truth the run was scored on, read from the sources given."""
-    unset = ResourceOptions()
-    return replace(options, **{k: ev.resources[k] for k in OPTIONS
-                               if k in ev.resources and getattr(options, k) == getattr(unset, k)})  # fmt: skip
-
-
-def from_data(ev: Evidence) -> list[str]:
-    """The sources the run took from its benchmark build (``ground_truth``, ``cxc_source``, ``fg_source``)."""
-    taken = ev.resources.get("from_data")
-    return list(taken) if isinstance(taken, list) else ["ground_truth", "cxc_source", "fg_source"]
 
 
 def recompute(

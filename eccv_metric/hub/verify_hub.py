@@ -29,10 +29,10 @@ from eccv_metric.evidence.check import NOT_RECOMPUTABLE
 from eccv_metric.evidence.check import Check
 from eccv_metric.evidence.check import Verification
 from eccv_metric.evidence.check import check_values
-from eccv_metric.evidence.check import from_data
-from eccv_metric.evidence.check import run_resources
 from eccv_metric.evidence.check import verify
 from eccv_metric.evidence.load import Evidence
+from eccv_metric.evidence.truth import from_data
+from eccv_metric.evidence.truth import run_resources
 from eccv_metric.hub.details_fetch import Head
 from eccv_metric.hub.details_fetch import fetch_evidence
 from eccv_metric.hub.details_fetch import fetch_values
@@ -214,8 +214,9 @@ def _recompute(
         return Outcome(checks, "", [], head.summary.get("model")), None
     revision = next(iter(first.values())).revision
     resources = hub_call(what, lambda: pinned_resources(api, dataset, revision, fetched.evidence))  # type: ignore[attr-defined]
+    recorded = head.recorded_digest or "(none recorded)"
     table = verify(numbers, fetched.evidence, per_query=fetched.per_query, resources=resources, device=device,  # type: ignore[attr-defined,arg-type]
-                   digest=head.recorded_digest or "(none recorded)", labels=labels, percent=True)  # fmt: skip
+                   digest=recorded, labels=labels, percent=True, whole=True)  # fmt: skip
     evidence = fetched.evidence  # type: ignore[attr-defined]
     return Outcome(table.checks, evidence.digest, table.notes, head.summary.get("model")), evidence
 

@@ -254,3 +254,22 @@ def test_an_edited_results_file_and_the_runs_pm_options(world, tmp_path, capsys)
     assert main(["verify", str(tmp_path / "relabelled.json"), "--ground-truth", str(data)]) == 1
     printed = capsys.readouterr().out
     assert printed.endswith("4 numbers: 4 not recomputable\n") and "provenance was edited after the run" in printed
+
+
+def test_a_partial_runs_evidence_never_vouches_for_a_published_number(world, res, tmp_path):
+    """Ranked lists of 2 of the 20 image queries scored with partial=True (a TREC run of a few queries) recompute
+    to themselves; as a published entry (whole=True: verify --from-hub, the leaderboard) they are not recomputable:
+    the Hub's number is one of every query (push-results refuses a --partial results file; its evidence was
+    'equal', its row 'recomputed')."""
+    from eccv_metric.api.many import evaluate_benchmarks as score
+
+    img, cap = vectors(world)
+    lists = {q: np.asarray(world.caption_ids)[np.argsort(-row, kind="stable")].tolist()
+             for q, row in zip(world.image_ids[:2], img[:2] @ cap.T, strict=True)}  # fmt: skip
+    wanted = {"coco_5k": Request.parse(benchmarks=["coco_5k"]).names}
+    out, _ = score(Rankings(i2t=lists), wanted, resources=res, partial=True, directions=["i2t"])
+    write_evidence(tmp_path / "ev", [Scored("coco", Rankings(i2t=lists), wanted)], n_resamples=20, seed=0, partial=True)
+    assert eccv_metric.verify(out.means(), tmp_path / "ev", resources=res).equal
+    table = eccv_metric.verify(out.means(), tmp_path / "ev", resources=res, whole=True)
+    assert {c.status for c in table.checks} == {NOT_RECOMPUTABLE}
+    assert "scored only the queries its lists give (partial)" in table.checks[0].why
