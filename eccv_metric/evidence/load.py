@@ -253,7 +253,52 @@ def load_evidence(folder: str | Path, where: str | None = None) -> Evidence:
             f"{named}{MANIFEST} is of version {manifest.get('version')!r}; this package reads version {VERSION} "
             "(upgrade eccv-caption-hf)"
         )
+    problem = manifest_problem(manifest)
+    if problem is not None:
+        raise EvidenceError(f"{named}{MANIFEST} is not one this package writes: {problem}")
     files = manifest.get("files") if isinstance(manifest.get("files"), dict) else {}
     entries = manifest.get("inputs") if isinstance(manifest.get("inputs"), list) else []
     inputs = [EvidenceInput(e, root, files, named) for e in entries if isinstance(e, dict)]
     return Evidence(root, manifest, json_digest(manifest), inputs)
+
+
+def _is(value: object, kind: type) -> bool:
+    return isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+
+def manifest_problem(manifest: dict) -> str | None:
+    """Which field of a manifest is of another type than the layout's (a mapping, a list of names, a number...),
+    so that nothing past it reads a value it cannot use; None: every field read is of its type."""
+    sections = {k: manifest.get(k, {}) for k in ("scoring", "resources", "run", "files")}
+    for name, value in sections.items():
+        if not isinstance(value, dict):
+            return f"{name} is not a mapping"
+    if not isinstance(manifest.get("inputs", []), list):
+        return "inputs is not a list"
+    wanted = {"n_resamples": int, "seed": int, "partial": bool}
+    for key, kind in wanted.items():
+        if key in sections["scoring"] and not _is(sections["scoring"][key], kind):
+            return f"scoring.{key} is not {'true or false' if kind is bool else 'a whole number'}"
+    for key in ("given", "from_data"):
+        if key in sections["resources"] and not _strings(sections["resources"][key]):
+            return f"resources.{key} is not a list of names"
+    if not all(isinstance(r, dict) for r in sections["files"].values()):
+        return "a record of files is not a mapping"
+    for k, entry in enumerate(manifest.get("inputs", [])):
+        for part in (entry, entry.get("first") if isinstance(entry, dict) and "first" in entry else {}):
+            if not isinstance(part, dict):
+                return f"inputs[{k}] is not a mapping"
+            arrays, benchmarks = part.get("arrays", {}), entry.get("benchmarks", {})
+            if not isinstance(arrays, dict) or not all(isinstance(v, str) for v in arrays.values()):
+                return f"inputs[{k}].arrays is not a mapping of file names"
+            if not isinstance(benchmarks, dict) or not all(_strings(v) for v in benchmarks.values()):
+                return f"inputs[{k}].benchmarks is not a mapping of metric names"
+            if not isinstance(entry.get("sets", {}), dict) or not all(
+                isinstance(v, dict) for v in entry.get("sets", {}).values()
+            ):
+                return f"inputs[{k}].sets is not a mapping"
+    return None

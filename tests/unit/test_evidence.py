@@ -273,3 +273,28 @@ def test_a_partial_runs_evidence_never_vouches_for_a_published_number(world, res
     table = eccv_metric.verify(out.means(), tmp_path / "ev", resources=res, whole=True)
     assert {c.status for c in table.checks} == {NOT_RECOMPUTABLE}
     assert "scored only the queries its lists give (partial)" in table.checks[0].why
+
+
+def test_a_manifest_of_other_types_is_one_line_never_a_traceback(kept, res, tmp_path):
+    """A manifest whose fields are of other types (anyone's details repo, read by every leaderboard): one
+    EvidenceError line naming the field; they ended in AttributeError / TypeError / ValueError tracebacks."""
+    from eccv_metric.evidence import EvidenceError
+
+    out, ev = kept
+    base = json.loads((ev / "evidence.json").read_text())
+    damages = {
+        "benchmarks": lambda m: m["inputs"][0].update(benchmarks=["coco_5k"]),
+        "arrays": lambda m: m["inputs"][0]["arrays"].update(image_embeddings=["x"]),
+        "n_resamples": lambda m: m["scoring"].update(n_resamples="x"),
+        "seed": lambda m: m["scoring"].update(seed=None),
+        "resources": lambda m: m.update(resources="x"),
+        "given": lambda m: m["resources"].update(given="abc"),
+    }
+    for field_name, damage in damages.items():
+        folder = tmp_path / field_name
+        shutil.copytree(ev, folder)
+        manifest = json.loads(json.dumps(base))
+        damage(manifest)
+        (folder / "evidence.json").write_text(json.dumps(manifest))
+        with pytest.raises(EvidenceError, match=f"evidence.json is not one this package writes: .*{field_name}"):
+            eccv_metric.verify(out.means(), folder, resources=res)
