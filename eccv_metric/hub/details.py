@@ -205,15 +205,23 @@ def run_model(summary: dict) -> str | None:
 def per_query_from(summary: dict, parquet: dict[str, bytes], where: str) -> dict:
     """The per-query values ``{metric: {direction: {"query_ids", "values", "aggregate"}}}`` of a details commit
     (``parquet``: ``{config: bytes}``), as ``compare`` reads ``--per-query`` files."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     out: dict = {}
     for name, about in summary["configs"].items():
+        if not isinstance(about, dict) or not all(isinstance(about.get(k), str) for k in ("metric", "direction")):
+            raise EvaluationError(f"{where}: {RESULTS_JSON}'s config {name!r:.40} names no metric and direction")
         if name not in parquet:
             raise EvaluationError(f"{where}: {RESULTS_JSON} lists the config {name}, which has no Parquet file")
-        table = pq.read_table(io.BytesIO(parquet[name]))
-        if table.column_names != ["query_id", "value"]:
-            raise EvaluationError(f"{where}: {name}'s Parquet has columns {table.column_names}, not query_id, value")
+        try:
+            table = pq.read_table(io.BytesIO(parquet[name]))
+        except (pa.ArrowException, OSError, ValueError) as exc:
+            raise EvaluationError(f"{where}: {name}'s Parquet cannot be read ({type(exc).__name__})") from None
+        types = [str(t) for t in table.schema.types]
+        if table.column_names != ["query_id", "value"] or types != ["int64", "double"]:
+            raise EvaluationError(f"{where}: {name}'s Parquet has columns {table.column_names} ({', '.join(types)}), "
+                                  "not query_id (int64), value (double)")  # fmt: skip
         out.setdefault(about["metric"], {})[about["direction"]] = {
             "query_ids": table.column("query_id").to_pylist(),
             "values": table.column("value").to_pylist(),

@@ -123,3 +123,32 @@ def test_a_published_value_is_compared_at_its_precision_never_an_error():
     row = Check("eccv_r1", "i2t", EQUAL, 50.0, 50.0, queries=4, differing=0, label="eccv_r1_i2t", percent=True)
     assert row.against(1e-30).status == DIFFERS and "recomputed 50.0" in row.against(1e-30).reason
     assert check_values({"eccv_r1": {"i2t": 1e-30}}, VALUES_PQ, percent=True).checks[0].status == DIFFERS
+
+
+def test_details_of_other_types_are_one_line_never_a_traceback():
+    """A details commit's results.json config that names no metric, a Parquet that is none or of other types: one
+    EvaluationError line (the leaderboard reads every model's details: a TypeError or ArrowInvalid stopped it)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import pytest
+
+    from eccv_metric.core.errors import EvaluationError
+    from eccv_metric.hub.details import parquet_bytes
+    from eccv_metric.hub.details import per_query_from
+
+    good = parquet_bytes([1, 2], [1.0, 0.0])
+    cases = {
+        "names no metric and direction": ({"c": "eccv_r1"}, {"c": good}),
+        "Parquet cannot be read": ({"c": {"metric": "eccv_r1", "direction": "i2t"}}, {"c": b"no parquet"}),
+    }
+    sink = io.BytesIO()
+    pq.write_table(pa.table({"query_id": ["a"], "value": ["b"]}), sink)
+    cases[r"not query_id \(int64\), value \(double\)"] = ({"c": {"metric": "eccv_r1", "direction": "i2t"}},
+                                                     {"c": sink.getvalue()})  # fmt: skip
+    for words, (configs, parquet) in cases.items():
+        with pytest.raises(EvaluationError, match=words):
+            per_query_from({"configs": configs}, parquet, "the details x/y@0123")
+    got = per_query_from({"configs": {"c": {"metric": "eccv_r1", "direction": "i2t"}}}, {"c": good}, "w")
+    assert got == {"eccv_r1": {"i2t": {"query_ids": [1, 2], "values": [1.0, 0.0], "aggregate": "mean"}}}
