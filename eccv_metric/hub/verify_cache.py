@@ -30,7 +30,7 @@ from eccv_metric.evidence.check import EQUAL
 from eccv_metric.evidence.check import NOT_RECOMPUTABLE
 from eccv_metric.evidence.check import Check
 
-FORMAT = "eccv-caption verified evidence v1"
+FORMAT = "eccv-caption verified evidence v2"  # v2: partial runs and edited provenance no longer verified
 FOLDER = "eccv_caption_verified"
 
 
