@@ -132,17 +132,16 @@ def push(
         raise EvaluationError("dataset_dir= needs dataset_repo= (the Hub dataset repo to upload it to)")
     if dataset_repo:
         check_repo_id(dataset_repo, "dataset_repo", "you/eccv-caption")
-        check_build(Path(dataset_dir))  # type: ignore[arg-type]
+        built = check_build(Path(dataset_dir))  # type: ignore[arg-type]
     if space_repo:
         check_repo_id(space_repo, "space_repo", "you/eccv_map_at_r")
     script = script_name(space_repo) if space_repo else MODULE
     plan: dict[str, tuple[str, Path]] = {}
     staging = Path(tempfile.mkdtemp(prefix="eccv-space-"))
     try:
-        if dataset_repo:
-            plan[dataset_repo] = ("dataset", Path(dataset_dir))  # type: ignore[arg-type]
-            if not dry_run:
-                set_card_repo(Path(dataset_dir), dataset_repo)  # type: ignore[arg-type]
+        if dataset_repo:  # the folder as it goes up, its card pointed at the repo; the build itself is untouched
+            staged = stage_build(Path(dataset_dir), built, dataset_repo, staging / "dataset")  # type: ignore[arg-type]
+            plan[dataset_repo] = ("dataset", staged)
         if space_repo:
             plan[space_repo] = ("space", stage_space(staging / "space", script))
         sent = {}
@@ -165,21 +164,44 @@ def push(
                     done = list(sent)[:-1]
                     what = f"push to {repo_type} {repo}" + (f" ({', '.join(done)} already uploaded)" if done else "")
                     raise EvaluationError(hub_failure(exc, what, "push again")) from None
+                if repo_type == "dataset":  # uploaded: the local card now names the repo too (written atomically)
+                    set_card_repo(Path(dataset_dir), repo)  # type: ignore[arg-type]
         return sent
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def stage_build(folder: Path, files: list[str], repo: str, dest: Path) -> Path:
+    """The built folder as it is uploaded, without changing it (a push that fails leaves it as it was): links to
+    its ``files``, and its card with the usage snippets pointed at ``repo`` (:func:`card_for_repo`)."""
+    for name in files:
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if name == "README.md":
+            target.write_text(card_for_repo((folder / name).read_text(encoding="utf-8"), repo), encoding="utf-8")
+            continue
+        try:
+            target.symlink_to((folder / name).resolve())
+        except OSError:  # no symbolic links here: a copy
+            shutil.copy2(folder / name, target)
+    return dest
 
 
 def set_card_repo(folder: Path, repo: str) -> None:
     """Point the card's usage snippets at ``repo`` (they name the repo the folder was built for)."""
     card = folder / "README.md"
     text = card.read_text()
+    new = card_for_repo(text, repo)
+    if new != text:
+        write_text_atomic(card, new)
+
+
+def card_for_repo(text: str, repo: str) -> str:
+    """A card's text with its usage snippets naming ``repo``."""
     new = re.sub(r'load_dataset\("[^"]*"', f'load_dataset("{repo}"', text)
     new = re.sub(r'GroundTruth\.from_dataset\("[^"]*"\)', f'GroundTruth.from_dataset("{repo}")', new)
     new = re.sub(r"load_dataset\('[^']*'", f"load_dataset({repo!r}", new)
-    new = re.sub(r"(--data|--dataset-repo|leaderboard --from-hub) [^\s`]+", lambda m: f"{m.group(1)} {repo}", new)
-    if new != text:
-        write_text_atomic(card, new)
+    return re.sub(r"(--data|--dataset-repo|leaderboard --from-hub) [^\s`]+", lambda m: f"{m.group(1)} {repo}", new)
 
 
 def _upload(repo: str, repo_type: str, folder: Path, private: bool, revision: str | None, token: str | None) -> None:

@@ -6,7 +6,9 @@ Builds one realistic score matrix over the real 5,000 x 25,000 test ids
 1. ours, every metric exact straight from the float32 matrix, beside two
    floors: np.partition k=50 of every row and of the transpose (one thread),
    and one streaming pass (max over rows and over columns, two threads), and
-   the same on a tie-heavy matrix; Metrics() start-up, cached and parsed;
+   the same on a tie-heavy matrix; the tie note's cost on issue 59's K3 matrix
+   (scripts/benchmark_ties.py, with earlier code's figures); Metrics() start-up,
+   cached and parsed;
 2. ours and the official on top-50 ranked lists (the official README recipe),
    on the metrics both compute correctly from them;
 3. the official end to end on full rankings (argsort, dicts, metric loops),
@@ -48,6 +50,8 @@ from eccv_metric import evaluate_many  # noqa: E402
 from eccv_metric import means  # noqa: E402
 from eccv_metric.hub.evaluate_glue import nest  # noqa: E402
 from eccv_metric.kernels.topk import stable_topk  # noqa: E402
+from scripts.benchmark_ties import summary as tie_summary  # noqa: E402
+from scripts.benchmark_ties import tie_note_stage  # noqa: E402
 from scripts.benchmark_timing import interleaved  # noqa: E402
 from scripts.benchmark_timing import machine  # noqa: E402
 from scripts.benchmark_timing import max_diff  # noqa: E402
@@ -238,6 +242,7 @@ def main() -> int:
     )
     report("ours: all metrics from the score matrix", t_ours, m_ours + scores.nbytes, "(incl. the 0.47 GB matrix)")
     side, side_ties, m_ties = floor_stage(metrics, scores, targets, report, args.repeat)
+    ties = tie_note_stage(metrics, targets, report, args.repeat)  # issue 59: the tie note's cost, K3 matrix
     print(topk_strategies())
     many_ratio = many_stage(metrics, [scores, make_scores(gt, "ties")], targets, report)
     t_parse, t_cached, heavy = startup()
@@ -347,6 +352,7 @@ def main() -> int:
         f"  evaluate module overhead over the library: {100 * overhead:.0f}% plus evaluate's fixed "
         f"{1000 * t_fixed:.1f} ms (target <= 20%)"
     )
+    print("\n".join(tie_summary(ties)))
     print(f"  {MODELS} models: marginal time per model {many_ratio:.2f}x one model's evaluate() (target <= 1.1x)")
     print(f"  embeddings 5,000 x 25,000 x {DIM}: {emb['ratio']:.2f}x one matmul + the score path (issue 34: <= 1.1x)")
     if five_ratio is not None:

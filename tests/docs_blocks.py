@@ -84,6 +84,8 @@ PARSE_ONLY = {
         "tiny models (tests/unit/test_models.py)"
     ),
     "eccv-caption leaderboard --with clip_b32.json": "reads the results of the model run above",
+    "eccv-caption evaluate --model hf:google/siglip-base-patch16-224 --data eccv_caption_hf -o siglip.json "
+    "--per-query siglip_pq.json": "downloads SigLIP's weights (a second model for compare; see CLIP's line)",
     "eccv-caption compare clip_b32_pq.json siglip_pq.json": (
         "reads two model runs' per-query files (docs/guides/comparing.md makes and compares its own)"
     ),
@@ -91,6 +93,9 @@ PARSE_ONLY = {
         "uploads to the Hub (the --dry-run line above it runs)"
     ),
     "eccv-caption leaderboard --from-hub you/eccv-caption": "reads the Hub's leaderboard (tested against the fake Hub)",
+    "eccv-caption push --dataset-dir eccv_caption_hf --dataset-repo you/eccv-caption": (
+        "uploads the build to the Hub (tests/integration/test_push.py, a local fake of the Hub)"
+    ),
     "python scripts/benchmark.py --skip-official-full --repeat 3": "a speed measurement: minutes, on a quiet machine",
     "python scripts/benchmark_models.py --preset tiny --device cpu --models 2": (
         "a speed measurement: minutes, on a quiet machine"
@@ -166,6 +171,10 @@ PARSE_ONLY = {
     "python scripts/benchmark_checksums.py --dims 512 8 --repeat 7 --warm 1.49": (
         "a speed measurement, on a quiet machine"
     ),
+    "python scripts/benchmark_explore.py --source-dir ../shared/data --space": (
+        "a speed measurement: a 5K run's table, the report and the Space in a browser, minutes"
+    ),
+    "python scripts/benchmark_verify.py --repeat 3": "a speed measurement: a 5K run scored and verified, minutes",
 }
 
 # ```python blocks that are compiled but not run, and why: a block holding the key is not run

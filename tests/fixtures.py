@@ -23,9 +23,11 @@ MATRICES = {
 }
 
 
-def make_scores(gt: GroundTruth, name: str) -> np.ndarray:
-    """A seeded float32 (5,000 x 25,000) matrix in Karpathy order: noise plus boosts on positives."""
-    seed, coco_boost, eccv_boost, step = MATRICES[name]
+def make_scores(gt: GroundTruth, name: str, step: float | None = None) -> np.ndarray:
+    """A seeded float32 (5,000 x 25,000) matrix in Karpathy order: noise plus boosts on positives; ``step``: its
+    quantisation step instead of the matrix's own."""
+    seed, coco_boost, eccv_boost, own_step = MATRICES[name]
+    step = own_step if step is None else step
     rng = np.random.default_rng(seed)
     scores = rng.standard_normal((len(gt.image_ids), len(gt.caption_ids)), dtype=np.float32)
     scores[gt.caption_image, np.arange(len(gt.caption_ids))] += np.float32(coco_boost)

@@ -65,9 +65,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def command_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """The parser of one subcommand (its usage and flags)."""
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return subparsers.choices[command]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; an expected failure is one ``error:`` line on stderr in flag words (exit 2)."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # argparse would tell a subcommand's unknown flag under the top-level usage: tell it under its own
+        command_parser(parser, args.command).error(f"unrecognized arguments: {' '.join(unknown)}")
     saved = progress.configure(quiet=True) if args.quiet else None
     try:
         with progress.libraries_quiet() if args.quiet else contextlib.nullcontext():  # the libraries' bars too

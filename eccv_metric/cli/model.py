@@ -22,6 +22,7 @@ from eccv_metric.cli.common import CLI_WORDS
 from eccv_metric.cli.common import positive_int
 from eccv_metric.cli.common import say
 from eccv_metric.cli.resource_flags import options_of
+from eccv_metric.core.about import install_extra
 from eccv_metric.core.errors import ChanceLevelWarning
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import in_words
@@ -65,7 +66,7 @@ INPUT_FLAGS = ("rankings", "run", "scores", "demo", "image_embeddings", "caption
 def add_model_args(p: argparse.ArgumentParser) -> None:
     from eccv_metric.models.families.spec import spec_help
 
-    g = p.add_argument_group('from a model (pip install "eccv-caption-hf[models]")')
+    g = p.add_argument_group(f"from a model ({install_extra('models')})")
     g.add_argument(
         "--model",
         action="append",

@@ -14,3 +14,9 @@ PYPI_URL = "https://pypi.org/project/eccv-caption-hf/"
 OFFICIAL_CODE_URL = "https://github.com/naver-ai/eccv-caption"
 PAPER_URL = "https://arxiv.org/abs/2204.03359"
 LICENSE = "MIT"
+
+
+def install_extra(extra: str) -> str:
+    """How to install one of the package's extras, as the README installs it: from the clone (the package is not
+    on PyPI yet)."""
+    return f'pip install -e ".[{extra}]" in the {DISTRIBUTION} clone'

@@ -29,6 +29,7 @@ from eccv_metric.inputs.base import Input
 from eccv_metric.inputs.base import Relevance
 from eccv_metric.inputs.lists import RankedLists
 from eccv_metric.kernels.ranks import Ranked
+from eccv_metric.kernels.workers import block_workers
 from eccv_metric.measures import formulas
 from eccv_metric.measures.correlation import bootstrap_spearman
 from eccv_metric.measures.kinds import METRIC_KINDS
@@ -181,21 +182,22 @@ def _run_view(
         queries = np.flatnonzero(needed)
         depth = max(_depth(j, rel_of) for j in by_depth)
         only_hits = all(j.kind == "recall" for j in by_depth) and len(rels) == 1
-        lists = source.top(view, depth + extra, queries, next(iter(rels.values())) if only_hits else None)
+        lists = source.top(view, depth + extra, queries, next(iter(rels.values())) if only_hits else None, extra)
         cache: dict[int, _Hits] = {}
-        groups: dict[int, ties.Groups] = {}
+        pending: list[tuple[Job, list[QueryScores], list[Relevance]]] = []
         for job in by_depth:
-            parts, flags = [], []
+            parts, used = [], []
             for rel in (rel_of(r) for r in job.relevances):
                 if id(rel) not in cache:
                     deepest = max(_depth(j, rel_of) for j in by_depth if any(rel_of(r) is rel for r in j.relevances))
                     cache[id(rel)] = _hits(view, lists, rel, deepest + extra, job.metric)
                 parts.append(_score(view, job, rel, cache[id(rel)]))
-                if tally is not None and lists.ties is not None:
-                    flags.append(_depth_flags(view, job, rel, source, lists, cache[id(rel)], groups))
+                used.append(rel)
             out[(job.metric, job.direction)] = parts[0] if len(parts) == 1 else _mean_over(job, parts)
-            if flags:
-                _tally_parts(tally, job, out[(job.metric, job.direction)].query_ids, parts, flags)  # type: ignore[arg-type]
+            if tally is not None and lists.ties is not None:
+                pending.append((job, parts, used))
+        if pending:
+            _tally_depth(view, pending, source, lists, cache, tally, out)  # type: ignore[arg-type]
     ranks: dict[int, Ranked | np.ndarray] = {}
     for job in by_rank:
         rel = rel_of(job.relevance)
@@ -219,6 +221,42 @@ def _run_view(
             reranked = _reranked_depth(source, view, rel)
             tail = None if reranked is None else ties.past_by_rank(job.kind, job.k, values, reranked)
             tally.add(job.metric, job.direction, ids, ties.by_rank(job.kind, job.k, got), tail)
+
+
+def _tally_depth(
+    view: View,
+    pending: list[tuple[Job, list[QueryScores], list[Relevance]]],
+    source: Input,
+    lists: RankedLists,
+    cache: dict[int, _Hits],
+    tally: Tally,
+    out: dict,
+) -> None:
+    """The tie note's flags of a view's depth jobs (``pending``: each job, its parts, their relevances): the jobs of
+    one relevance in turn (they share its groups of equal scores), the relevances side by side on the block
+    workers, so that a direction's serial tail does not grow by their sum."""
+    keys: dict[int, list[tuple[int, int]]] = {}
+    rels: dict[int, Relevance] = {}
+    for i, (_, _, used) in enumerate(pending):
+        for j, rel in enumerate(used):
+            keys.setdefault(id(rel), []).append((i, j))
+            rels[id(rel)] = rel
+
+    def flags_of(key: int) -> list[tuple[int, int, tuple]]:
+        groups: dict[int, ties.Groups] = {}
+        job_of = [pending[i][0] for i, _ in keys[key]]
+        found = [_depth_flags(view, job, rels[key], source, lists, cache[key], groups) for job in job_of]
+        return [(i, j, f) for (i, j), f in zip(keys[key], found, strict=True)]
+
+    workers = block_workers() if len(keys) > 1 else None
+    priority = (getattr(source, "ticket", 0), -len(view.queries))
+    done = workers.map(flags_of, list(keys), priority) if workers is not None else [flags_of(k) for k in keys]
+    flags: list[list] = [[None] * len(used) for _, _, used in pending]
+    for part in done:
+        for i, j, found in part:
+            flags[i][j] = found
+    for (job, parts, _), found in zip(pending, flags, strict=True):
+        _tally_parts(tally, job, out[(job.metric, job.direction)].query_ids, parts, found)
 
 
 def _depth_flags(

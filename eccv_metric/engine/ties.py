@@ -19,9 +19,11 @@ the order inside such a group is the tie rule's, not the scores'. Per kind of me
 Positives tied only with each other decide nothing. The lists are read two items past the deepest cut, with
 each item's tie group (:attr:`~eccv_metric.inputs.lists.RankedLists.ties`): the first tells whether a group
 straddles a cut, the second whether the group at the list's end goes on past it; only such a group (it ties
-with the last item read: rare but for tie-heavy scores) is counted in full from the scores
-(``Input.tie_totals``: the query's row read again), and only for the queries whose verdict needs it. Ranked
-lists (given in order) have no ties.
+with the last item read: rare but for tie-heavy scores) is counted in full (``Input.tie_totals``), and only for
+the queries whose verdict needs it: from the items past the list that tie with its last one, which the top-k
+keeps as it ranks (:attr:`~eccv_metric.inputs.lists.RankedLists.past`; a list that carries them may stop up to
+two items short, as a restricted view's may), else from the query's row read again. Ranked lists (given in order)
+have no ties.
 
 *Decided by the first stage* (two-stage inputs, :mod:`eccv_metric.inputs.twostage`): ``m`` = the query's
 reranked candidates in the view; a rank ``> m``; R@K with no positive among the candidates and ``c > m``;
@@ -30,6 +32,7 @@ R-Precision, PMRP and mAP@R with ``c > m``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field
 
@@ -44,6 +47,7 @@ from eccv_metric.measures import formulas
 
 RANK_KINDS = ("medr", "meanr")
 CUT_KINDS = ("rprecision", "capped_rprecision")
+Settled = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]  # (start, members, positives) -> verdict known
 
 
 @dataclass
@@ -91,17 +95,19 @@ def past_on_lists(kind: str, cuts: np.ndarray, first: np.ndarray, reranked: np.n
 
 
 class Groups:
-    """The groups of equal scores in one relevance's lists (see the module docstring), looked at block by block:
-    only the lists that hold a tie, or stop short (:attr:`sub`), can have a value decided by tie order; per list
-    the start of its last listed group when the ranking may go on past it (:attr:`last`, -1: none), counted in
-    full from the input on demand. Memory: the lists' flags plus one block of int32 positions at a time."""
+    """The groups of equal scores in one relevance's lists (see the module docstring): only the lists that hold a
+    tie, or stop short (:attr:`sub`), can have a value decided by tie order; per list the start of its last listed
+    group when the ranking may go on past it (:attr:`last`, -1: none), counted in full from the input on demand
+    (:meth:`totals`, once per list). A job looks at the group holding one position of each list (R@K: the first
+    positive; R-Precision, PMRP: the cut), read off the lists' tie flags block by block; mAP@R at every group
+    before its cut. Memory: the lists' flags plus one block of positions at a time."""
 
     def __init__(
         self, source: Input, view: View, rel: Relevance, lists: RankedLists, rows: np.ndarray, hits: np.ndarray
     ):
         width = hits.shape[1]  # as deep as this relevance's jobs read, two items past their deepest cut
         self.hits, self.first = hits, formulas.first_hit(hits)
-        self.ties, self.rows, self.n = lists.ties, rows, len(rows)
+        self.ties, self.rows, self.n, self.width = lists.ties, rows, len(rows), width
         sizes = np.broadcast_to(np.asarray(lists.gallery_size), (len(lists.query),))[rows]
         known = np.minimum(lists.lengths[rows], width)
         sub, last = [], []
@@ -111,110 +117,131 @@ class Groups:
             k, size = known[lo : lo + step], sizes[lo : lo + step]
             short = (k > 0) & (k < width) & (k < size)
             at = np.flatnonzero(flags.any(axis=1) | short)
-            flags, k, size = flags[at], k[at], size[at]
             # the last listed group goes on past the list when the list stops short, or when its last item (read
             # past every cut for this) ties with the one before it; its start: the last listed item not tied back
-            tail = flags[:, -1] if width >= 2 else np.zeros(len(at), dtype=bool)
-            is_open = (k > 0) & (k < size) & ((k < width) | tail)
-            starts = np.where(~flags & (np.arange(width)[None, :] < k[:, None]), np.arange(width)[None, :], -1)
+            tail = flags[at, -1] if width >= 2 else np.zeros(len(at), dtype=bool)
+            opened = np.flatnonzero((k[at] > 0) & (k[at] < size[at]) & ((k[at] < width) | tail))
+            starts = ~flags[at[opened]] & (np.arange(width)[None, :] < k[at[opened], None])
+            found = np.full(len(at), -1, np.int64)
+            found[opened] = width - 1 - np.argmax(starts[:, ::-1], axis=1)
             sub.append(lo + at)
-            last.append(np.where(is_open, starts.max(axis=1, initial=-1), -1) if width else np.full(len(at), -1))
+            last.append(found)
         self.sub = np.concatenate(sub) if sub else np.zeros(0, np.int64)
         self.last = np.concatenate(last) if last else np.zeros(0, np.int64)
         self.known = known[self.sub]
-        self.width = width
         self._fetch = (source, view, rel, lists, rows)
-        self._totals: dict[int, tuple[int, int]] = {}
+        self._size = np.full(len(self.sub), -1, np.int64)  # a group's totals, counted in full once (-1: not yet)
+        self._hits = np.zeros(len(self.sub), np.int64)
+        self._recall: tuple[np.ndarray, ...] | None = None
+
+    def listed(self, idx: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(start, listed members, listed positives) of the group holding position ``pos`` (< :attr:`known`) of
+        the lists at positions ``idx`` of :attr:`sub`: it starts at the last item at or before ``pos`` not tied
+        with the one before it (the first item never is), and ends before the next such item within the list."""
+        width = self.width
+        out = [np.zeros(len(idx), np.int64) for _ in range(3)]
+        at = np.arange(width)[None, :]
+        step = max(1, (1 << 22) // max(1, width))
+        for lo in range(0, len(idx), step):
+            part, p = idx[lo : lo + step], pos[lo : lo + step, None]
+            rows = self.sub[part]
+            starts = ~self.ties[self.rows[rows], :width]  # type: ignore[index]
+            start = width - 1 - np.argmax((starts & (at <= p))[:, ::-1], axis=1)
+            after = starts & (at > p) & (at < self.known[part, None])
+            end = np.where(after.any(axis=1), np.argmax(after, axis=1), self.known[part])
+            inside = (at >= start[:, None]) & (at < end[:, None])
+            out[0][lo : lo + step], out[1][lo : lo + step] = start, end - start
+            out[2][lo : lo + step] = (self.hits[rows] & inside).sum(axis=1)
+        return out[0], out[1], out[2]
 
     def totals(self, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(members, positives) of the last listed group of ``members`` (positions in :attr:`sub`), in full."""
-        missing = np.array([m for m in members.tolist() if m not in self._totals], dtype=np.int64)
+        missing = np.unique(members[self._size[members] < 0])
         if len(missing):
             source, view, rel, lists, rows = self._fetch
             full = self.sub[missing]
             at = self.known[missing] - 1  # the last listed item: in the group, its score known
-            n_tied, n_pos = source.tie_totals(view, rel, full, lists, rows[full], at)
-            self._totals.update(zip(missing.tolist(), zip(n_tied.tolist(), n_pos.tolist(), strict=True), strict=True))
-        got = [self._totals[m] for m in members.tolist()]
-        return np.array([g[0] for g in got], np.int64), np.array([g[1] for g in got], np.int64)
+            self._size[missing], self._hits[missing] = source.tie_totals(view, rel, full, lists, rows[full], at)
+        return self._size[members], self._hits[members]
+
+    def in_full(self, idx: np.ndarray, found: tuple[np.ndarray, ...], settled: Settled) -> tuple[np.ndarray, ...]:
+        """(start, members, positives) of the groups ``found`` (listed parts) of the lists ``idx``, a group still
+        open at the list's end counted in full (:meth:`totals`) where ``settled(start, members, positives)`` of
+        its listed part does not already decide the verdict."""
+        start, size, hits = found[0], found[1].copy(), found[2].copy()
+        last = self.last[idx]
+        open_ = np.flatnonzero((last >= 0) & (start == last) & ~settled(start, size, hits))
+        if len(open_):
+            size[open_], hits[open_] = self.totals(idx[open_])
+        return start, size, hits
 
     def decided(self, kind: str, cuts: np.ndarray) -> np.ndarray:
         """Queries whose value of a depth job (its cut per query) the tie order decides (module docstring)."""
-        first = self.first
         out = np.zeros(self.n, dtype=bool)
-        width = self.width
-        if not len(self.sub) or not width:
+        if not len(self.sub) or not self.width:
             return out
-        step = max(1, (1 << 21) // width)
-        for lo in range(0, len(self.sub), step):
-            block = Block(self, np.arange(lo, min(lo + step, len(self.sub))))
-            out[self.sub[block.members]] = block.decided(kind, cuts[self.sub[block.members]],
-                                                         first[self.sub[block.members]])  # fmt: skip
-        return out
-
-
-class Block:
-    """Per listed position of some lists of :class:`Groups`: the start, the listed members and the listed
-    positives of its group of equal scores (int32)."""
-
-    def __init__(self, groups: Groups, members: np.ndarray):
-        self.groups, self.members = groups, members
-        rows = groups.sub[members]
-        flags, hits = groups.ties[groups.rows[rows], : groups.width], groups.hits[rows]  # type: ignore[index]
-        self.flags = flags
-        known, width = groups.known[members], flags.shape[1]
-        at = np.arange(width, dtype=np.int32)
-        listed = at[None, :] < known[:, None]
-        self.start = np.maximum.accumulate(np.where(flags, 0, at[None, :]), axis=1).astype(np.int32)
-        ends = listed.copy()
-        ends[:, :-1] &= ~flags[:, 1:]
-        end = np.minimum.accumulate(np.where(ends, at[None, :], width - 1)[:, ::-1], axis=1)[:, ::-1]
-        cum = np.zeros((len(members), width + 1), np.int32)
-        np.cumsum(hits & listed, axis=1, out=cum[:, 1:])
-        self.size = end - self.start + 1
-        self.hits = np.take_along_axis(cum, end + 1, axis=1) - np.take_along_axis(cum, self.start, axis=1)
-        self.ends, self.known, self.last = ends, known, groups.last[members]
-
-    def group_at(self, pos: np.ndarray, where: np.ndarray, settled: object) -> tuple[np.ndarray, ...]:
-        """(start, members, positives) of the group at position ``pos`` of each list where ``where`` (others: -1); a
-        group still open at the list's end is counted in full from the input where ``settled(start, members,
-        positives)`` (its listed part) does not already decide the verdict."""
-        rows, safe = np.arange(len(pos)), np.clip(pos, 0, self.start.shape[1] - 1)
-        start = np.where(where, self.start[rows, safe], -1)
-        size = np.where(where, self.size[rows, safe], 0)
-        hits = np.where(where, self.hits[rows, safe], 0)
-        open_ = where & (self.last >= 0) & (start == self.last) & ~settled(start, size, hits)  # type: ignore[operator]
-        if open_.any():
-            at = np.flatnonzero(open_)
-            size[at], hits[at] = self.groups.totals(self.members[at])
-        return start, size, hits
-
-    def decided(self, kind: str, cuts: np.ndarray, first: np.ndarray) -> np.ndarray:
-        n = len(cuts)
-        rows = np.arange(n)
-        if kind == "recall":
-            listed = first < self.known
-            where = listed | (self.last >= 0)  # no listed positive: the open group may hold the first one
-            pos = np.where(listed, first, np.maximum(self.known - 1, 0))
-            where &= self.start[rows, np.clip(pos, 0, self.start.shape[1] - 1)] < cuts
+        c = cuts[self.sub]
+        if kind == "recall":  # the group holding the first positive, or the open last group (it may hold one)
+            idx, start, size, hits = self.recall_groups()
+            near = np.flatnonzero(start < c[idx])
+            idx, cut = idx[near], c[idx[near]]
 
             def pushed(start: np.ndarray, size: np.ndarray, hits: np.ndarray) -> np.ndarray:
-                return (hits >= 1) & (cuts <= start + size - hits)  # the listed part is enough to say yes
+                return (hits >= 1) & (cut <= start + size - hits)  # the listed part is enough to say yes
 
-            start, size, hits = self.group_at(pos, where, pushed)
-            return where & pushed(start, size, hits)
+            out[self.sub[idx]] = pushed(*self.in_full(idx, (start[near], size[near], hits[near]), pushed))
+            return out
         if kind in CUT_KINDS:  # a group straddling the cut: the item after the cut ties with the one before it
-            inside = (cuts >= 1) & (cuts < self.known)
-            straddles = inside & self.flags[rows, np.clip(cuts, 0, self.start.shape[1] - 1)]
-            start, size, hits = self.group_at(cuts - 1, straddles, mixes)
-            return straddles & mixes(start, size, hits)
+            idx = np.flatnonzero((c >= 1) & (c < self.known))
+            idx = idx[self.ties[self.rows[self.sub[idx]], c[idx]]]  # type: ignore[index]
+            out[self.sub[idx]] = mixes(*self.in_full(idx, self.listed(idx, c[idx] - 1), mixes))
+            # a cut at the end of a list that stops short (its ties past it known): the open last group straddles
+            # it when it goes on past the list, i.e. when it is larger in full than listed
+            edge = np.flatnonzero((c >= 1) & (c == self.known) & (self.known < self.width) & (self.last >= 0))
+            if len(edge):
+                listed = self.listed(edge, c[edge] - 1)
+                start, size, hits = self.in_full(edge, listed, lambda *_: np.zeros(len(edge), dtype=bool))
+                out[self.sub[edge]] = (size > listed[1]) & mixes(start, size, hits)
+            return out
         # mAP@R: any group starting before the cut that mixes positives and non-positives
-        mixed = self.ends & (self.start < cuts[:, None]) & (self.hits >= 1) & (self.size - self.hits >= 1)
-        found = mixed.any(axis=1)
-        check = ~found & (self.last >= 0) & (self.last < cuts)
-        if check.any():
-            start, size, hits = self.group_at(np.maximum(self.known - 1, 0), check, mixes)
-            found |= check & mixes(start, size, hits)
+        found = self.mixed_before(c)
+        idx = np.flatnonzero(~found & (self.last >= 0) & (self.last < c))
+        found[idx] = mixes(*self.in_full(idx, self.listed(idx, self.known[idx] - 1), mixes))
+        out[self.sub] = found
+        return out
+
+    def recall_groups(self) -> tuple[np.ndarray, ...]:
+        """(lists, start, listed members, listed positives) of the group holding each list's first positive, or
+        its last listed group when no positive is listed and that group is open: the same for every K."""
+        if self._recall is None:
+            first = self.first[self.sub]
+            listed = first < self.known
+            idx = np.flatnonzero(listed | (self.last >= 0))
+            pos = np.where(listed[idx], first[idx], np.maximum(self.known[idx] - 1, 0))
+            self._recall = (idx, *self.listed(idx, pos))
+        return self._recall
+
+    def mixed_before(self, cuts: np.ndarray) -> np.ndarray:
+        """Per list of :attr:`sub`: does a listed group starting before its cut hold a positive and a non-positive
+        (int32 positions, block by block)."""
+        width = self.width
+        found = np.zeros(len(self.sub), dtype=bool)
+        at = np.arange(width, dtype=np.int32)
+        step = max(1, (1 << 21) // width)
+        for lo in range(0, len(self.sub), step):
+            rows = self.sub[lo : lo + step]
+            flags, hits = self.ties[self.rows[rows], :width], self.hits[rows]  # type: ignore[index]
+            listed = at[None, :] < self.known[lo : lo + step, None]
+            start = np.maximum.accumulate(np.where(flags, 0, at[None, :]), axis=1).astype(np.int32)
+            ends = listed.copy()
+            ends[:, :-1] &= ~flags[:, 1:]
+            end = np.minimum.accumulate(np.where(ends, at[None, :], width - 1)[:, ::-1], axis=1)[:, ::-1]
+            cum = np.zeros((len(rows), width + 1), np.int32)
+            np.cumsum(hits & listed, axis=1, out=cum[:, 1:])
+            size = end - start + 1
+            n_hits = np.take_along_axis(cum, end + 1, axis=1) - np.take_along_axis(cum, start, axis=1)
+            mixed = ends & (start < cuts[lo : lo + step, None]) & (n_hits >= 1) & (size - n_hits >= 1)
+            found[lo : lo + step] = mixed.any(axis=1)
         return found
 
 

@@ -90,7 +90,7 @@ def hub_board(
     check_repo_id(dataset_repo, "from_hub", "you/eccv-caption")
     what = f"leaderboard --from-hub {dataset_repo}"
     api = _api(token)
-    tasks = _hub_call(what, AGAIN, lambda: _tasks(api, dataset_repo, what))
+    tasks = _hub_call(what, AGAIN, lambda: _tasks(api, dataset_repo, what, AGAIN))
     entries = _hub_call(what, AGAIN, lambda: _entries(api, dataset_repo, what))
     names = {name.casefold() for name in taken}
     out: dict[str, Row] = {}
@@ -163,9 +163,10 @@ def _entries(api: object, repo: str, what: str) -> list[tuple[str, int | None]]:
     return [(entry.model_id, entry.pull_request) for entry in board]
 
 
-def _tasks(api: object, repo: str, what: str) -> dict:
-    """The tasks of the dataset's ``eval.yaml`` this package knows (task id -> task)."""
+def _tasks(api: object, repo: str, what: str, again: str) -> dict:
+    """The tasks of the dataset's ``eval.yaml`` this package knows (task id -> task); ``again``: how to retry."""
     from huggingface_hub.errors import EntryNotFoundError
+    from huggingface_hub.errors import LocalEntryNotFoundError
     from huggingface_hub.errors import RepositoryNotFoundError
 
     try:
@@ -175,12 +176,14 @@ def _tasks(api: object, repo: str, what: str) -> dict:
     except RepositoryNotFoundError:
         raise EvaluationError(
             f"{what} failed: the dataset {repo} was not found on the Hub (or is private or gated: log in with "
-            f"`hf auth login`); check the repo id, then {AGAIN}"
+            f"`hf auth login`); check the repo id, then {again}"
         ) from None
+    except LocalEntryNotFoundError as exc:  # the Hub did not answer (offline) and no copy is cached: no verdict
+        raise EvaluationError(hub_failure(exc, what, again)) from None
     except EntryNotFoundError:
         raise EvaluationError(
             f"{what}: {repo} has no eval.yaml (not a benchmark `eccv-caption build` wrote); give the dataset repo "
-            f"the build was pushed to, then {AGAIN}"
+            f"the build was pushed to, then {again}"
         ) from None
     except (ValueError, yaml.YAMLError) as exc:
         raise EvaluationError(f"{what}: the eval.yaml of {repo} is not one ({str(exc).splitlines()[0]})") from None
@@ -217,7 +220,7 @@ def model_details(
         raise EvaluationError(f"{what}: give dataset_repo=, the benchmark to compare on ({model} has eval results "
                               f"with details for: {listed})")  # fmt: skip
     dataset = datasets[0]  # type: ignore[index]
-    tasks = _hub_call(what, again, lambda: _tasks(api, dataset, what))
+    tasks = _hub_call(what, again, lambda: _tasks(api, dataset, what, again))
     published = _hub_call(what, again, lambda: read_published(api, model, revision or None, dataset, tasks, log))  # type: ignore[arg-type]
     borrowed = [c for c in published.details_of if not published.own(c)]  # type: ignore[attr-defined]
     if borrowed:

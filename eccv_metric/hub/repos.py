@@ -36,9 +36,11 @@ def check_repo_id(repo: str, keyword: str, example: str) -> None:
 def from_the_hub(exc: BaseException) -> bool:
     """An HTTP answer of the Hub, or no answer at all (huggingface_hub's errors and its HTTP client's: httpx)."""
     from huggingface_hub.errors import HfHubHTTPError
+    from huggingface_hub.errors import LocalEntryNotFoundError
 
     module = type(exc).__module__.split(".")[0]
-    return isinstance(exc, HfHubHTTPError | ConnectionError | TimeoutError) or module in ("httpx", "httpx2")
+    kinds = HfHubHTTPError | LocalEntryNotFoundError | ConnectionError | TimeoutError  # no answer, nothing cached
+    return isinstance(exc, kinds) or module in ("httpx", "httpx2")
 
 
 def status_of(exc: BaseException) -> int | None:
@@ -65,9 +67,13 @@ def hub_failure(
     ``refused``: the step when the Hub refuses the token (401 / 403); ``answered``: for any other answer;
     ``again``: how to retry (``push again``)."""
     from huggingface_hub import constants
+    from huggingface_hub.errors import LocalEntryNotFoundError
 
     status = status_of(exc)
-    if status in (401, 403):
+    if isinstance(exc, LocalEntryNotFoundError):  # huggingface_hub's word for no answer (or offline mode), no copy
+        offline = " (HF_HUB_OFFLINE is set)" if constants.HF_HUB_OFFLINE else ""
+        why, step = f"could not reach the Hub at {constants.ENDPOINT}{offline} and no copy is cached", NETWORK_STEP
+    elif status in (401, 403):
         why, step = f"the Hub refused the token ({status}: {first_line(exc)})", refused
     elif status is not None:
         why, step = f"the Hub answered {status}: {first_line(exc)}", answered

@@ -29,6 +29,10 @@ class Relevance(Protocol):
 
     def hits(self, items: np.ndarray) -> np.ndarray: ...
 
+    def lookup(self, q: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """Whether dense gallery item ``g`` is a positive of dense query ``q`` (broadcast; ``g`` < 0 never is)."""
+        ...
+
     def restrict(self, queries: np.ndarray) -> Relevance: ...
 
     def positive_mask(self, part: np.ndarray, columns: np.ndarray, col_of_dense: np.ndarray) -> np.ndarray: ...
@@ -62,11 +66,17 @@ class Input(Protocol):
         """Dense queries the input has a ranking for (None: every query)."""
         ...
 
-    def top(self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None = None) -> RankedLists:
+    def top(
+        self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None = None, past: int = 0
+    ) -> RankedLists:
         """The first ``depth`` items of the rankings of ``queries`` (dense).
 
         ``decided_by``: the only relevance whose first hits will be read; a
-        restricted view's list may then stop at its first positive.
+        restricted view's list may then stop at its first positive. ``past`` > 0: the
+        tie note reads that many of the ``depth`` items past the deepest cut; the
+        lists also carry the ties past their ends where the input can count them as
+        it ranks (:attr:`RankedLists.past`, else None), and a list that carries them
+        may stop up to ``past`` items short (they tell what the items would).
         """
         ...
 

@@ -84,7 +84,9 @@ class Rankings:
     def given_queries(self, view: View) -> np.ndarray:
         return self.lists(view).query
 
-    def top(self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None = None) -> RankedLists:
+    def top(
+        self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None = None, past: int = 0
+    ) -> RankedLists:
         lists = self.lists(view)
         if not view.restricted and not view.exclude_self:
             return lists.ranked(depth)

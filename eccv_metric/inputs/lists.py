@@ -14,6 +14,7 @@ from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import preview
 from eccv_metric.core.ids import IdIndex
 from eccv_metric.core.view import DIRECTION_KINDS
+from eccv_metric.kernels.past import PastTies
 
 
 class HasHits(Protocol):
@@ -33,7 +34,10 @@ class RankedLists:
     Lists made from scores also carry ``ties`` (bool: the item is in one group of equal scores with the item
     before it, a group whose order the tie rule decided; False past a list's end) and ``scores`` (each listed
     item's score as the ranking compared it), which the tie note reads (:mod:`eccv_metric.engine.ties`); None
-    for ranked lists given in order.
+    for ranked lists given in order. Lists ranked straight from a scorer also carry ``past``: per list, the items
+    past the held ones that tie with its last held item (:class:`~eccv_metric.kernels.past.PastTies`, dense
+    items, -1 for an extra id), so that a group of equal scores at a list's end is counted without reading the
+    scores again; None where not counted.
     """
 
     direction: str
@@ -43,6 +47,7 @@ class RankedLists:
     gallery_size: int | np.ndarray  # per list when galleries differ (folds, a query's own item left out)
     ties: np.ndarray | None = None
     scores: np.ndarray | None = None
+    past: PastTies | None = None
 
     @cached_property
     def _row_of_query(self) -> np.ndarray:
@@ -66,11 +71,13 @@ class RankedLists:
         return rows
 
     def take(self, rows: np.ndarray, query: np.ndarray) -> RankedLists:
-        """The lists at ``rows`` (items, lengths, groups of equal scores, scores), as the lists of ``query``."""
+        """The lists at ``rows`` (items, lengths, groups of equal scores, scores, the ties past them), as the lists
+        of ``query``."""
         size = self.gallery_size if np.ndim(self.gallery_size) == 0 else np.asarray(self.gallery_size)[rows]
         ties = None if self.ties is None else self.ties[rows]
         scores = None if self.scores is None else self.scores[rows]
-        return RankedLists(self.direction, query, self.items[rows], self.lengths[rows], size, ties, scores)
+        past = None if self.past is None else self.past.take(rows)
+        return RankedLists(self.direction, query, self.items[rows], self.lengths[rows], size, ties, scores, past)
 
     def hits(self, rel: HasHits, rows: np.ndarray, depth: int | None = None) -> np.ndarray:
         """``rel.hits`` of the lists at ``rows`` (aligned with ``rel``'s queries) over their first ``depth``
@@ -108,6 +115,8 @@ def restrict_lists(
     ties = None if lists.ties is None else np.zeros((n, depth), dtype=bool)
     scores = None if lists.scores is None else np.zeros((n, depth), lists.scores.dtype)
     available = np.zeros(n, dtype=np.int64)
+    counted = lists.past is not None and lists.scores is not None
+    past = np.zeros(n, np.int64), [], []  # the ties past each filtered list: counts, (row, item) pairs
     step = max(1, (1 << 22) // max(1, width))
     for start in range(0, n if width else 0, step):
         items = lists.items[start : start + step]
@@ -118,6 +127,12 @@ def restrict_lists(
             keep &= items != own[start : start + step, None]
         cum = np.cumsum(keep, axis=1, dtype=np.int32)
         available[start : start + step] = cum[:, -1]
+        if counted:
+            mine = (gallery_group, None if query_group is None else query_group[start : start + step])
+            found = ties_past(lists, start, keep, cum, depth, mine, None if own is None else own[start : start + step])
+            past[0][start : start + step] = found[0]
+            past[1].append(start + found[1])
+            past[2].append(found[2])
         r, c = np.nonzero(keep & (cum <= depth))
         out[start + r, cum[r, c] - 1] = items[r, c]
         if scores is not None:
@@ -127,7 +142,51 @@ def restrict_lists(
             kept = np.full((len(items), depth), -1, np.int32)
             kept[r, cum[r, c] - 1] = group[r, c]
             ties[start : start + step, 1:] = (kept[:, 1:] == kept[:, :-1]) & (kept[:, 1:] >= 0)
-    return RankedLists(lists.direction, lists.query, out, available, sizes, ties, scores)
+    found = None
+    if counted:
+        row, item = (np.concatenate(p) if p else np.zeros(0, np.int64) for p in past[1:])
+        order = np.argsort(row, kind="stable")
+        found = PastTies.of(past[0], row[order], item[order])
+    return RankedLists(lists.direction, lists.query, out, available, sizes, ties, scores, found)
+
+
+def ties_past(
+    lists: RankedLists,
+    start: int,
+    keep: np.ndarray,
+    cum: np.ndarray,
+    depth: int,
+    groups: tuple[np.ndarray | None, np.ndarray | None],
+    own: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ties past the filtered lists of :func:`restrict_lists` (rows ``start:`` of ``lists``; ``keep``: the
+    items each keeps, ``cum``: their running count): (count per row, -1 where not known; row, item pairs). The
+    items of its gallery that tie with a filtered list's last held item and come after it: those later in the
+    whole list, and, when it ties with the whole list's last item, those of the whole list's ties past it that
+    the query may rank (not known where those were not kept)."""
+    scores, whole = lists.scores[start : start + len(keep)], lists.past  # type: ignore[index]
+    rows = np.arange(len(keep))
+    held = np.minimum(cum[:, -1], depth)
+    at = (cum < held[:, None]).sum(axis=1)  # where the last held item sits in the whole list
+    value = scores[rows, np.minimum(at, scores.shape[1] - 1)]
+    later = keep & (np.arange(keep.shape[1])[None, :] > at[:, None]) & (scores == value[:, None])
+    later &= (held > 0)[:, None]
+    r, c = np.nonzero(later)
+    count = later.sum(axis=1).astype(np.int64)
+    end = np.flatnonzero((held > 0) & (value == scores[:, -1]) & (whole.count[start + rows] != 0))  # type: ignore[union-attr]
+    unknown = end[~whole.kept()[start + end]]  # type: ignore[union-attr]
+    owner, item = whole.pairs(start + end[whole.kept()[start + end]])  # type: ignore[union-attr]
+    owner = end[whole.kept()[start + end]][owner]  # type: ignore[union-attr]
+    mine = item >= 0
+    gallery_group, query_group = groups
+    if gallery_group is not None and query_group is not None:
+        mine &= gallery_group[np.maximum(item, 0)] == query_group[owner]
+    if own is not None:
+        mine &= item != own[owner]
+    owner, item = owner[mine], item[mine]
+    count += np.bincount(owner, minlength=len(keep))
+    count[unknown] = -1
+    return count, np.concatenate([r, owner]), np.concatenate([lists.items[start + r, c], item])
 
 
 def splice(lists: RankedLists, rows: np.ndarray, other: RankedLists, at: np.ndarray, sizes: np.ndarray) -> RankedLists:
@@ -148,7 +207,8 @@ def splice(lists: RankedLists, rows: np.ndarray, other: RankedLists, at: np.ndar
         out.append(mine)
     lengths = lists.lengths.copy()
     lengths[rows] = sizes[rows]
-    return RankedLists(lists.direction, lists.query, out[0], lengths, sizes, out[1], out[2])  # type: ignore[arg-type]
+    past = None if lists.past is None or other.past is None else lists.past.replaced(rows, other.past, at)
+    return RankedLists(lists.direction, lists.query, out[0], lengths, sizes, out[1], out[2], past)  # type: ignore[arg-type]
 
 
 def side_by_side(parts: list[np.ndarray], pad: int | bool) -> np.ndarray:

@@ -42,16 +42,19 @@ from eccv_metric.inputs.lists import side_by_side
 from eccv_metric.inputs.lists import splice
 from eccv_metric.inputs.lists import tie_flags
 from eccv_metric.inputs.tied import all_tied
-from eccv_metric.inputs.tied import count_tied
+from eccv_metric.inputs.tied import tie_totals
+from eccv_metric.kernels.past import PastTies
 from eccv_metric.kernels.ranks import Ranked
 from eccv_metric.kernels.ranks import RankRequest
 from eccv_metric.kernels.ranks import rank_all
 from eccv_metric.kernels.scorers import BlockScorer
 from eccv_metric.kernels.scorers import MatrixScorer
-from eccv_metric.kernels.topk import top_ranked
+from eccv_metric.kernels.topk import TopRanked
+from eccv_metric.kernels.topk import ranked_top
 from eccv_metric.kernels.workers import next_ticket
 
 OTHER = {"image": "caption", "caption": "image"}
+PAST = 64  # items past a list's end that tie with its last item, kept per list (at least the list's depth)
 
 
 class ScoredInput(HeldChecks):
@@ -191,18 +194,22 @@ class ScoredInput(HeldChecks):
 
     # -- rankings -----------------------------------------------------------------------------------------------
 
-    def top(self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None = None) -> RankedLists:
+    def top(
+        self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None = None, past: int = 0
+    ) -> RankedLists:
         if view.restricted:
-            return self._restricted_top(view, depth, queries, decided_by)
+            return self._restricted_top(view, depth, queries, decided_by, past)
         _, qrow = self._rows(view, view.query_kind, queries)
         gdense, _ = self._rows(view, view.gallery_kind, None)
         scorer = self.scorer(view)
         n_gal = scorer.n_gallery - view.exclude_self
         own = self.mapping(view.collection, view.gallery_kind)[1][queries] if view.exclude_self else None
-        top, values = self._top(view, scorer, qrow[queries], min(depth, n_gal), None, own, queries)
-        lengths = np.full(len(queries), n_gal)
-        ties = tie_flags(values, lengths)
-        lists = RankedLists(view.direction, queries, gdense[top].astype(np.int32), lengths, n_gal, ties, values)
+        k = min(depth, n_gal)
+        found = self._top(view, scorer, qrow[queries], k, None, own, queries, max(PAST, k) if past else 0)
+        lengths, items = np.full(len(queries), n_gal), gdense[found.top].astype(np.int32)
+        past = None if found.past is None else found.past.with_items(gdense[found.past.items].astype(np.int32))
+        lists = RankedLists(view.direction, queries, items, lengths, n_gal, tie_flags(found.values, lengths),
+                            found.values, past)  # fmt: skip
         self._last[view.key] = lists
         return lists
 
@@ -213,7 +220,7 @@ class ScoredInput(HeldChecks):
         scorer = self.scorer(view)
         own = self.mapping(view.collection, view.gallery_kind)[1][queries] if view.exclude_self else None
         k = min(depth, scorer.n_gallery - view.exclude_self)
-        top, _ = self._top(view, scorer, qrow[queries], k, None, own, queries)
+        top = self._top(view, scorer, qrow[queries], k, None, own, queries).top
         order = self.row_order(view.collection, view.gallery_kind)
         return top if order is None else order[top]
 
@@ -231,10 +238,13 @@ class ScoredInput(HeldChecks):
         gallery_pos: np.ndarray | None,
         own: np.ndarray | None,
         queries: np.ndarray,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """(top gallery positions of the scorer, their scores) of the scorer rows ``rows`` (``queries``: dense)."""
+        past: int = 0,
+    ) -> TopRanked:
+        """The top-k of the scorer rows ``rows`` (``queries``: dense): gallery positions of the scorer, their
+        scores, and with ``past`` the ties past each list (:func:`~eccv_metric.kernels.topk.ranked_top`)."""
         constant = self.require_varied(view)
-        top, bad, values = top_ranked(scorer, rows, k, gallery_pos, self._priority(view), own)
+        found = ranked_top(scorer, rows, k, gallery_pos, self._priority(view), own, past)
+        top, bad = found.top, found.bad
         if bad.any():
             ids = view.queries.ids[queries[bad]]
             raise EvaluationError(
@@ -245,9 +255,11 @@ class ScoredInput(HeldChecks):
             tied = all_tied(scorer, rows, top, gallery_pos, own)
             if len(tied):
                 self.tied_queries.setdefault(view.direction, set()).update(view.queries.ids[queries[tied]].tolist())
-        return top, values
+        return found
 
-    def _restricted_top(self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None) -> RankedLists:
+    def _restricted_top(
+        self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None, past: int = 0
+    ) -> RankedLists:
         """Top items of each query among its group's items (group items keep their given order for ties).
 
         Shortcut, exact: a group's ranking is the whole ranking restricted to the
@@ -261,44 +273,49 @@ class ScoredInput(HeldChecks):
         qgroup = np.zeros(len(view.queries), np.int64) if view.query_group is None else view.query_group
         full = self._last.get(view.unrestricted().key)
         if full is None or not np.isin(queries, full.query).all():
-            return self._group_top(view, depth, queries)
+            return self._group_top(view, depth, queries, past)
         rows = full.rows(queries, view.queries, view.restriction or "")
         sub = full.take(rows, queries)
         own = queries.astype(np.int64) if view.exclude_self else None
         filtered = restrict_lists(sub, depth, qgroup[queries], view.gallery_group, own, sizes)
-        settled = filtered.lengths >= np.minimum(depth, sizes)
+        short = past if filtered.past is not None else 0  # the ties past a list tell what its last items would
+        settled = filtered.lengths >= np.minimum(depth - short, sizes)
         if decided_by is not None:
             hit_rows = filtered.rows(decided_by.query, view.queries, view.restriction or "")
             settled[hit_rows] |= filtered.hits(decided_by, hit_rows).any(axis=1)
         again = np.flatnonzero(~settled)
         if not len(again):
             return RankedLists(view.direction, queries, filtered.items, filtered.lengths, sizes, filtered.ties,
-                               filtered.scores)  # fmt: skip
-        exact = self._group_top(view, depth, queries[again])
+                               filtered.scores, filtered.past)  # fmt: skip
+        exact = self._group_top(view, depth, queries[again], past)
         return splice(filtered, again, exact, exact.rows(queries[again], view.queries, view.restriction or ""), sizes)
 
-    def _group_top(self, view: View, depth: int, queries: np.ndarray) -> RankedLists:
-        """Top ``depth`` items of each query among the gallery items of its group, from the scores."""
+    def _group_top(self, view: View, depth: int, queries: np.ndarray, past: int = 0) -> RankedLists:
+        """Top ``depth`` items of each query among the gallery items of its group, from the scores (``past``: with
+        the ties past each list, :attr:`RankedLists.past`)."""
         scorer = self.scorer(view)
         qgroup = np.zeros(len(view.queries), np.int64) if view.query_group is None else view.query_group
         _, qrow = self._rows(view, view.query_kind, queries)
         pool = np.flatnonzero(view.gallery_group >= 0)
         gdense, grow = self._rows(view, view.gallery_kind, pool)
-        parts_q, parts_items, parts_ties, parts_scores = [], [], [], []
+        parts_q, parts_items, parts_ties, parts_scores, parts_past = [], [], [], [], []
         for group in np.unique(qgroup[queries]).tolist():
             members = queries[qgroup[queries] == group]
             gallery_pos = np.sort(grow[view.gallery_group == group])
             own = np.searchsorted(gallery_pos, grow[members]) if view.exclude_self else None
             k = min(depth, len(gallery_pos) - view.exclude_self)
-            top, values = self._top(view, scorer, qrow[members], k, gallery_pos, own, members)
+            found = self._top(view, scorer, qrow[members], k, gallery_pos, own, members, max(PAST, k) if past else 0)
+            if found.past is not None:  # dense items (-1: an extra id)
+                parts_past.append(found.past.with_items(gdense[found.past.items].astype(np.int32)))
             parts_q.append(members)
-            parts_items.append(gdense[top].astype(np.int32))
-            parts_ties.append(tie_flags(values, np.full(len(members), k)))
-            parts_scores.append(values)
+            parts_items.append(gdense[found.top].astype(np.int32))
+            parts_ties.append(tie_flags(found.values, np.full(len(members), k)))
+            parts_scores.append(found.values)
         query = np.concatenate(parts_q) if parts_q else np.zeros(0, np.int64)
         sizes = view.gallery_sizes(query, 0)
         items, ties = side_by_side(parts_items, -1), side_by_side(parts_ties, False)
-        return RankedLists(view.direction, query, items, sizes, sizes, ties, side_by_side(parts_scores, 0))
+        found_past = PastTies.stacked(parts_past) if past and len(parts_past) == len(parts_q) else None
+        return RankedLists(view.direction, query, items, sizes, sizes, ties, side_by_side(parts_scores, 0), found_past)
 
     def first_ranks(self, view: View, rel: Relevance, name: str) -> np.ndarray:
         """Exact rank of each ``rel.query``'s best-ranked positive, straight from the scores."""
@@ -347,11 +364,9 @@ class ScoredInput(HeldChecks):
     def tie_totals(
         self, view: View, rel: Relevance, members: np.ndarray, lists: RankedLists, rows: np.ndarray, at: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        """For the queries ``rel.query[members]`` (ascending): how many items of the query's gallery have the score
-        of its listed item at position ``at`` (``lists`` row ``rows``; the last listed item) -- the whole group of
-        equal scores, also past the list -- and how many of them are positives. Read again from the scores, only
-        for these queries."""
-        return count_tied(self, view, rel, members, lists.scores[rows, at])  # type: ignore[index]
+        """:func:`~eccv_metric.inputs.tied.tie_totals`: the group of equal scores holding each list's item at
+        ``at``, in full (from the lists, else read again from the scores, only for these queries)."""
+        return tie_totals(self, view, rel, members, lists, rows, at)
 
     def reranked_depth(self, view: View, queries: np.ndarray) -> np.ndarray | None:
         """How many reranked candidates each query's view gallery holds (a two-stage input); None: not one."""

@@ -1,5 +1,7 @@
-"""Reading a scored input's rows again for ties: queries whose every score is equal, and the size of a group of
-equal scores past the end of a list (what the tie note needs, :mod:`eccv_metric.engine.ties`)."""
+"""Groups of equal scores a scored input's lists leave open (what the tie note needs,
+:mod:`eccv_metric.engine.ties`): queries whose every score is equal, and the size of a group of equal scores
+past the end of a list: from what the top-k counted in its own blocks (:func:`group_totals`), else by reading
+the rows again (:func:`count_tied`)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import numpy as np
 
 from eccv_metric.core.view import View
 from eccv_metric.inputs.base import Relevance
+from eccv_metric.inputs.lists import RankedLists
 from eccv_metric.kernels.ranks import RankRequest
 from eccv_metric.kernels.ranks import count_equal
 from eccv_metric.kernels.scorers import BlockScorer
@@ -82,3 +85,70 @@ def columns_of(gallery_pos: np.ndarray | None, positions: np.ndarray | None) -> 
     inside = (positions >= 0) & (at < len(gallery_pos))
     inside[inside] = gallery_pos[at[inside]] == positions[inside]
     return np.where(inside, at, -1)
+
+
+def tie_totals(
+    source: Scored,
+    view: View,
+    rel: Relevance,
+    members: np.ndarray,
+    lists: RankedLists,
+    rows: np.ndarray,
+    at: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(members, positives) of the group of equal scores holding the item at position ``at`` of each list
+    (``lists`` row ``rows``) for the queries ``rel.query[members]`` (ascending), in the whole view gallery: from
+    the lists (:func:`group_totals`), else (:func:`count_tied`) the rows read again."""
+    n_tied, n_positive, found = group_totals(rel, members, lists, rows, at)
+    again = np.flatnonzero(~found)
+    if len(again):
+        values = lists.scores[rows[again], at[again]]  # type: ignore[index]
+        n_tied[again], n_positive[again] = count_tied(source, view, rel, members[again], values)
+    return n_tied, n_positive
+
+
+def group_totals(
+    rel: Relevance, members: np.ndarray, lists: RankedLists, rows: np.ndarray, at: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`count_tied` of the group of equal scores holding the item at position ``at`` of each list (``lists``
+    row ``rows``) for the queries ``rel.query[members]``, from the lists alone: the group's listed items (equal
+    scores are adjacent in a list ranked by score), and the items past the held ones that tie with the last
+    (:attr:`RankedLists.past`: counted by the top-k in the blocks it read, or filtered from the whole ranking's
+    for a restricted view). Returns (members, positives, found):
+    ``found`` False where the lists cannot tell (the group goes on past a list whose ties past it were not
+    kept: the caller reads those rows again)."""
+    n = len(members)
+    n_tied, n_positive, found = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, dtype=bool)
+    scores, past = lists.scores, lists.past
+    if scores is None or past is None or not n:
+        return n_tied, n_positive, found
+    width = scores.shape[1]
+    held = np.minimum(lists.lengths[rows], width)
+    equal = (scores[rows] == scores[rows, at][:, None]) & (np.arange(width)[None, :] < held[:, None])
+    goes_on = equal[np.arange(n), np.maximum(held - 1, 0)] & (held > 0) & (past.count[rows] != 0)
+    found = ~goes_on | past.kept()[rows]
+    n_tied = equal.sum(axis=1) + np.where(goes_on & found, past.count[rows], 0)
+    # the group's items, listed and past, as (list, item) pairs: their positives in one lookup
+    r, p = np.nonzero(equal & found[:, None])
+    owner, items = past.pairs(rows[goes_on & found])
+    owner = np.flatnonzero(goes_on & found)[owner]
+    owner, items = np.concatenate([r, owner]), np.concatenate([lists.items[rows[r], p], items])
+    hits = rel.lookup(rel.query[members[owner]], items)
+    n_positive = np.bincount(owner[hits], minlength=n).astype(np.int64)
+    return n_tied, n_positive, found
+    width = scores.shape[1]
+    held = np.minimum(lists.lengths[rows], width)
+    equal = (scores[rows] == scores[rows, at][:, None]) & (np.arange(width)[None, :] < held[:, None])
+    goes_on = equal[:, -1] & (lists.lengths[rows] > width) if width else np.zeros(n, dtype=bool)
+    found = ~goes_on | past.kept()[rows]
+    more = np.where(goes_on & found, past.count[rows], 0)
+    n_tied = equal.sum(axis=1) + more
+    # the group's items, listed and past, as (list, item) pairs: their positives in one lookup
+    r, p = np.nonzero(equal & found[:, None])
+    first = past.start[rows]
+    owner = np.repeat(np.arange(n), more)
+    items = past.items[np.repeat(first, more) + np.arange(len(owner)) - np.repeat(np.cumsum(more) - more, more)]
+    owner, items = np.concatenate([r, owner]), np.concatenate([lists.items[rows[r], p], items])
+    hits = rel.lookup(rel.query[members[owner]], items)
+    n_positive = np.bincount(owner[hits], minlength=n).astype(np.int64)
+    return n_tied, n_positive, found

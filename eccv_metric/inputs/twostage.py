@@ -167,7 +167,9 @@ class TwoStage(ScoredInput):
 
     # -- rankings -------------------------------------------------------------------------------------------------
 
-    def top(self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None = None) -> RankedLists:
+    def top(
+        self, view: View, depth: int, queries: np.ndarray, decided_by: Relevance | None = None, past: int = 0
+    ) -> RankedLists:
         if view.restricted:
             return self._restricted_top(view, depth, queries, decided_by)  # the whole ranking filtered, or _group_top
         gdense, grow = self._rows(view, view.gallery_kind, None)
@@ -187,7 +189,7 @@ class TwoStage(ScoredInput):
         order = self.row_order(view.collection, view.gallery_kind)
         return pos if order is None else order[pos]
 
-    def _group_top(self, view: View, depth: int, queries: np.ndarray) -> RankedLists:
+    def _group_top(self, view: View, depth: int, queries: np.ndarray, past: int = 0) -> RankedLists:
         """The two-stage ranking of ``queries`` within the gallery of their group (restricted views)."""
         qgroup = np.zeros(len(view.queries), np.int64) if view.query_group is None else view.query_group
         pool = np.flatnonzero(view.gallery_group >= 0)
@@ -227,7 +229,8 @@ class TwoStage(ScoredInput):
             _, qrow = self._rows(view, view.query_kind, queries[tail])
             scorer = self.scorer(view)
             mine = None if own is None else own[tail]
-            top, values = self._top(view, scorer, qrow[queries[tail]], width, gallery_pos, mine, queries[tail])
+            found = self._top(view, scorer, qrow[queries[tail]], width, gallery_pos, mine, queries[tail])
+            top, values = found.top, found.values
             taken = in_rows(top, np.where(inside[tail], cols[tail], -1))
             rest = compact([top.astype(np.int64), values.astype(np.float64)], ~taken, width)
             at = np.arange(width)[None, :] - m[tail, None]  # a tail item's place after the query's candidates

@@ -10,11 +10,13 @@ fix-up), never a full ranking.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 
 import numpy as np
 
 from eccv_metric.core import progress
 from eccv_metric.kernels import topk_choice
+from eccv_metric.kernels.past import PastTies
 from eccv_metric.kernels.scorers import BlockScorer
 from eccv_metric.kernels.scorers import DeviceScorer
 from eccv_metric.kernels.workers import Priority
@@ -44,70 +46,94 @@ def stable_topk(
     variable ``ECCV_METRIC_TOPK``) forces one; by default the faster one on this
     machine is measured on the first block and kept (:mod:`eccv_metric.kernels.topk_choice`).
     """
+    top, bad, _ = ranked_rows(rows, k, scratch, strategy)
+    return top, bad
+
+
+def ranked_rows(
+    rows: np.ndarray, k: int, scratch: Scratch | None = None, strategy: str | None = None, past: int = 0
+) -> tuple[np.ndarray, np.ndarray, PastTies | None]:
+    """:func:`stable_topk`, and with ``past`` > 0 the items of each row past its top-k that score exactly its k-th
+    item's score (:class:`PastTies`: their columns, kept for rows with at most ``past`` of them). Found where the
+    top-k finds its candidates (every item >= the k-th value), so they cost no other pass over the row; the tie
+    note counts a group at a list's end from them (:mod:`eccv_metric.engine.ties`)."""
     n = rows.shape[1]
     if k >= n:
         finite = np.isfinite(rows.min(axis=1)) & np.isfinite(rows.max(axis=1))
-        return np.argsort(-rows, axis=1, kind="stable").astype(np.int32), ~finite
+        found = np.argsort(-rows, axis=1, kind="stable").astype(np.int32)
+        none = np.zeros(0, np.int64)
+        return found, ~finite, (PastTies.of_pairs(none, none, len(rows), past) if past else None)
     width = next((w for w in CHUNK_WIDTHS if 4 * k * w <= n), 0)
     if not width:
-        return partition_topk(rows, k, scratch)
+        return partition_topk(rows, k, scratch, past)
     name = topk_choice.forced(strategy)
     if name is None:
         key = topk_choice.key_of(rows.dtype.str, n, k)
         name, time_now = topk_choice.pick(key, may_time=rows.size <= CALIBRATION_ELEMENTS)
         if time_now:
             runs = {
-                "chunks": lambda: usable(chunked_topk(rows, k, width, scratch)),
-                "partition": lambda: usable(partition_topk(rows, k, scratch)),
+                "chunks": lambda: usable(chunked_topk(rows, k, width, scratch, past)),
+                "partition": lambda: usable(partition_topk(rows, k, scratch, past)),
             }
             result, _ = topk_choice.calibrate(key, runs, f"{rows.shape[0]:,} x {n:,} {rows.dtype}")
             return result
     if (name or topk_choice.DEFAULT) == "chunks":
-        return chunked_topk(rows, k, width, scratch)
-    return partition_topk(rows, k, scratch)
+        return chunked_topk(rows, k, width, scratch, past)
+    return partition_topk(rows, k, scratch, past)
 
 
 CALIBRATION_ELEMENTS = 1 << 21  # blocks beyond this (a whole matrix ranked at once) are not timed
 
 
-def usable(result: tuple[np.ndarray, np.ndarray]) -> tuple[tuple[np.ndarray, np.ndarray], bool]:
+def usable(result: tuple[np.ndarray, np.ndarray, PastTies | None]) -> tuple[tuple, bool]:
     """(a top-k result, whether its timing is meaningful: no row held NaN or inf)."""
     return result, not result[1].any()
 
 
-def partition_topk(rows: np.ndarray, k: int, scratch: Scratch | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`stable_topk` through ``np.partition`` of whole rows (``k < n``)."""
+def partition_topk(
+    rows: np.ndarray, k: int, scratch: Scratch | None = None, past: int = 0
+) -> tuple[np.ndarray, np.ndarray, PastTies | None]:
+    """:func:`ranked_rows` through ``np.partition`` of whole rows (``k < n``)."""
     n = rows.shape[1]
     part = np.partition(rows, n - k, axis=1)
     # np.partition puts NaN last and +inf can only sit in the top segment; -inf only in the bottom one
     finite = np.isfinite(part[:, n - k :].max(axis=1)) & np.isfinite(part[:, : n - k].min(axis=1))
     if not finite.all():
-        return np.zeros((len(rows), k), np.int32), ~finite
-    return select_top(rows, part[:, n - k], k, scratch), ~finite
+        return np.zeros((len(rows), k), np.int32), ~finite, None
+    top, beyond = select_top(rows, part[:, n - k], k, scratch)
+    return top, ~finite, (PastTies.of_pairs(*beyond, len(rows), past) if past else None)
 
 
 CHUNK_WIDTHS = (64, 32, 16, 8)
 
 
-def select_top(rows: np.ndarray, kth: np.ndarray, k: int, scratch: Scratch | None = None) -> np.ndarray:
-    """The ``k`` first columns of each row (stable descending order), given each row's k-th largest value."""
+def select_top(
+    rows: np.ndarray, kth: np.ndarray, k: int, scratch: Scratch | None = None
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """The ``k`` first columns of each row (stable descending order), given each row's k-th largest value; and
+    (row, column) of the items equal to the k-th value left past them (row by row, columns ascending)."""
     n = rows.shape[1]
     mask = (scratch or Scratch()).bools(rows.size).reshape(rows.shape)
     np.greater_equal(rows, kth[:, None], out=mask)
     row, col = np.divmod(np.flatnonzero(mask), n)  # candidates: items >= the k-th value, row by row
     counts = np.bincount(row, minlength=len(rows))
+    left: tuple[np.ndarray, np.ndarray] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     if (counts > k).any():  # ties at the k-th value: keep the first tied columns, only among the candidates
         tied = rows[row, col] == kth[row]
         need = k - np.bincount(row[~tied], minlength=len(rows))
         tied_before = np.cumsum(tied) - tied  # tied candidates before this one, over all rows
         row_start = np.cumsum(counts) - counts
         rank_in_row = tied_before - tied_before[row_start][row]
-        col = col[~tied | (rank_in_row < need[row])]
-    return order_by_score(rows, np.arange(len(rows)), col.astype(np.int32).reshape(-1, k))
+        keep = ~tied | (rank_in_row < need[row])
+        left = (row[~keep], col[~keep])
+        col = col[keep]
+    return order_by_score(rows, np.arange(len(rows)), col.astype(np.int32).reshape(-1, k)), left
 
 
-def chunked_topk(rows: np.ndarray, k: int, width: int, scratch: Scratch | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`stable_topk` of long rows through chunk maxima (``k < n // width``), same result.
+def chunked_topk(
+    rows: np.ndarray, k: int, width: int, scratch: Scratch | None = None, past: int = 0
+) -> tuple[np.ndarray, np.ndarray, PastTies | None]:
+    """:func:`ranked_rows` of long rows through chunk maxima (``k < n // width``), same result.
 
     Chunk c holds columns ``[c * width, (c + 1) * width)``; the last ``n % width``
     columns (the tail) are always candidates. Take the k first chunks under
@@ -120,7 +146,9 @@ def chunked_topk(rows: np.ndarray, k: int, width: int, scratch: Scratch | None =
     A row's top-k item is in the top-k of the columns it belongs to, so the
     taken chunks and the tail, in column order, ranked as one short row, give
     the row's top-k. NaN / inf: the chunk maxima carry NaN and +inf, the row
-    minima -inf.
+    minima -inf. Items equal to v past the top-k (``past``): those of the short
+    row, and when v = t those of the chunks of maximum t left out (no other
+    chunk holds one).
     """
     m, n = rows.shape
     full = n // width
@@ -130,9 +158,9 @@ def chunked_topk(rows: np.ndarray, k: int, width: int, scratch: Scratch | None =
     if full * width < n:
         finite &= np.isfinite(rows[:, full * width :].max(axis=1))
     if not finite.all():
-        return np.zeros((m, k), np.int32), ~finite
+        return np.zeros((m, k), np.int32), ~finite, None
     part = np.partition(maxima, full - k, axis=1)
-    chunks = np.sort(select_top(maxima, part[:, full - k], k), axis=1)  # the k chunks, in column order
+    chunks = np.sort(select_top(maxima, part[:, full - k], k)[0], axis=1)  # the k chunks, in column order
     values = chunked[np.arange(m)[:, None], chunks].reshape(m, k * width)
     cols = (chunks[:, :, None] * width + np.arange(width, dtype=np.int32)).reshape(m, k * width)
     if full * width < n:
@@ -141,8 +169,22 @@ def chunked_topk(rows: np.ndarray, k: int, width: int, scratch: Scratch | None =
         cols = np.concatenate([cols, tail], axis=1)
     short = values.shape[1]
     kth = np.partition(values, short - k, axis=1)[:, short - k]
-    top = select_top(values, kth, k)
-    return np.take_along_axis(cols, top, axis=1).astype(np.int32), ~finite
+    top, (row, at) = select_top(values, kth, k)
+    found = np.take_along_axis(cols, top, axis=1).astype(np.int32)
+    if not past:
+        return found, ~finite, None
+    col = cols[row, at].astype(np.int64)
+    again = np.flatnonzero(kth == part[:, full - k])  # v = t: chunks of maximum t left out may hold more
+    if len(again):
+        left = maxima[again] == kth[again, None]
+        left[np.arange(len(again))[:, None], chunks[again]] = False
+        r, c = np.nonzero(left)
+        hit_r, hit_w = np.nonzero(chunked[again[r], c] == kth[again[r], None])
+        row = np.concatenate([row, again[r[hit_r]]])
+        col = np.concatenate([col, c[hit_r].astype(np.int64) * width + hit_w])
+        order = np.argsort(row, kind="stable")
+        row, col = row[order], col[order]
+    return found, ~finite, PastTies.of_pairs(row, col, m, past)
 
 
 def chunk_maxima(chunked: np.ndarray) -> np.ndarray:
@@ -218,6 +260,19 @@ def without_self(block: np.ndarray, own: np.ndarray) -> tuple[np.ndarray, np.nda
     return block, finite
 
 
+@dataclass(frozen=True)
+class TopRanked:
+    """What :func:`ranked_top` finds: ``top`` (gallery positions of the scorer), ``bad`` (queries whose scores hold
+    NaN or inf), ``values`` (the score of each top item as the block held it: what the tie note compares);
+    ``past``: the items past each list that tie with its last item (:class:`PastTies`, gallery positions); None
+    where not asked for, or not counted (a device scorer)."""
+
+    top: np.ndarray
+    bad: np.ndarray
+    values: np.ndarray
+    past: PastTies | None = None
+
+
 def top_ranked(
     scorer: BlockScorer,
     query_pos: np.ndarray,
@@ -226,20 +281,34 @@ def top_ranked(
     priority: Priority | None = None,
     own: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Top-``k`` gallery positions for the scorer's query rows ``query_pos``.
+    """(top, bad, values) of :func:`ranked_top`."""
+    found = ranked_top(scorer, query_pos, k, gallery_pos, priority, own)
+    return found.top, found.bad, found.values
+
+
+def ranked_top(
+    scorer: BlockScorer,
+    query_pos: np.ndarray,
+    k: int,
+    gallery_pos: np.ndarray | None = None,
+    priority: Priority | None = None,
+    own: np.ndarray | None = None,
+    past: int = 0,
+) -> TopRanked:
+    """Top-``k`` gallery positions for the scorer's query rows ``query_pos`` (:class:`TopRanked`).
 
     ``gallery_pos``: restrict the gallery to these (ascending) positions.
     ``own``: for each query, the position (into the restricted gallery) of its
-    own item, which is left out (-1: none). Returns (top positions into the
-    scorer's gallery, bool mask of queries whose scores hold NaN or inf, the score of each top item as the
-    block held it: what the tie note compares).
+    own item, which is left out (-1: none). ``past`` > 0: also count the items
+    past each list that tie with its last item, and keep their positions where
+    at most ``past`` (:func:`ranked_rows`).
     Blocks run on the shared block workers when the scorer allows it, a lower
     ``priority`` first (default: a new evaluation's ticket). A scorer that computes aligned blocks is read one
     aligned block at a time (each computed once); a :class:`~eccv_metric.kernels.scorers.DeviceScorer` ranks
     on its device.
     """
     if isinstance(scorer, DeviceScorer):
-        return scorer.top_ranked(query_pos, k, gallery_pos, own)
+        return TopRanked(*scorer.top_ranked(query_pos, k, gallery_pos, own))
     order = np.argsort(query_pos, kind="stable")  # read the scores in storage order
     query_pos = query_pos[order]
     own = None if own is None else own[order]
@@ -253,17 +322,17 @@ def top_ranked(
     what = f"ranking {len(query_pos):,} queries x {n_gal:,} items"
     shown = progress.bar(what, len(starts), "block") if many else progress.NoBar()
 
-    def work(start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def work(start: int) -> tuple[np.ndarray, ...]:
         block = scorer.block(query_pos[start : ends[start]], gallery_pos, scratch)
         if own is None:
-            top, bad = stable_topk(block, k, scratch)
+            top, bad, beyond = ranked_rows(block, k, scratch, past=past)
         else:
             block, finite = without_self(block, own[start : ends[start]])
-            top, bad = stable_topk(block, k, scratch)
+            top, bad, beyond = ranked_rows(block, k, scratch, past=past)
             bad |= ~finite
         values = np.take_along_axis(block, top, axis=1) if not bad.any() else np.zeros(top.shape, block.dtype)
         shown.update(1)
-        return top, bad, values
+        return (top, bad, values) if beyond is None or bad.any() else (top, bad, values, beyond)
 
     workers = block_workers() if scorer.parallel else None
     with shown:
@@ -275,15 +344,19 @@ def top_ranked(
     if parts:
         bad[order] = np.concatenate([p[1] for p in parts])
     if bad.any():
-        return np.zeros((len(query_pos), 0), np.int32), bad, np.zeros((len(query_pos), 0))
+        return TopRanked(np.zeros((len(query_pos), 0), np.int32), bad, np.zeros((len(query_pos), 0)))
     top = np.empty((len(query_pos), k), np.int32)
     values = np.empty((len(query_pos), k), parts[0][2].dtype if parts else np.float64)
-    for start, (part_top, _, part_values) in zip(starts, parts, strict=True):  # no concatenated copy of them all
-        rows = order[start : start + len(part_top)]
-        top[rows], values[rows] = part_top, part_values
+    for start, part in zip(starts, parts, strict=True):  # no concatenated copy of them all
+        rows = order[start : start + len(part[0])]
+        top[rows], values[rows] = part[0], part[2]
+    found = None
+    if past > 0 and all(len(p) == 4 for p in parts):
+        found = PastTies.stacked([p[3] for p in parts]).moved(order)
     if gallery_pos is not None:
         top = gallery_pos[top].astype(np.int32)
-    return top, bad, values
+        found = None if found is None else found.with_items(gallery_pos[found.items].astype(np.int32))
+    return TopRanked(top, bad, values, found)
 
 
 def aligned_starts(sorted_pos: np.ndarray, aligned: int) -> list[int]:

@@ -2,7 +2,9 @@
 
 Every ranking in flight (the two directions of one evaluation, or requests of
 a Space served side by side) shares these two threads instead of starting its
-own, so the cores are never oversubscribed. Blocks are served by priority, then
+own, so the cores are never oversubscribed; they are started by the first
+ranking in flight and stopped when the last one returns, so nothing is left
+running or held after an evaluation. Blocks are served by priority, then
 in submission order. A priority is a tuple: first the evaluation's ticket
 (``next_ticket``), so an evaluation that began earlier is served first and
 requests served side by side never wait behind later ones; then, within an
@@ -31,41 +33,72 @@ N_WORKERS = 2
 
 
 class BlockWorkers:
-    """A fixed set of daemon threads working through a priority queue of calls."""
+    """``n`` threads working through a priority queue of calls, started by the first call in flight and stopped
+    (joined) when the last call in flight has its results: between calls no thread is left running or waiting,
+    and nothing a block made stays referenced."""
 
     def __init__(self, n: int) -> None:
-        self._queue: queue.PriorityQueue[_Item] = queue.PriorityQueue()
+        self._n = n
         self._seq = itertools.count()
-        self._threads = [
-            threading.Thread(target=self._serve, name=f"eccv-metric-block-{i}", daemon=True) for i in range(n)
-        ]
-        for thread in self._threads:
-            thread.start()
+        self._lock = threading.Lock()
+        self._queue: queue.PriorityQueue[_Item] = queue.PriorityQueue()
+        self._threads: list[threading.Thread] = []
+        self._in_flight = 0
 
-    def _serve(self) -> None:
+    def _serve(self, jobs: queue.PriorityQueue[_Item]) -> None:
         while True:
-            _, _, fn, arg, future = self._queue.get()
+            _, _, fn, arg, future = jobs.get()
+            if future is None:  # stop: the last call in flight returned
+                return
             if future.set_running_or_notify_cancel():
                 try:
                     future.set_result(fn(arg))
                 except BaseException as exc:  # handed to the caller, which re-raises it
                     future.set_exception(exc)
-            del fn, arg, future  # an idle worker must not keep the last call's matrix alive
+            del fn, arg, future  # a worker must not keep the last call's matrix alive
 
     def map(self, fn: Callable[[T], R], args: Iterable[T], priority: Priority) -> list[R]:
         """``[fn(a) for a in args]`` on the workers; a lower ``priority`` is served first."""
         if threading.current_thread() in self._threads:  # called from a block: waiting on the queue would deadlock
             return [fn(arg) for arg in args]
+        with self._lock:
+            self._in_flight += 1
+            if not self._threads:  # a new set of threads with a queue of its own: the last set may still be ending
+                self._queue = queue.PriorityQueue()
+                names = [f"eccv-metric-block-{i}" for i in range(self._n)]
+                self._threads = [
+                    threading.Thread(target=self._serve, args=(self._queue,), name=name, daemon=True) for name in names
+                ]
+                for thread in self._threads:
+                    thread.start()
+            jobs = self._queue
         futures: list[Future[R]] = []
-        for arg in args:
-            future: Future[R] = Future()
-            self._queue.put((priority, next(self._seq), fn, arg, future))
-            futures.append(future)
         try:
+            for arg in args:
+                future: Future[R] = Future()
+                jobs.put((priority, next(self._seq), fn, arg, future))
+                futures.append(future)
             return [future.result() for future in futures]
         finally:  # after an error (or an interrupt) the blocks not started yet are dropped
             for future in futures:
                 future.cancel()
+            self._leave()
+
+    def _leave(self) -> None:
+        """One call in flight fewer; the last one stops the threads and waits for them (a block still running
+        after an error ends first)."""
+        with self._lock:
+            self._in_flight -= 1
+            if self._in_flight:
+                return
+            jobs, threads, self._threads = self._queue, self._threads, []
+        for _ in threads:
+            jobs.put((LAST, next(self._seq), None, None, None))  # type: ignore[arg-type]
+        for thread in threads:
+            thread.join()
+
+
+LAST = (float("inf"),)  # a stop's priority: after every block still queued (cancelled ones are skipped)
 
 
 _TICKETS = itertools.count()
@@ -85,7 +118,8 @@ def _cores() -> int:
 
 
 def block_workers() -> BlockWorkers | None:
-    """The shared workers, started on first use; None on a single core (then the caller works alone)."""
+    """The shared workers (their threads run while a call is in flight); None on a single core (then the caller
+    works alone)."""
     if _cores() < N_WORKERS:
         return None
     with _LOCK:
@@ -95,7 +129,8 @@ def block_workers() -> BlockWorkers | None:
 
 
 def _forget_after_fork() -> None:
-    """A forked child has none of the parent's threads (and maybe a held lock): it starts afresh."""
+    """A forked child has none of the parent's threads (and maybe a held lock, or calls in flight): it starts
+    afresh."""
     global _LOCK
     _WORKERS.clear()
     _LOCK = threading.Lock()

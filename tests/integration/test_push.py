@@ -234,8 +234,10 @@ def test_push_without_network_is_one_line_naming_what_failed(dataset_dir, tmp_pa
     with socket.socket() as sock:  # a port nothing listens on: connections are refused at once
         sock.bind(("127.0.0.1", 0))
         closed = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    card = (dataset_dir / "README.md").read_bytes()
     done = run_cli(["--dataset-dir", str(dataset_dir), "--dataset-repo", "me/x"], closed, tmp_path)
     assert done.returncode == 2, done.stderr[-2000:]
+    assert (dataset_dir / "README.md").read_bytes() == card  # nothing local changes before an upload succeeds
     assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith(f"error: push to dataset me/x failed: could not reach the Hub at {closed} (")
     assert done.stderr.rstrip().endswith(

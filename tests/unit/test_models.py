@@ -57,7 +57,7 @@ print("OK", sorted(m for m, v in sys.modules.items() if v is not None and m.spli
     assert out.returncode == 0, out.stderr[-2000:]
     assert "OK []" in out.stdout
     err = next(line for line in out.stdout.splitlines() if line.startswith("ERR"))
-    assert 'pip install "eccv-caption-hf[models]"' in err and "\n" not in err
+    assert 'pip install -e ".[models]" in the eccv-caption-hf clone' in err and "\n" not in err
 
 
 def _run(model, data, world, tmp_path, **kwargs):  # noqa: ANN001, ANN202

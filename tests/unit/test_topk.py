@@ -87,6 +87,48 @@ def test_long_rows_through_chunk_maxima_equal_a_full_stable_argsort(dtype, n_col
     np.testing.assert_array_equal(top, np.argsort(-rows, axis=1, kind="stable")[:, :k])
 
 
+@pytest.mark.parametrize("strategy", topk_choice.STRATEGIES)
+@pytest.mark.parametrize(("n_cols", "k"), [(60, 5), (2_011, 7), (2_011, 31)])  # a short row; chunks of 64 / 16
+def test_the_ties_past_a_top_k_are_those_of_a_full_stable_argsort(n_cols, k, strategy):
+    """The items past each row's top-k that score its k-th score (the tie note's group at a list's end): their
+    count always, and which they are where at most the cap (issue 59: counted in the top-k's own pass)."""
+    rng = np.random.default_rng(n_cols * k)
+    rows = special_rows(rng, 30, n_cols, np.float32)
+    rows[0] = 1.0  # every item tied
+    rows[1] = np.round(rng.standard_normal(n_cols), 1)  # a group at the k-th value, in chunks not taken too
+    rows[2, ::9] = 7  # one maximum in many chunks, more chunks tied at their maximum than k
+    rows[3] = np.arange(n_cols)  # no tie
+    cap = 6
+    top, bad, past = topk.ranked_rows(rows, k, strategy=strategy, past=cap)
+    assert not bad.any() and past is not None
+    full = np.argsort(-rows, axis=1, kind="stable")
+    np.testing.assert_array_equal(top, full[:, :k])
+    for i, row in enumerate(rows):
+        want = set(np.flatnonzero(row == row[full[i, k - 1]]).tolist()) - set(full[i, :k].tolist())
+        assert past.count[i] == len(want), i
+        assert past.kept()[i] == (len(want) <= cap), i
+        if len(want) <= cap:
+            assert sorted(past.items[past.start[i] : past.start[i + 1]].tolist()) == sorted(want), i
+
+
+def test_the_ties_past_each_list_follow_its_query_through_blocks_and_a_gallery(monkeypatch):
+    """ranked_top puts each block's ties past the lists back in the order the queries were asked, as gallery
+    positions (a restricted gallery), whichever blocks ran them."""
+    from eccv_metric.kernels.scorers import MatrixScorer
+
+    monkeypatch.setattr("eccv_metric.kernels.scorers.TOPK_ELEMENTS", 3 * 40)  # three rows per block
+    rng = np.random.default_rng(5)
+    scores = np.round(rng.standard_normal((23, 50)), 0).astype(np.float32)
+    query_pos, gallery_pos = rng.permutation(23)[:17], np.sort(rng.permutation(50)[:40])
+    found = topk.ranked_top(MatrixScorer(scores), query_pos, 4, gallery_pos, past=8)
+    top, _, want = topk.ranked_rows(scores[query_pos][:, gallery_pos], 4, past=8)
+    np.testing.assert_array_equal(found.top, gallery_pos[top])
+    np.testing.assert_array_equal(found.past.count, want.count)
+    for i in range(len(query_pos)):
+        got = found.past.items[found.past.start[i] : found.past.start[i + 1]]
+        assert sorted(got.tolist()) == sorted(gallery_pos[want.items[want.start[i] : want.start[i + 1]]].tolist())
+
+
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
 @pytest.mark.parametrize("col", [0, 1_000, 2_010])  # first chunk, a middle one, the short last one

@@ -1,4 +1,5 @@
-"""The shared block workers: results in order, errors raised in the caller, priorities, fork safety."""
+"""The shared block workers: results in order, errors raised in the caller, priorities, fork safety, no thread left
+after a call."""
 
 from __future__ import annotations
 
@@ -90,7 +91,7 @@ def test_a_forked_child_ranks_with_its_own_workers(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(
         "eccv_metric.kernels.scorers.TOPK_ELEMENTS", 40
     )  # one row per block: many blocks, the workers run
-    assert workers.block_workers() is not None  # the parent's threads exist before the fork
+    assert workers.block_workers() is not None  # the parent's workers exist before the fork
     scores = np.arange(64 * 40, dtype=np.float32).reshape(64, 40) % 7
     expected = np.argsort(-scores, axis=1, kind="stable")[:, :5].tolist()
     parent, child = multiprocessing.get_context("fork").Pipe()
@@ -116,3 +117,27 @@ def test_idle_workers_keep_no_reference_to_the_last_matrix(monkeypatch: pytest.M
     del scores
     gc.collect()
     assert alive() is None
+
+
+def test_no_worker_thread_is_left_after_an_evaluation(monkeypatch: pytest.MonkeyPatch, world, res) -> None:
+    """The blocks run on the workers (one row per block), and once evaluate() returns no thread it started is left,
+    running or waiting (issue 59: nothing held after a call)."""
+    from eccv_metric import evaluate
+    from eccv_metric.kernels import topk
+
+    monkeypatch.setattr(workers, "_cores", lambda: 2)
+    monkeypatch.setattr("eccv_metric.kernels.scorers.TOPK_ELEMENTS", len(world.caption_ids))
+    ran_on: set[str] = set()
+    ranked_rows = topk.ranked_rows
+
+    def recorded(*args, **kwargs):  # type: ignore[no-untyped-def]
+        ran_on.add(threading.current_thread().name)
+        return ranked_rows(*args, **kwargs)
+
+    monkeypatch.setattr(topk, "ranked_rows", recorded)
+    before = set(threading.enumerate())
+    scores = np.round(np.random.default_rng(3).standard_normal((len(world.image_ids), len(world.caption_ids))), 1)
+    evaluate(ScoreMatrix(scores), ["coco_5k_r1", "coco_5k_rprecision"], resources=res)
+    assert any(name.startswith("eccv-metric-block-") for name in ran_on), ran_on
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("eccv-metric-block-")]
+    assert set(threading.enumerate()) == before

@@ -29,6 +29,7 @@ from eccv_metric.models.families.torchutil import Loading
 from eccv_metric.models.families.torchutil import hub_unreachable
 from eccv_metric.models.families.torchutil import main_commit
 from eccv_metric.models.families.torchutil import pinned
+from eccv_metric.models.families.torchutil import require_folder
 from eccv_metric.models.families.torchutil import snapshot
 from eccv_metric.models.families.torchutil import to_device
 from eccv_metric.models.families.weights import hub_folder
@@ -40,6 +41,7 @@ NOT_ENCODING = ("logit_scale", "logit_bias")
 
 
 def load(name: str, spec: str, options: LoadOptions) -> Any:
+    require_folder(spec, name)  # before the library loads: a path that is not there is told at once
     transformers = require("transformers", EXTRA)
     at = Loading(spec, name, options, worker_modules=WORKER_MODULES)
     commit = options.revision or main_commit(name, ask=not at.local_only)  # every file from one Hub commit

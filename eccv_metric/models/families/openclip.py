@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from eccv_metric.core.about import install_extra
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.models.encoding.decode import open_clip_tensor_preprocessing
 from eccv_metric.models.families.identity import state_digest
@@ -23,7 +24,7 @@ from eccv_metric.models.families.torchutil import load_error
 from eccv_metric.models.families.torchutil import pinned
 from eccv_metric.models.families.torchutil import to_device
 
-EXTRA = 'pip install "eccv-caption-hf[open_clip]"'
+EXTRA = install_extra("open_clip")
 WORKER_MODULES = ("open_clip",)  # what unpickling its transform imports in a worker
 
 

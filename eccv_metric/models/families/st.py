@@ -21,6 +21,7 @@ from eccv_metric.models.families.registry import require
 from eccv_metric.models.families.torchutil import EXTRA
 from eccv_metric.models.families.torchutil import Loading
 from eccv_metric.models.families.torchutil import main_commit
+from eccv_metric.models.families.torchutil import require_folder
 from eccv_metric.models.families.torchutil import snapshot
 from eccv_metric.models.families.weights import hub_folder
 
@@ -30,6 +31,7 @@ PROBES = ("modules.json", "config.json")
 
 
 def load(name: str, spec: str, options: LoadOptions) -> Any:
+    require_folder(spec, name)  # before the library loads: a path that is not there is told at once
     st = require("sentence_transformers", EXTRA)
     at = Loading(spec, name, options)
     commit = options.revision or main_commit(name, ask=not at.local_only, probes=PROBES)  # one Hub commit

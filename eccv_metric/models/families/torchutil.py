@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from eccv_metric.core.about import install_extra
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.models.encoding.text_batches import default_text_batch_size
 from eccv_metric.models.encoding.workers import start_early
@@ -30,7 +31,7 @@ from eccv_metric.models.families.weights import files_identity
 from eccv_metric.models.families.weights import hub_folder
 from eccv_metric.models.families.weights import record_main
 
-EXTRA = 'pip install "eccv-caption-hf[models]"'
+EXTRA = install_extra("models")
 PRECISIONS = {"fp32": None, "fp16": "float16", "bf16": "bfloat16"}
 HUB_TIMEOUT = 5.0  # seconds for the one request that tells whether the Hub can be reached
 
@@ -118,6 +119,8 @@ class Loading:
     def __init__(
         self, spec: str, name: str, options: LoadOptions, from_hub: bool = True, worker_modules: tuple[str, ...] = ()
     ):
+        if from_hub:
+            require_folder(spec, name)
         require("torch", EXTRA)
         self.spec = spec
         self.device = pick_device(options.device)
@@ -194,6 +197,19 @@ class Loading:
             self.spec, kinds, texts, images, prepare_image, identity, device=self.device, precision=self.precision,
             **extra,
         )  # fmt: skip
+
+
+def require_folder(spec: str, name: str) -> None:
+    """A model name that reads as a path (absolute, ``./``, ``../``, ``~``, a backslash, more than one ``/``) must
+    be a folder that exists: the libraries would take it for a Hub repo id and answer "Repo id must be in the
+    form ...", which says nothing of the folder."""
+    if Path(name).exists():
+        return
+    if name.startswith(("/", "./", "../", "~")) or "\\" in name or name.count("/") > 1:
+        raise EvaluationError(
+            f"{spec}: no such folder or file: {name} (nor a Hub repo id, which is <owner>/<name>): give the folder "
+            "that holds the model's files, or its repo id"
+        )
 
 
 def hub_unreachable(name: str) -> str | None:
