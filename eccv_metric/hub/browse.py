@@ -235,9 +235,11 @@ def browse(
                 raise EvaluationError(f"give run {run} as files or as a published model, not both")
         run_a = files_a or hub_a or score_tab_run(score_boxes)
         run_b = files_b or hub_b
-        own = own_resources([run for run in (run_a, run_b) if run is not None])
-        given = [space.upload_path(instances, "instances"), space.source_folder(sources)]
-        resources = own if own is not None else space.resources_for(*given)
+        resources, said = own_resources([run for run in (run_a, run_b) if run is not None]), []
+        if resources is None:
+            resources = space.resources_for(space.upload_path(instances, "instances"), space.source_folder(sources))
+        elif any(box not in (None, "", []) for box in (instances, sources)):
+            said = [PUBLISHED_NOTE]  # a published run brings its benchmark's ground truth, at its revision
         box_a = "run_a" if files_a else "published_a" if hub_a else None  # None: the Score tab's boxes
         box_b = "run_b" if files_b else "published_b"
         table_a = load(run_a, benchmark, direction, resources, FILE_WORDS if box_a else SPACE_WORDS, box_a)
@@ -253,7 +255,7 @@ def browse(
             rows, what = picked.rows[:count].tolist(), _set_words(picked, count)
         body = cards_html(table_a, table_b, rows, space_media(), resources)
         notes = [*table_a.notes, *([] if table_b is None else [f"B: {n}" for n in table_b.notes])]
-        notes += [PUBLISHED_NOTE] if own is not None and any(g is not None for g in given) else []
+        notes += said
         runs = f"A: {run_a.about}" + ("" if run_b is None else f"; B: {run_b.about}")
         message = f"{runs}; {benchmark} {direction}: {what} in {time.perf_counter() - started:.1f} s"
         return Browsed(True, "; ".join([message, *notes]), body, labels, picked.name)

@@ -148,6 +148,7 @@ def test_the_browse_tabs_published_model_boxes(hub, published_runs, monkeypatch)
     ECCV_CAPTION_DATA a Hub repo): the cards' values are the --per-query files'; without a Hub repo set, and for a
     model that published nothing there, one line."""
     monkeypatch.setattr(browse_module, "_RUNS", type(browse_module._RUNS)())
+    monkeypatch.setattr(browse_module, "_MEDIA", {})  # this test's Hub: read here, and not kept after it
     monkeypatch.setenv(DATA_ENV, "me/world")
     empty = (None,) * 7
     answer = browse_module.browse(empty, None, None, False, "me/clip", "me/blip", "eccv", "t2i", "b_better", 50)
@@ -161,6 +162,8 @@ def test_the_browse_tabs_published_model_boxes(hub, published_runs, monkeypatch)
         for name, held in (("clip", a), ("blip", b)):
             got = json.loads(html.unescape(held))
             assert got["eccv_r1"] == values_of(pq[name], "eccv_r1", "t2i")[int(query)], (name, query)
+    again = browse_module.browse(empty, None, None, False, "me/clip", "", "eccv", "t2i", instances="instances.json")
+    assert again.ok and again.message.endswith(browse_module.PUBLISHED_NOTE), again.message  # a box it does not read
     said = browse_module.browse(empty, None, None, False, "me/nobody", "", "eccv", "t2i").message
     assert said.startswith("error: the 'run A: a published model (ORG/MODEL)' box (me/nobody) failed: the Hub answered "
                            "404") and "\n" not in said  # fmt: skip

@@ -60,8 +60,9 @@ INTRO = (
     "Space fetch them."
 )
 BROWSE_INTRO = (
-    "Each query's top 10 in run A (the Score tab's input, or run files) and run B beside it, every item marked by "
-    "each benchmark ranking the same gallery: ✓ a positive, ✗ not, – not a query of it; CxC's rating beside."
+    "Each query's top 10 in run A (the Score tab's input, run files or a published model) and run B beside it, every "
+    "item marked by each benchmark ranking the same gallery: ✓ a positive, ✗ not, – not a query of it; CxC's rating "
+    "beside."
 )
 PUBLISHED_INTRO = (
     "A model that published its results on this Space's benchmark with their evidence (`eccv-caption evaluate "
