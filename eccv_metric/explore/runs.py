@@ -36,6 +36,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from eccv_metric.benchmarks.definitions import REGISTRY
+from eccv_metric.benchmarks.registry import CORRELATION
 from eccv_metric.benchmarks.registry import Benchmark
 from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.core.errors import EvaluationError
@@ -114,7 +115,7 @@ class Run:
     def group_for(self, bench: Benchmark) -> str:
         """The group a benchmark is scored on: the one that scored it (evidence), the only one, or the one named
         as its collection (with its caption texts: ``mscoco_fg_original_caption``), as ``--save-embeddings`` names
-        them; an evidence's group that scored a benchmark of the same items."""
+        them; an evidence's group that ranked a benchmark of the same items (not CxC SITS's rated pairs)."""
         if bench.name in self.benchmark_groups:
             return self.benchmark_groups[bench.name]
         if self.evidence is not None:
@@ -149,9 +150,10 @@ class Run:
         return part.order_problem(resources)
 
 
-def _items_of(benchmark: str) -> tuple[str, str | None]:
+def _items_of(benchmark: str) -> tuple[str, str | None] | None:
+    """The items a benchmark ranks (collection, caption texts); None: it ranks none (a correlation of rated pairs)."""
     bench = REGISTRY.get(benchmark)
-    return bench.collection, bench.texts
+    return None if CORRELATION in bench.kinds else (bench.collection, bench.texts)
 
 
 def evidence_run(
