@@ -151,6 +151,11 @@ PARSE_ONLY = {
     "eccv-caption compare --from-hub you/your-clip other/clip-ft@refs/pr/1 --dataset-repo you/eccv-caption": (
         "reads the Hub (fake Hub tests)"
     ),
+    "eccv-caption explore --from-hub you/your-clip --dataset-repo you/eccv-caption --directions t2i": (
+        "reads the Hub (tests/integration/test_explore_hub.py runs the page's lines against the fake Hub)"
+    ),
+    "eccv-caption explore --from-hub you/your-clip --vs-from-hub you/your-blip --dataset-repo you/eccv-caption "
+    "--html published.html": "reads the Hub (test_explore_hub.py runs it on the fake Hub)",
     "python scripts/benchmark_models.py --preset tiny --device cpu --skip clip_benchmark --warm-repeat 5 "
     "--folder /tmp/eccv_bm": "a speed measurement: minutes, on a quiet machine",
     "python scripts/benchmark_pairs.py --batch 256 --threads 1": "a speed measurement: minutes, on a quiet machine",

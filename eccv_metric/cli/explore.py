@@ -1,5 +1,9 @@
 """``eccv-caption explore``: a run's retrievals (:mod:`eccv_metric.explore`) as text, JSON or a self-contained
-HTML report (:mod:`eccv_metric.cli.explore_page`); flags in, the library's views out (no metric math here)."""
+HTML report (:mod:`eccv_metric.cli.explore_page`); flags in, the library's views out (no metric math here).
+
+A run is a file or folder (``RUN``, ``--vs RUN2``: :func:`~eccv_metric.explore.runs.read_run`, an evidence folder
+included) or a model's published run (``--from-hub MODEL``, ``--vs-from-hub MODEL2``, with ``--dataset-repo``, named
+as ``verify --from-hub`` names them: :func:`~eccv_metric.hub.explore_hub.published_run`)."""
 
 from __future__ import annotations
 
@@ -13,7 +17,9 @@ from pathlib import Path
 from eccv_metric.analysis.compare import compare
 from eccv_metric.analysis.compare import intervals
 from eccv_metric.benchmarks.definitions import REGISTRY
+from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.benchmarks.resources import Resources
+from eccv_metric.cli.common import CLI_WORDS
 from eccv_metric.cli.common import non_negative_int
 from eccv_metric.cli.common import positive_int
 from eccv_metric.cli.common import say
@@ -31,7 +37,9 @@ from eccv_metric.explore.family import browsable
 from eccv_metric.explore.media import Media
 from eccv_metric.explore.runs import FILE_WORDS
 from eccv_metric.explore.runs import Run
+from eccv_metric.explore.runs import own_resources
 from eccv_metric.explore.runs import read_run
+from eccv_metric.explore.runs import scored_options
 from eccv_metric.explore.sets import query_sets
 from eccv_metric.explore.table import DEPTH
 from eccv_metric.explore.table import QueryTable
@@ -43,8 +51,17 @@ from eccv_metric.hub.cards import cards_html
 RUN_HELP = (
     "the run: a rankings JSON, a TREC run or a scores .npy (images x captions), or a folder of its files "
     "(image_embeddings.npy / caption_embeddings.npy with image_ids / caption_ids, scores.npy, "
-    "rerank_<direction>.npz: what evaluate --model ... --save-embeddings DIR writes)"
+    "rerank_<direction>.npz: what evaluate --model ... --save-embeddings DIR writes), or an evidence folder "
+    "(evaluate --evidence DIR); not with --from-hub"
 )
+EXPLORE_WORDS = {
+    **CLI_WORDS,
+    "from_hub": "--from-hub",
+    "vs_from_hub": "--vs-from-hub",
+    "dataset_repo": "--dataset-repo",
+    "data": "--data",
+    "images": "--images",
+}
 
 
 def add_explore(sub: argparse._SubParsersAction) -> None:
@@ -53,8 +70,13 @@ def add_explore(sub: argparse._SubParsersAction) -> None:
         help="look at a run's retrievals: each query's top items marked by COCO, ECCV Caption, CxC and PM; query "
         "sets (COCO's false negatives, A right and B wrong, the worst, a sample); --html: a self-contained report",
     )
-    p.add_argument("run", help=RUN_HELP)
+    p.add_argument("run", nargs="?", help=RUN_HELP)
     p.add_argument("--vs", metavar="RUN2", help="a second run (the same kinds of files), shown beside the first")
+    p.add_argument("--from-hub", metavar="MODEL", help="the run ORG/MODEL published for --dataset-repo (or "
+                   "ORG/MODEL@REVISION, @refs/pr/N): its evidence at the details commit its eval results name, the "
+                   "benchmark's ground truth at their dataset.revision, its published per-query values")  # fmt: skip
+    p.add_argument("--vs-from-hub", metavar="MODEL2", help="a second published run, shown beside the first")
+    p.add_argument("--dataset-repo", help="--from-hub / --vs-from-hub: the benchmark dataset repo, ORG/NAME")
     p.add_argument("--benchmark", default="eccv", choices=browsable_benchmarks(), metavar="BENCHMARK",
                    help="the benchmark whose queries are shown (default eccv); the items are marked by every "
                    "benchmark ranking the same gallery")  # fmt: skip
@@ -79,10 +101,9 @@ def add_explore(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_explore)
 
 
-def resources_for(args: argparse.Namespace) -> Resources:
-    """The flags' ground truth; with ``--data``, the data's own for what the flags leave out (as ``evaluate
-    --model --data`` reads it)."""
-    options = options_of(args)
+def resources_for(args: argparse.Namespace, options: ResourceOptions) -> Resources:
+    """The flags' ground truth (``options``); with ``--data``, the data's own for what the flags leave out (as
+    ``evaluate --model --data`` reads it)."""
     if not args.data:
         return options.resources()
     from eccv_metric.models.data.source import DataSource
@@ -94,16 +115,17 @@ def resources_for(args: argparse.Namespace) -> Resources:
 def run_explore(args: argparse.Namespace) -> int:
     check_output_path(args.html)
     started = time.perf_counter()
-    try:  # a folder that is not there: one line, before any loading
+    try:  # a folder that is not there, flags that do not go together: one line, before any loading
+        hub = check_runs(args)
         media = Media(args.data, args.images)
-        resources = resources_for(args)
+        runs = read_runs(args)
+        own = own_resources(runs)
+        resources = own if own is not None else resources_for(args, scored_options(runs, options_of(args)))
     except EvaluationError as exc:
-        raise EvaluationError(in_words(exc, {"data": "--data", "images": "--images"})) from None
-    runs = [read_run(args.run, args.normalize, Path(args.run).stem or "A")]
-    if args.vs:
-        runs.append(read_run(args.vs, args.normalize, Path(args.vs).stem or "B"))
-        if runs[1].name == runs[0].name:
-            runs[0].name, runs[1].name = "A", "B"
+        raise EvaluationError(in_words(exc, EXPLORE_WORDS)) from None
+    if hub and not args.quiet:
+        for run in runs:
+            print(f"{run.name}: {run.about}", file=sys.stderr)
     directions = args.directions or list(REGISTRY.get(args.benchmark).directions)
     for direction in directions:
         browsable(args.benchmark, direction)  # a direction the benchmark lacks: one line, before any loading
@@ -142,6 +164,46 @@ def load_table(run: Run, benchmark: str, direction: str, resources: Resources, k
         return table_of(run, benchmark, direction, resources, k)
     except EvaluationError as exc:
         raise EvaluationError(f"{run.about}: {in_words(exc, FILE_WORDS)}") from None
+
+
+def check_runs(args: argparse.Namespace) -> bool:
+    """The runs' flags go together; True when a run is read from the Hub."""
+    if args.run and args.from_hub:
+        raise EvaluationError("give the run (RUN) or --from-hub MODEL, not both")
+    if not (args.run or args.from_hub):
+        raise EvaluationError("give a run (RUN: a file or folder), or --from-hub MODEL --dataset-repo DATASET")
+    if args.vs and args.vs_from_hub:
+        raise EvaluationError("give the second run as --vs RUN2 or --vs-from-hub MODEL2, not both")
+    hub = bool(args.from_hub or args.vs_from_hub)
+    if hub and not args.dataset_repo:
+        raise EvaluationError("--from-hub needs --dataset-repo: the benchmark dataset repo its eval results name")
+    if args.dataset_repo and not hub:
+        raise EvaluationError("--dataset-repo names the benchmark of --from-hub / --vs-from-hub; a run's files "
+                              "name no benchmark repo")  # fmt: skip
+    if hub and not options_of(args).is_default():
+        raise EvaluationError("--from-hub reads the benchmark's own ground truth at its entries' revision: drop the "
+                              "ground-truth flags")  # fmt: skip
+    return hub
+
+
+def read_runs(args: argparse.Namespace) -> list[Run]:
+    """Run A and, with ``--vs`` / ``--vs-from-hub``, run B (named ``A`` and ``B`` where their names are one)."""
+
+    def one(path: str | None, model: str | None, keyword: str, fallback: str) -> Run:
+        if model is not None:
+            from eccv_metric.hub.explore_hub import published_run
+
+            flag = "--" + keyword.replace("_", "-")
+            return published_run(model, args.dataset_repo, what=f"explore {flag} {model}", keyword=keyword,
+                                 log=lambda line: print(line, file=sys.stderr))  # fmt: skip
+        return read_run(path, args.normalize, Path(path).stem or fallback)  # type: ignore[arg-type]
+
+    runs = [one(args.run, args.from_hub, "from_hub", "A")]
+    if args.vs or args.vs_from_hub:
+        runs.append(one(args.vs, args.vs_from_hub, "vs_from_hub", "B"))
+        if runs[1].name == runs[0].name:
+            runs[0].name, runs[1].name = "A", "B"
+    return runs
 
 
 def print_query(args: argparse.Namespace, tables: dict[str, list[QueryTable]]) -> int:

@@ -12,7 +12,13 @@ each holding ``{image,caption}_embeddings.npy`` and ``{image,caption}_ids.npy``.
   ``caption_ids`` (``.npy``, ``.json`` or text), ``rerank_<direction>.npz`` (a second stage over the scores or
   embeddings), or one rankings / TREC file; results (``-o``) and per-query files (``--per-query``) beside them are
   left alone;
-- a folder of such folders (``--save-embeddings``'s): one group each, named by the folder.
+- a folder of such folders (``--save-embeddings``'s): one group each, named by the folder;
+- an evidence folder (``evaluate --evidence DIR``, or ``evidence/`` of a published run's details: it holds
+  ``evidence.json``): one group per engine call it kept, each benchmark on the call that scored it, its files
+  checked as :func:`~eccv_metric.evidence.load.load_evidence` checks them, its rows checked to be in the
+  benchmark's item order, and the PM and CxC options it was scored with (:func:`scored_options`): the views and
+  per-query values are those of the run (:func:`evidence_run`; a published run's is made by
+  :func:`eccv_metric.hub.explore_hub.published_run`).
 
 The parts are combined by the one rule of every front end (:func:`eccv_metric.inputs.choose.input_from_parts`),
 so a run is scored exactly as ``evaluate`` scores the same files. A results or per-query file alone holds numbers
@@ -26,12 +32,20 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import replace
 from pathlib import Path
 
+from eccv_metric.benchmarks.definitions import REGISTRY
+from eccv_metric.benchmarks.registry import CORRELATION
 from eccv_metric.benchmarks.registry import Benchmark
+from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.jsonio import read_json
 from eccv_metric.core.view import DIRECTION_KINDS
+from eccv_metric.evidence.check import OPTIONS
+from eccv_metric.evidence.layout import MANIFEST
+from eccv_metric.evidence.load import Evidence
+from eccv_metric.evidence.load import load_evidence
 from eccv_metric.formats.mteb import is_json_object
 from eccv_metric.formats.mteb import is_mteb_predictions
 from eccv_metric.formats.mteb import is_rankings_json
@@ -78,8 +92,12 @@ NUMBERS_ONLY = (
 @dataclass
 class Run:
     """A scored run (see the module docstring): ``groups`` maps a group's name to the engine's input;
-    ``per_query``: the run's own per-query values (a published run's evidence), None: computed by the engine;
-    ``benchmark_groups``: the group each benchmark was scored on, where the run says (an evidence manifest)."""
+    ``per_query``: the run's own per-query values (a published run's), checked equal to the engine's on its input
+    before a table shows them; None: the engine's; ``benchmark_groups``: the group each benchmark was scored on,
+    where the run says (an evidence manifest); ``evidence``: the evidence it was read from (its rows are checked to
+    be in the benchmark's item order); ``scored_with``: the PM and CxC options it was scored with, where it says
+    (``pm_zeta``...: :func:`scored_options`); ``resources``: the ground truth it was scored on, where it brings its
+    own (a published run's: the benchmark at its entries' revision; :func:`own_resources`)."""
 
     def __post_init__(self) -> None:
         self.about = self.about or self.name
@@ -89,15 +107,26 @@ class Run:
     per_query: Mapping | None = None
     about: str = ""  # where it comes from, in words (default: its name)
     benchmark_groups: dict[str, str] = field(default_factory=dict)  # benchmark -> the group that scored it
+    evidence: Evidence | None = None
+    scored_with: dict[str, object] = field(default_factory=dict)
+    resources: object | None = None  # a Resources
     tables: dict[tuple, object] = field(default_factory=dict, repr=False)  # explore.table's, loaded once
 
-    def input_for(self, bench: Benchmark) -> object:
-        """The group a benchmark is scored on: the only one, or the one named as its collection (with its
-        caption texts: ``mscoco_fg_original_caption``), as ``--save-embeddings`` names them."""
+    def group_for(self, bench: Benchmark) -> str:
+        """The group a benchmark is scored on: the one that scored it (evidence), the only one, or the one named
+        as its collection (with its caption texts: ``mscoco_fg_original_caption``), as ``--save-embeddings`` names
+        them; an evidence's group that ranked a benchmark of the same items (not CxC SITS's rated pairs)."""
         if bench.name in self.benchmark_groups:
-            return self.groups[self.benchmark_groups[bench.name]]
+            return self.benchmark_groups[bench.name]
+        if self.evidence is not None:
+            same = [g for b, g in self.benchmark_groups.items() if _items_of(b) == _items_of(bench.name)]
+            if same:
+                return same[0]
+            scored = ", ".join(sorted(self.benchmark_groups)) or "nothing"
+            raise EvaluationError(f"{self.name}: its evidence scored {scored}, not {bench.name}'s items "
+                                  f"(collection {bench.collection})")  # fmt: skip
         if len(self.groups) == 1:
-            return next(iter(self.groups.values()))
+            return next(iter(self.groups))
         names = [f"{bench.collection}_{bench.texts}" if bench.texts else bench.collection, bench.collection]
         found = next((name for name in names if name in self.groups), None)
         if found is None:
@@ -105,7 +134,79 @@ class Run:
                 f"{self.name}: no group for {bench.name} (collection {bench.collection}); it holds "
                 f"{', '.join(sorted(self.groups))}"
             )
-        return self.groups[found]
+        return found
+
+    def input_for(self, bench: Benchmark) -> object:
+        """The engine's input a benchmark is scored on (:meth:`group_for`)."""
+        return self.groups[self.group_for(bench)]
+
+    def order_problem(self, bench: Benchmark, resources: object) -> str | None:
+        """Why the evidence rows a benchmark is scored on are not the benchmark's items in its order (None: they
+        are, or the run is no evidence)."""
+        if self.evidence is None:
+            return None
+        group = self.group_for(bench)
+        part = next(p for p in self.evidence.inputs if p.name == group)
+        return part.order_problem(resources)
+
+
+def _items_of(benchmark: str) -> tuple[str, str | None] | None:
+    """The items a benchmark ranks (collection, caption texts); None: it ranks none (a correlation of rated pairs)."""
+    bench = REGISTRY.get(benchmark)
+    return None if CORRELATION in bench.kinds else (bench.collection, bench.texts)
+
+
+def evidence_run(
+    evidence: Evidence, name: str = "run", per_query: Mapping | None = None, resources: object | None = None,
+    about: str = "",
+) -> Run:  # fmt: skip
+    """A run of an evidence folder (see the module docstring): one group per engine call it kept, named as the
+    manifest names it; ``per_query``: the run's published per-query values; ``resources``: the ground truth it was
+    scored on (a published run's)."""
+    groups = {part.name: part.source() for part in evidence.inputs}
+    if not groups:
+        raise EvaluationError(f"{evidence.folder}/{MANIFEST} lists no input: nothing was kept to look at")
+    scored = {bench: part.name for part in evidence.inputs for bench in part.benchmarks}
+    options = {k: evidence.resources[k] for k in OPTIONS if k in evidence.resources}
+    return Run(name, groups, per_query, about or str(evidence.folder), scored, evidence, options, resources)
+
+
+def scored_options(runs: Sequence[Run], options: ResourceOptions) -> ResourceOptions:
+    """``options`` (a front end's ground-truth keywords) with the PM and CxC options the runs were scored with,
+    where they say (their evidence): an option left at its default takes the runs' value; one given otherwise, or
+    runs scored with different values, is one line (their per-query values and PM marks would not be the runs')."""
+    defaults = ResourceOptions()
+    out = {}
+    for key in OPTIONS:
+        said = {run.name: run.scored_with[key] for run in runs if key in run.scored_with}
+        if len(set(map(repr, said.values()))) > 1:
+            listed = ", ".join(f"{name} with {value!r}" for name, value in said.items())
+            raise EvaluationError(f"the runs were scored with different {key}= ({listed}): look at them one at a time")
+        if not said:
+            continue
+        value = next(iter(said.values()))
+        given = getattr(options, key)
+        if given != getattr(defaults, key) and given != value:
+            run = next(iter(said))
+            raise EvaluationError(f"{key}= {given!r}, but {run} was scored with {value!r} (its {MANIFEST}): drop it")
+        out[key] = value
+    return replace(options, **out)  # type: ignore[arg-type]
+
+
+def own_resources(runs: Sequence[Run]) -> object | None:
+    """The ground truth the runs bring (a published run's: the benchmark at its revision), shared by every run shown
+    beside it; None: none brings one. Runs bringing different ones (another revision, other PM options) are one
+    line."""
+    owned = [run for run in runs if run.resources is not None]
+    if not owned:
+        return None
+    if any(run.resources is not owned[0].resources for run in owned[1:]):
+        raise EvaluationError(
+            f"{owned[0].name} and {owned[1].name} were scored on different ground truths (another revision of the "
+            "benchmark, or other PM options): look at them one at a time"
+        )
+    scored_options(runs, ResourceOptions())  # the runs beside it scored with its options
+    return owned[0].resources
 
 
 _RUNS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # an input's run, as long as the input lives
@@ -131,6 +232,8 @@ def read_run(path: str | Path, normalize: bool = False, name: str | None = None)
     shown = name or path.name
     if path.is_dir():
         inner = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+        if (path / MANIFEST).is_file():  # evaluate --evidence DIR
+            return evidence_run(load_evidence(path), shown, about=str(path))
         if inner and not _run_files(path):  # --save-embeddings: one folder per group
             groups = {p.name: _read_group(_run_files(p), normalize, p) for p in inner if _run_files(p)}
             return Run(shown, groups, about=str(path))

@@ -5,8 +5,10 @@
 marks each listed item with the positives of every benchmark of the family ranking the same view
 (:mod:`eccv_metric.explore.family`: the relations the engine reads), looks up each pair's CxC rating, and holds
 the per-query values of the family's metrics, from ``evaluate`` on the same input (what ``evaluate --per-query``
-writes) or from the run's published values. Everything is an array over the queries, so a query's view
-(:func:`eccv_metric.explore.view.query_view`) and a query set (:mod:`eccv_metric.explore.sets`) are lookups.
+writes); a run that brings its own (a published run's) has them checked equal, query for query, to the engine's
+on its input, and is refused where one differs (its evidence does not vouch for them). Everything is an array
+over the queries, so a query's view (:func:`eccv_metric.explore.view.query_view`) and a query set
+(:mod:`eccv_metric.explore.sets`) are lookups.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from eccv_metric.core.defaults import KS
 from eccv_metric.core.errors import ChanceLevelWarning
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.view import View
+from eccv_metric.evidence.check import count_differing
 from eccv_metric.explore.family import Member
 from eccv_metric.explore.family import browsable
 from eccv_metric.explore.family import family
@@ -111,6 +114,9 @@ def load_table(run: Run, benchmark: str, direction: str, resources: Resources, d
     why = source.cannot_direction(direction)  # type: ignore[attr-defined]
     if why is not None:
         raise EvaluationError(f"{run.name}: {why}")
+    problem = run.order_problem(bench, resources)
+    if problem is not None:
+        raise EvaluationError(f"{run.name}: {problem}: nothing is shown from evidence in doubt")
     view = resources.view(bench, bench.task(direction))
     members = family(bench, direction, resources)
     own = members[0].relation
@@ -194,27 +200,57 @@ def metrics_of(members: list[Member]) -> list[str]:
 def per_query_values(
     run: Run, source: object, members: list[Member], direction: str, resources: Resources
 ) -> tuple[dict[str, QueryScores], list[str]]:
-    """The family's per-query values in ``direction`` (:func:`metrics_of`): the run's own (published), or
-    ``evaluate``'s on its input, all at once, else metric by metric (a metric ranked lists cannot decide is left
-    out with its reason); and the notes."""
+    """The family's per-query values in ``direction`` (:func:`metrics_of`): ``evaluate``'s on the run's input, all
+    at once, else metric by metric (a metric ranked lists cannot decide is left out with its reason), and the
+    notes; a run's own values (:attr:`Run.per_query`) checked equal to them (:func:`check_own`)."""
     wanted = metrics_of(members)
-    if run.per_query is not None:
-        given = {m: run.per_query[m][direction] for m in wanted if direction in run.per_query.get(m, {})}
-        return {m: _scores(m, direction, entry) for m, entry in given.items()}, []
+    found, notes = {}, []
     try:
         got = _evaluate(source, wanted, direction, resources)
-        return {m: got[m][direction] for m in got if direction in got[m]}, []
+        found = {m: got[m][direction] for m in got if direction in got[m]}
     except EvaluationError:
-        pass
-    found, notes = {}, []
-    for metric in wanted:
-        try:
-            got = _evaluate(source, [metric], direction, resources)
-        except EvaluationError as exc:
-            notes.append(f"{metric}: no per-query values ({exc})")
-            continue
-        found.update({m: got[m][direction] for m in got if direction in got[m]})
+        for metric in wanted:
+            try:
+                got = _evaluate(source, [metric], direction, resources)
+            except EvaluationError as exc:
+                notes.append(f"{metric}: no per-query values ({exc})")
+                continue
+            found.update({m: got[m][direction] for m in got if direction in got[m]})
+    if run.per_query is not None:
+        notes += check_own(run, found, direction)
     return found, notes
+
+
+def check_own(run: Run, found: dict[str, QueryScores], direction: str) -> list[str]:
+    """The run's own per-query values in ``direction`` against the engine's on its input: every one equal (the
+    same queries, the same values, exactly), else one line naming the metric, how many differ and a query; the
+    note saying which values were checked."""
+    own = [m for m in found if direction in (run.per_query.get(m) or {})]  # type: ignore[union-attr]
+    for metric in own:
+        entry = run.per_query[metric][direction]  # type: ignore[index]
+        ids, values = np.asarray(entry["query_ids"], np.int64), np.asarray(entry["values"], np.float64)
+        got = found[metric]
+        differing, published = count_differing(ids, values, got.query_ids, got.values)
+        if differing:
+            raise EvaluationError(
+                f"{run.name}: {differing:,} of its {published:,} published per-query values of {metric} {direction} "
+                f"are not what its evidence gives{_first_differing(ids, values, got)}: its evidence does not vouch "
+                "for them (eccv-caption verify recomputes every number)"
+            )
+    if not own:
+        return [f"{run.name}: none of its published per-query values is of {direction}: the values are its evidence's"]
+    rest = [m for m in found if m not in own]
+    note = f"{run.name}: the per-query values of {', '.join(own)} are as published, equal to its evidence's"
+    return [note + (f"; {', '.join(rest)}: from its evidence (not published)" if rest else "")]
+
+
+def _first_differing(ids: np.ndarray, values: np.ndarray, got: QueryScores) -> str:
+    by_id = dict(zip(np.asarray(got.query_ids).tolist(), np.asarray(got.values).tolist(), strict=True))
+    for query, value in zip(ids.tolist(), values.tolist(), strict=True):
+        if by_id.get(query) != value:
+            return f" (query {query}: published {value:g}, evidence {by_id.get(query, 'none')})"
+    missing = sorted(set(by_id) - set(ids.tolist()))
+    return f" (query {missing[0]}: not published)" if missing else ""
 
 
 def on_rows(scores: dict[str, QueryScores], view: View, queries: np.ndarray) -> dict[str, np.ndarray]:
@@ -241,9 +277,3 @@ def _evaluate(source: object, names: list[str], direction: str, resources: Resou
             directions=direction if direction in IMAGE_CAPTION else None,
             partial=isinstance(source, Rankings),
         )
-
-
-def _scores(metric: str, direction: str, entry: Mapping) -> QueryScores:
-    """A published per-query entry ``{"query_ids", "values", "aggregate"}`` as the engine's QueryScores."""
-    ids, values = np.asarray(entry["query_ids"], np.int64), np.asarray(entry["values"], np.float64)
-    return QueryScores(metric, direction, ids, values, str(entry.get("aggregate", "mean")))

@@ -1,8 +1,12 @@
 """What the Space's Browse tab does with a request, without gradio: runs in, query cards out, or one error line.
 
 Run A is the input the Score tab holds (its upload, pasted rankings or embeddings: read as :func:`~eccv_metric.hub.
-space.score` reads them, with the same ground truth), or the run files uploaded in the Browse tab; run B, beside
-it, the second run's files (named as a run folder: :mod:`eccv_metric.explore.runs`). :func:`browse` loads each
+space.score` reads them, with the same ground truth), or the run files uploaded in the Browse tab, or a published
+model's run; run B, beside it, the second run's files (named as a run folder: :mod:`eccv_metric.explore.runs`) or
+a published model's run. A published model (``ORG/MODEL``) is read on the Space's benchmark dataset repo
+(``ECCV_CAPTION_DATA``) by the loader ``explore --from-hub`` uses (:func:`~eccv_metric.hub.explore_hub.published_run`:
+its evidence at its details commit, the benchmark's ground truth at its entries' revision, its published per-query
+values), once per Space process. :func:`browse` loads each
 run's table on the benchmark direction (once per run: :mod:`eccv_metric.explore.table`), makes the query sets
 (:mod:`eccv_metric.explore.sets`) and draws the chosen set's first queries as cards (:mod:`eccv_metric.hub.cards`),
 or the one query asked for. Pixels and texts come from the Space's dataset (``ECCV_CAPTION_DATA``: a built folder
@@ -28,6 +32,7 @@ from eccv_metric.core.options import bool_from_text
 from eccv_metric.explore.media import Media
 from eccv_metric.explore.runs import FILE_WORDS
 from eccv_metric.explore.runs import Run
+from eccv_metric.explore.runs import own_resources
 from eccv_metric.explore.runs import read_run_files
 from eccv_metric.explore.sets import QuerySet
 from eccv_metric.explore.sets import query_sets
@@ -35,6 +40,7 @@ from eccv_metric.explore.table import QueryTable
 from eccv_metric.explore.view import table_of
 from eccv_metric.hub import space
 from eccv_metric.hub.cards import cards_html
+from eccv_metric.hub.repos import is_repo_id
 from eccv_metric.hub.space_words import DATA_ENV
 from eccv_metric.hub.space_words import IMAGES_ENV
 from eccv_metric.hub.space_words import SPACE_WORDS
@@ -56,6 +62,8 @@ BROWSE_LABELS = {
     "run_a": "run A files (empty: the Score tab's input)",
     "run_b": "run B files, shown beside A (optional)",
     "normalize_runs": "runs' embeddings: cosine similarity",
+    "published_a": "run A: a published model (ORG/MODEL)",
+    "published_b": "run B: a published model (ORG/MODEL)",
     "benchmark": "benchmark",
     "direction": "direction",
     "set": "query set",
@@ -63,6 +71,19 @@ BROWSE_LABELS = {
     "seed": "seed",
     "query": "or a query id",
 }
+
+
+# the library's keywords in the Browse tab's words (core.errors.in_words)
+BROWSE_WORDS = {
+    **SPACE_WORDS,
+    "published_a": f"the '{BROWSE_LABELS['published_a']}' box",
+    "published_b": f"the '{BROWSE_LABELS['published_b']}' box",
+    "dataset_repo": f"the Space's {DATA_ENV} setting",
+}
+PUBLISHED_NOTE = (
+    "a published model is scored on the benchmark's own ground truth at its revision: the 'COCO instances' and "
+    "'benchmark source files' boxes are not read"
+)
 
 
 @dataclass
@@ -148,6 +169,29 @@ def files_run(files: object, normalize: bool, label: str) -> Run | None:
     return _kept((label, _stamp(paths), normalize), load)
 
 
+def published(model: object, label: str) -> Run | None:
+    """A published model's run (None: none given), read on the Space's benchmark dataset repo, kept as runs are."""
+    text = str(model or "").strip()
+    if not text:
+        return None
+    dataset = os.environ.get(DATA_ENV) or ""
+    if not is_repo_id(dataset) or Path(dataset).exists():
+        held = "names a folder" if dataset else "is not set"
+        raise EvaluationError(
+            f"the '{BROWSE_LABELS[label]}' box: this Space's {DATA_ENV} setting {held}, not the benchmark's Hub "
+            "dataset repo, so no published model can be read here (eccv-caption explore --from-hub MODEL "
+            "--dataset-repo DATASET reads one)"
+        )
+
+    def load() -> Run:
+        from eccv_metric.hub.explore_hub import published_run
+
+        what = f"the '{BROWSE_LABELS[label]}' box ({text:.100})"
+        return published_run(text, dataset, what=what, again="press Show again", keyword=label, log=lambda _: None)
+
+    return _kept(("published", text, dataset), load)
+
+
 def _int(value: object, what: str, low: int, high: int) -> int:
     try:
         number = int(float(value))  # type: ignore[arg-type]
@@ -163,6 +207,8 @@ def browse(
     run_a_files: object = None,
     run_b_files: object = None,
     normalize_runs: object = False,
+    published_a: object = "",
+    published_b: object = "",
     benchmark: object = "eccv",
     direction: object = "i2t",
     set_name: object = None,
@@ -182,13 +228,22 @@ def browse(
         seed_value = _int(seed, "seed", 0, 2**31 - 1)
         if not isinstance(benchmark, str) or not isinstance(direction, str):
             raise EvaluationError("pick a benchmark and a direction")
-        resources = space.resources_for(space.upload_path(instances, "instances"), space.source_folder(sources))
-        files_a = files_run(run_a_files, norm, "run_a")
-        run_a = files_a or score_tab_run(score_boxes)
-        run_b = files_run(run_b_files, norm, "run_b")
-        box_a = None if files_a is None else "run_a"  # None: the Score tab's boxes, named in its errors
+        files_a, hub_a = files_run(run_a_files, norm, "run_a"), published(published_a, "published_a")
+        files_b, hub_b = files_run(run_b_files, norm, "run_b"), published(published_b, "published_b")
+        for files, hub, run in ((files_a, hub_a, "A"), (files_b, hub_b, "B")):
+            if files is not None and hub is not None:
+                raise EvaluationError(f"give run {run} as files or as a published model, not both")
+        run_a = files_a or hub_a or score_tab_run(score_boxes)
+        run_b = files_b or hub_b
+        resources, said = own_resources([run for run in (run_a, run_b) if run is not None]), []
+        if resources is None:
+            resources = space.resources_for(space.upload_path(instances, "instances"), space.source_folder(sources))
+        elif any(box not in (None, "", []) for box in (instances, sources)):
+            said = [PUBLISHED_NOTE]  # a published run brings its benchmark's ground truth, at its revision
+        box_a = "run_a" if files_a else "published_a" if hub_a else None  # None: the Score tab's boxes
+        box_b = "run_b" if files_b else "published_b"
         table_a = load(run_a, benchmark, direction, resources, FILE_WORDS if box_a else SPACE_WORDS, box_a)
-        table_b = None if run_b is None else load(run_b, benchmark, direction, resources, FILE_WORDS, "run_b")
+        table_b = None if run_b is None else load(run_b, benchmark, direction, resources, FILE_WORDS, box_b)
         sets = query_sets(table_a, table_b, n=count, seed=seed_value)
         labels = [(f"{s.title} ({s.count:,})", s.name) for s in sets]
         asked = next((s for s in sets if s.name == set_name), None)
@@ -200,11 +255,12 @@ def browse(
             rows, what = picked.rows[:count].tolist(), _set_words(picked, count)
         body = cards_html(table_a, table_b, rows, space_media(), resources)
         notes = [*table_a.notes, *([] if table_b is None else [f"B: {n}" for n in table_b.notes])]
+        notes += said
         runs = f"A: {run_a.about}" + ("" if run_b is None else f"; B: {run_b.about}")
         message = f"{runs}; {benchmark} {direction}: {what} in {time.perf_counter() - started:.1f} s"
         return Browsed(True, "; ".join([message, *notes]), body, labels, picked.name)
     except (EvaluationError, ValueError, OSError, RecursionError) as exc:
-        return Browsed(False, "error: " + hide_paths(in_words(exc, SPACE_WORDS)))
+        return Browsed(False, "error: " + hide_paths(in_words(exc, BROWSE_WORDS)))
     except MemoryError:
         return Browsed(False, "error: out of memory: give a smaller run, or use the CLI (eccv-caption explore)")
     except Exception as exc:  # a bug: still one line, never a traceback on the page

@@ -225,8 +225,8 @@ class HubReadError(EvaluationError):
     """The Hub failed while reading (no network, a refused token, a missing repo): :func:`hub_call`'s line."""
 
 
-def hub_call(what: str, call: Callable[[], object]) -> object:
-    """``call()`` with the Hub's failures as one line (:class:`HubReadError`)."""
+def hub_call(what: str, call: Callable[[], object], again: str = AGAIN) -> object:
+    """``call()`` with the Hub's failures as one line (:class:`HubReadError`), ending with how to retry."""
     try:
         return call()
     except EvaluationError:
@@ -234,7 +234,7 @@ def hub_call(what: str, call: Callable[[], object]) -> object:
     except Exception as exc:
         if not from_the_hub(exc):
             raise
-        raise HubReadError(hub_failure(exc, what, AGAIN, refused="log in with `hf auth login`")) from None
+        raise HubReadError(hub_failure(exc, what, again, refused="log in with `hf auth login`")) from None
 
 
 def by_commit(published: Published) -> dict[tuple[str, str] | None, list[Entry]]:

@@ -88,6 +88,16 @@ def built(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def published_runs(tmp_path_factory) -> dict:
+    """Two tiny models' runs with their evidence, to publish on the fake Hub (tests/integration/published_world.py):
+    made once per test run and shared by the workers (about 7 s)."""
+    from tests.integration.published_world import make_runs
+    from tests.integration.published_world import read_runs
+
+    return read_runs(shared_folder(tmp_path_factory, "published_runs", make_runs))
+
+
+@pytest.fixture(scope="session")
 def pixel_build(tmp_path_factory, gt):
     """A build whose 5,000 images all have pixels, once per run for every module that reads one (the model CLI,
     MTEB): synthetic 8x8 PNGs (``tests.integration.hashing.image_pixels``: pixel (0, 0) stores the image id, the

@@ -253,8 +253,9 @@ def test_two_runs_marks_values_and_sets(page, runs, data, world, tmp_path):
 
 
 def test_bad_input_is_one_line_never_a_mark(page, runs, world, tmp_path):
-    """A query id not in the benchmark, a run of another benchmark's items, a per-query file (numbers only): one
-    line each, the cards cleared; an image without pixels says so in place of its thumbnail."""
+    """A query id not in the benchmark, a run of another benchmark's items, a per-query file (numbers only), a
+    published model on a Space whose dataset is a folder: one line each, the cards cleared; an image without pixels
+    says so in place of its thumbnail."""
     files_a, _, _ = runs["model_a"]
     run_b(page)
     choose(page, "browse_benchmark", "COCO 5K (coco_5k)")  # every image is one of its queries
@@ -281,6 +282,13 @@ def test_bad_input_is_one_line_never_a_mark(page, runs, world, tmp_path):
     text = show(page, "error")
     assert "per_query.json is a per-query file (evaluate --per-query): numbers only" in text
     run_b(page)
+    page.get_by_text("published models (optional)").click()  # a Space whose dataset is a folder reads no model
+    page.locator("#published_a input, #published_a textarea").first.fill("me/clip")
+    text = show(page, "error")
+    assert text.startswith("error: the 'run A: a published model (ORG/MODEL)' box: this Space's ECCV_CAPTION_DATA "
+                           "setting names a folder, not the benchmark's Hub dataset repo"), text  # fmt: skip
+    page.locator("#published_a input, #published_a textarea").first.fill("")
+    page.get_by_text("published models (optional)").click()
 
 
 def test_report_opens_offline_with_the_results_numbers(browser, runs, data, world, tmp_path):

@@ -4,14 +4,13 @@ with their evidence (large files through the LFS batch API, as huggingface_hub s
 equal; then each way a published number can be wrong, caught and named in one line, never equal: a forged value,
 an embedding row changed (its manifest left, or forged too), evidence of another dtype, shape or item order, a file
 missing, a ground truth at another revision, no network; ``--reencode 50`` passes for the model that made the
-evidence and fails for the same architecture with another seed; the verify page's Hub lines run as written.
-In-process (``main([...])``, the fake Hub in a thread; tests/integration/hub_client.py points huggingface_hub at
-it)."""
+evidence and fails for the same architecture with another seed; the verify page's Hub lines run as written. The
+runs and their push: tests/integration/published_world.py (shared with test_explore_hub.py). In-process
+(``main([...])``, the fake Hub in a thread; tests/integration/hub_client.py points huggingface_hub at it)."""
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 
 import numpy as np
@@ -21,60 +20,33 @@ from huggingface_hub import CommitOperationAdd
 from huggingface_hub import HfApi
 
 from eccv_metric.cli.main import main
-from eccv_metric.core.provenance import json_digest
 from tests.docs_blocks import DOCS
 from tests.docs_blocks import bash_lines
 from tests.docs_blocks import cli_calls
-from tests.integration.fake_hub import FakeHub
 from tests.integration.fake_hub_store import FAKE_COMMIT
 from tests.integration.hub_client import offline
-from tests.integration.hub_client import point_at
-from tests.unit.bench_world import write_benchmark
+from tests.integration.published_world import forge_manifest
+from tests.integration.published_world import npy
+from tests.integration.published_world import npy_bytes
+from tests.integration.published_world import pushed_hub
+from tests.integration.published_world import republish
+from tests.integration.published_world import tree_of
 from tests.unit.model_world import tiny_clip
-from tests.unit.world import make_world
 
-TOKENS = {"hf_me": ("me", True)}
 EMB = "evidence/coco_5k/image_embeddings.npy"
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(published_runs):
     """The world's benchmark folder, the two models, and each model's run: results, per-query values, evidence."""
-    from tests.unit.pair_world import tiny_blip
-
-    root = tmp_path_factory.mktemp("verify")
-    world = make_world(root / "world")
-    data = write_benchmark(world, root / "data")
-    models = {"clip": tiny_clip(root / "clip"), "blip": tiny_blip(root / "blip")}
-    out = {"data": data, "models": models}
-    for name, folder in models.items():
-        run = root / f"run_{name}"
-        args = ["evaluate", "--model", f"hf:{folder}", "--data", str(data), "--benchmarks", "eccv_caption", "eccv",
-                "--workers", "0", "--cache-dir", str(root / "cache"), "-q", "--n-resamples", "20"]  # fmt: skip
-        args += ["--rerank-k", "8"] if name == "blip" else []
-        files = [str(run / n) for n in ("r.json", "pq.json", "ev")]
-        assert main([*args, "-o", files[0], "--per-query", files[1], "--evidence", files[2]]) == 0
-        out[name] = files
-    return out
+    return published_runs
 
 
 @pytest.fixture()
 def hub(runs, tmp_path, monkeypatch, capsys):
     """The fake Hub holding the benchmark me/world and the model repos me/clip, me/blip; each model's results
     pushed (--direct) with their evidence; this process's huggingface_hub pointed at it."""
-    repos = {}
-    for name in ("clip", "blip"):
-        repos[f"me/{name}"] = tmp_path / "repos" / name
-        repos[f"me/{name}"].mkdir(parents=True)
-        (repos[f"me/{name}"] / "README.md").write_text(f"# {name}\n")
-    datasets = {"me/world": runs["data"]}
-    with FakeHub({}, models=repos, datasets=datasets, tokens=TOKENS, allow_listed={"me/world"}) as fake:
-        point_at(fake, tmp_path / "home", monkeypatch)
-        fake.home = tmp_path / "home"
-        for name in ("clip", "blip"):
-            res, pq, _ = runs[name]
-            push = ["push-results", res, "--per-query", pq, "--dataset-repo", "me/world", "--direct", "-q"]
-            assert main([*push, "--model-repo", f"me/{name}"]) == 0
+    with pushed_hub(runs, tmp_path, monkeypatch) as fake:
         capsys.readouterr()
         yield fake
 
@@ -84,57 +56,6 @@ def verify(hub, capsys, *args: str, model: str = "me/clip") -> tuple[int, list[s
     code = main(["verify", "--from-hub", model, "--dataset-repo", "me/world", "-q", *args])
     printed = capsys.readouterr()
     return code, printed.out.splitlines(), printed.err
-
-
-def tree_of(hub, repo: str) -> dict[str, bytes]:
-    """The files of a repo's last commit (the fake Hub's record of it)."""
-    return [c for c in hub.store.commits if c["repo"] == repo][-1]["tree"]
-
-
-def republish(hub, details: dict[str, bytes], entries: dict[str, bytes]) -> None:
-    """A forger's commits: ``details`` to the details repo, then the model's files ``entries`` (their source.url
-    naming that commit) as the model repo's new head."""
-    shas = {}
-    for repo, files in (("me/details_me__clip", details), ("me/clip", entries)):
-        first = [c for c in hub.store.commits if c["repo"] == repo][0]
-        if repo == "me/clip":
-            files = {p: d.replace(shas["me/details_me__clip"][0].encode(), shas["me/details_me__clip"][1].encode())
-                     for p, d in files.items()}  # fmt: skip
-        sha = hashlib.sha1(repr((repo, len(hub.store.commits), sorted(files.items()))).encode()).hexdigest()
-        hub.store.commits.append({**first, "sha": sha, "tree": dict(files)})
-        shas[repo] = (first["sha"], sha)
-    folder = hub.store.repos[("models", "me/clip")]  # main: the model repo's folder and head, as a commit leaves them
-    for path in [p for p in folder.rglob("*") if p.is_file()]:
-        path.unlink()
-    for path, data in entries.items():
-        (folder / path).parent.mkdir(parents=True, exist_ok=True)
-        (folder / path).write_bytes(data.replace(shas["me/details_me__clip"][0].encode(),
-                                                 shas["me/details_me__clip"][1].encode()))  # fmt: skip
-    hub.store.heads[("models", "me/clip")] = shas["me/clip"][1]
-
-
-def npy(data: bytes) -> np.ndarray:
-    return np.load(io.BytesIO(data))
-
-
-def npy_bytes(values: np.ndarray) -> bytes:
-    out = io.BytesIO()
-    np.save(out, values)
-    return out.getvalue()
-
-
-def forge_manifest(tree: dict[str, bytes], path: str) -> None:
-    """The manifest's record of ``path`` (and the details' digest of the manifest) made to match its new bytes, as a
-    forger would."""
-    manifest = json.loads(tree["evidence/evidence.json"])
-    values = npy(tree[path])
-    record = manifest["files"][path.removeprefix("evidence/")]
-    record.update(dtype=str(values.dtype), shape=list(values.shape), sha256=hashlib.sha256(tree[path]).hexdigest(),
-                  bytes=len(tree[path]))  # fmt: skip
-    tree["evidence/evidence.json"] = json.dumps(manifest).encode()
-    summary = json.loads(tree["results.json"])
-    summary["provenance"]["digests"]["evidence"] = json_digest(manifest)
-    tree["results.json"] = json.dumps(summary).encode()
 
 
 def test_both_models_are_recomputed_equal_from_their_published_evidence(hub, runs, capsys):
@@ -308,7 +229,7 @@ def test_the_leaderboard_marks_what_it_trusts(hub, runs, capsys, monkeypatch, tm
                     "spam/relabel": "number only", "spam/broken": "not recomputable",
                     "me/blip": "differs"}, printed  # fmt: skip
     for said in (
-        "verified me/clip: 12 recomputed, 1 number only (8,113 bytes of evidence read)",
+        "verified me/clip: 12 recomputed, 1 number only (8,133 bytes of evidence read)",
         "note: me/clip has 2 entries for eccv_map_at_r_i2t (.eval_results/me--world--eccv_map_at_r_i2t.yaml: ",
         ".eval_results/zz-dup.yaml: 60): .eval_results/me--world--eccv_map_at_r_i2t.yaml is shown: its number is "
         "recomputed from its evidence, the other's is not",

@@ -60,8 +60,14 @@ INTRO = (
     "Space fetch them."
 )
 BROWSE_INTRO = (
-    "Each query's top 10 in run A (the Score tab's input, or run files) and run B beside it, every item marked by "
-    "each benchmark ranking the same gallery: ✓ a positive, ✗ not, – not a query of it; CxC's rating beside."
+    "Each query's top 10 in run A (the Score tab's input, run files or a published model) and run B beside it, every "
+    "item marked by each benchmark ranking the same gallery: ✓ a positive, ✗ not, – not a query of it; CxC's rating "
+    "beside."
+)
+PUBLISHED_INTRO = (
+    "A model that published its results on this Space's benchmark with their evidence (`eccv-caption evaluate "
+    "--evidence`, then `push-results`): its rankings as it scored them, the benchmark at the revision it names, its "
+    "published per-query values (checked equal to its evidence's)."
 )
 # the cards' scroller ends at the window's bottom: the page stays put, the queries scroll (one stop each)
 FIT_CARDS = """
@@ -230,6 +236,11 @@ def browse_tab():
             run_b = gr.File(label=BROWSE_LABELS["run_b"], file_count="multiple", type="filepath", elem_id="run_b",
                             height=100)  # fmt: skip
             normalize_runs = gr.Checkbox(False, label=BROWSE_LABELS["normalize_runs"], elem_id="normalize_runs")
+    with gr.Accordion("published models (optional)", open=False):
+        gr.Markdown(PUBLISHED_INTRO)
+        with gr.Row():
+            published_a = gr.Textbox(label=BROWSE_LABELS["published_a"], elem_id="published_a", max_lines=1)
+            published_b = gr.Textbox(label=BROWSE_LABELS["published_b"], elem_id="published_b", max_lines=1)
     with gr.Row(equal_height=True):
         benchmark = gr.Dropdown(
             space.labelled(browse_module.browsable_benchmarks(), "benchmark"), value="eccv",
@@ -252,7 +263,8 @@ def browse_tab():
         return gr.Dropdown(choices=list(picked), value=picked[0])
 
     benchmark.change(directions, benchmark, direction, queue=False)
-    inputs = [run_a, run_b, normalize_runs, benchmark, direction, query_set, shown, seed, query]
+    inputs = [run_a, run_b, normalize_runs, published_a, published_b, benchmark, direction, query_set, shown, seed]
+    inputs += [query]
     return show, inputs, [status, cards, query_set]
 
 
