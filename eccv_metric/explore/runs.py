@@ -42,10 +42,10 @@ from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.jsonio import read_json
 from eccv_metric.core.view import DIRECTION_KINDS
-from eccv_metric.evidence.check import OPTIONS
 from eccv_metric.evidence.layout import MANIFEST
 from eccv_metric.evidence.load import Evidence
 from eccv_metric.evidence.load import load_evidence
+from eccv_metric.evidence.truth import OPTIONS
 from eccv_metric.formats.mteb import is_json_object
 from eccv_metric.formats.mteb import is_mteb_predictions
 from eccv_metric.formats.mteb import is_rankings_json

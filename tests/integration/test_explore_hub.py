@@ -19,7 +19,7 @@ import pytest
 
 from eccv_metric.cli.main import main
 from eccv_metric.evidence import load_evidence
-from eccv_metric.evidence.check import run_resources
+from eccv_metric.evidence.truth import run_resources
 from eccv_metric.explore import read_run
 from eccv_metric.explore import table_of
 from eccv_metric.hub import browse as browse_module
