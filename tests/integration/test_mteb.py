@@ -111,6 +111,11 @@ def ours(source, bench: str, direction: str, ks, resources, queries=None) -> np.
     return np.array(values)
 
 
+@pytest.mark.heavy(
+    "pays for the module's one mteb process (mteb_runs): mteb, torch and transformers imported in a fresh Python "
+    "(mteb stays out of the test process), 25,000 caption queries ranked against 25,000 captions (cxc_t2t) and the "
+    "pixel build's five cross-modal tasks, the run every MTEB check of the module reads"
+)
 def test_mteb_loads_the_real_build_and_its_hit_rates_are_our_r_at_k(built, mteb_runs):
     folder, _ = built
     out, scores = mteb_runs
