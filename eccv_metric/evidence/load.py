@@ -34,6 +34,7 @@ from eccv_metric.evidence.layout import KINDS
 from eccv_metric.evidence.layout import MANIFEST
 from eccv_metric.evidence.layout import RERANKED
 from eccv_metric.evidence.layout import VERSION
+from eccv_metric.evidence.layout import arrays_digest
 from eccv_metric.evidence.layout import sha256_file
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.inputs.given import Rankings
@@ -232,6 +233,21 @@ class Evidence:
     def bytes(self) -> int:
         return sum(int(f.get("bytes", 0)) for f in self.manifest.get("files", {}).values())
 
+    def score_digests(self) -> dict[str, str]:
+        """``{file: digest of its arrays}`` of every file holding what the run scored (embeddings, score matrices,
+        reranked candidates and their scores, rated pairs, ranked lists; not the files of row ids), each file's
+        arrays read (and checked) and digested by their dtype, shape and values
+        (:func:`~eccv_metric.evidence.layout.arrays_digest`): two folders holding the same arrays give the same
+        digests, whatever their manifests or the bytes of their files' headers say."""
+        out: dict[str, str] = {}
+        for part in self.inputs:
+            entries = [part.entry, part.entry.get("first") or {}] if part.kind == "twostage" else [part.entry]
+            for entry in entries:
+                for role, rel in (entry.get("arrays") or {}).items():
+                    if not role.endswith("_ids") and rel not in out:
+                        out[rel] = arrays_digest(part.read(rel))
+        return out
+
 
 def load_evidence(folder: str | Path, where: str | None = None) -> Evidence:
     """The evidence folder ``folder`` (see the module docstring); ``where``: how errors name it (default: its
@@ -286,6 +302,9 @@ def manifest_problem(manifest: dict) -> str | None:
     for key in ("given", "from_data"):
         if key in sections["resources"] and not _strings(sections["resources"][key]):
             return f"resources.{key} is not a list of names"
+    for key in ("model", "model_revision"):
+        if sections["run"].get(key) is not None and not isinstance(sections["run"][key], str):
+            return f"run.{key} is not a name"
     if not all(isinstance(r, dict) for r in sections["files"].values()):
         return "a record of files is not a mapping"
     for k, entry in enumerate(manifest.get("inputs", [])):

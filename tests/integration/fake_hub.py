@@ -20,9 +20,11 @@ the Hub parses them, an invalid file reported there), folder listings (``/api/<k
 as huggingface_hub sends it: ``POST /[<kind>/]<id>.git/info/lfs/objects/batch``, ``PUT`` of its bytes, ``verify``),
 the pull requests of a repo
 (``GET /api/<kind>/<id>/discussions``) and the leaderboards of a benchmark dataset (``GET
-/api/datasets/<id>/leaderboard``), and logs every request it sees. The rules of the write side (tokens, owners,
-pull requests, what a commit may hold) are in :mod:`tests.integration.fake_hub_store` and
-:mod:`tests.integration.fake_hub_rules`, the leaderboards' in :mod:`tests.integration.fake_hub_board`.
+/api/datasets/<id>/leaderboard``), and logs every request it sees. ``hub.failing``: parts of paths answered with a
+status (some of the Hub's reads failing mid-run: huggingface_hub retries a 5xx for seconds, a 403 at once). The rules
+of the write side (tokens, owners, pull requests, what a commit may hold) are in
+:mod:`tests.integration.fake_hub_store` and :mod:`tests.integration.fake_hub_rules`, the leaderboards' in
+:mod:`tests.integration.fake_hub_board`.
 
 It is also a *proxy trap*: point HTTPS_PROXY/HTTP_PROXY at it (with NO_PROXY=127.0.0.1,localhost)
 and any request that would have left the machine arrives here as ``CONNECT host:443`` (or an
@@ -113,6 +115,7 @@ class FakeHub:
         self.log: list[tuple[str, str, int]] = []
         self.escaped: list[tuple[str, str]] = []  # requests meant for other hosts (proxy trap)
         self.user_agents: list[str] = []  # User-Agent of each request, same order as log
+        self.failing: dict[str, int] = {}  # a request whose path holds a key is answered its status (the Hub failing)
         self._lock = threading.RLock()
         hub = self
 
@@ -192,6 +195,9 @@ class FakeHub:
                     return self._trap()
                 sends = self.command in ("POST", "DELETE", "PUT")
                 body = self._body() if sends else b""
+                failed = next((status for part, status in hub.failing.items() if part in unquote(self.path)), None)
+                if failed is not None:
+                    return self._error(failed, "", f"fake_hub: failing with {failed}")
                 parts = urlsplit(self.path)
                 try:
                     with hub._lock:

@@ -8,7 +8,8 @@ xdist workers): the synthetic world's benchmark folder (its CxC ratings included
 run with ``evaluate --model ... -o --per-query --evidence`` on ``eccv_caption`` and ``eccv``. :func:`pushed_hub`:
 the fake Hub holding the benchmark ``me/world`` and the model repos ``me/clip``, ``me/blip``, each run pushed
 (``--direct``) with its evidence, this process's huggingface_hub pointed at it. The rest: a forger's tools (a
-details commit rewritten, an evidence file replaced and its manifest made to match).
+details commit rewritten, an evidence file replaced and its manifest made to match, a ``results.json`` sealed
+again).
 """
 
 from __future__ import annotations
@@ -142,4 +143,13 @@ def forge_manifest(tree: dict[str, bytes], path: str) -> None:
     tree["evidence/evidence.json"] = json.dumps(manifest).encode()
     summary = json.loads(tree["results.json"])
     summary["provenance"]["digests"]["evidence"] = json_digest(manifest)
-    tree["results.json"] = json.dumps(summary).encode()
+    tree["results.json"] = json.dumps(resealed(summary)).encode()
+
+
+def resealed(summary: dict) -> dict:
+    """A details ``results.json`` sealed again after an edit, as a forger would (push-results' seal is a digest of
+    the other fields, which anyone can compute)."""
+    from eccv_metric.hub.details import SEAL
+    from eccv_metric.hub.details import summary_digest
+
+    return {**summary, SEAL: summary_digest(summary)}
