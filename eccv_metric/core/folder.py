@@ -31,7 +31,7 @@ def config_files(source: str | Path, config: str, token: str | None = None) -> t
     try:
         return sorted(fs.glob(f"datasets/{source}/data/{config}/*.parquet")), fs
     except Exception as exc:  # network, authentication or a missing repo: one line, what to pass instead
-        raise HubReadError(f"{source}: cannot read the Hub dataset repo ({type(exc).__name__}: {exc})") from None
+        raise HubReadError(f"{source}: cannot read the Hub dataset repo ({_said(exc)})") from None
 
 
 def read_config(source: str | Path, config: str, columns: list[str], token: str | None = None):  # noqa: ANN201
@@ -49,7 +49,12 @@ def read_config(source: str | Path, config: str, columns: list[str], token: str 
     try:
         return pq.ParquetDataset(files, filesystem=fs).read(columns=columns)
     except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError) as exc:  # files the Hub served whole: not Parquet of it
-        raise EvaluationError(f"{source}: data/{config} cannot be read ({type(exc).__name__}: {exc})") from None
+        raise EvaluationError(f"{source}: data/{config} cannot be read ({_said(exc)})") from None
     except Exception as exc:  # the Hub stopped answering mid-read
-        raise HubReadError(f"{source}: cannot read data/{config} from the Hub dataset repo ({type(exc).__name__}: "
-                           f"{str(exc).splitlines()[0] if str(exc) else ''})") from None  # fmt: skip
+        raise HubReadError(f"{source}: cannot read data/{config} from the Hub dataset repo ({_said(exc)})") from None
+
+
+def _said(exc: BaseException) -> str:
+    """An error's type and the first line of its message (the Hub's answers run over several lines)."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0][:200]}" if lines else type(exc).__name__

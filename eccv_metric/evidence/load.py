@@ -18,8 +18,10 @@ against the ground truth) rows that are not in the benchmark's item order.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import zipfile
+import zlib
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
@@ -88,16 +90,21 @@ class EvidenceInput:
         if not path.is_file():
             raise EvidenceError(f"{self.path(rel)} is missing (input {self.name} reads it)")
         try:
+            loaded = np.load(path, mmap_mode="r" if rel.endswith(".npy") else None, allow_pickle=False)
+            if rel.endswith(".npy") != isinstance(loaded, np.ndarray):  # an archive where an array is, or the reverse
+                with contextlib.suppress(AttributeError):
+                    loaded.close()
+                raise ValueError(f"a {'zip archive' if rel.endswith('.npy') else 'single array'} under this name")
             if rel.endswith(".npy"):
-                values: np.ndarray | dict = np.load(path, mmap_mode="r", allow_pickle=False)
-                expected = {"": record}
-                got = {"": values}
+                values: np.ndarray | dict = loaded
+                expected, got = {"": record}, {"": values}
             else:
-                with np.load(path, allow_pickle=False) as archive:
+                with loaded as archive:
                     values = {k: archive[k] for k in archive.files}
                 expected, got = record.get("arrays") or {}, values
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-            raise EvidenceError(f"{self.path(rel)} is not a numpy file ({type(exc).__name__})") from None
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:  # a forger's bytes, any of them
+            said = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}" if str(exc) else type(exc).__name__
+            raise EvidenceError(f"{self.path(rel)} is not a numpy file ({said})") from None
         if set(got) != set(expected):
             raise EvidenceError(f"{self.path(rel)} holds arrays {sorted(got)}, {MANIFEST} lists {sorted(expected)}")
         for key, arr in got.items():

@@ -263,7 +263,8 @@ def by_commit(published: Published) -> dict[tuple[str, str] | None, list[Entry]]
 
 
 def unchecked(entries: list[Entry], basis: str, why: str) -> list[EntryCheck]:
-    """Entries whose numbers are not recomputable, and why."""
+    """Entries whose numbers are not recomputable, and why (on one line)."""
+    why = "; ".join(part.strip() for part in why.splitlines() if part.strip())
     out = []
     for entry in entries:
         task = BY_ID[entry.task]

@@ -10,7 +10,6 @@ runs and their push: tests/integration/published_world.py (shared with test_expl
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 import numpy as np
@@ -20,13 +19,15 @@ from huggingface_hub import CommitOperationAdd
 from huggingface_hub import HfApi
 
 from eccv_metric.cli.main import main
-from eccv_metric.core.provenance import json_digest
 from tests.docs_blocks import DOCS
 from tests.docs_blocks import bash_lines
 from tests.docs_blocks import cli_calls
 from tests.integration.fake_hub_store import FAKE_COMMIT
 from tests.integration.hub_client import offline
+from tests.integration.published_world import as_another
+from tests.integration.published_world import board_rows
 from tests.integration.published_world import forge_manifest
+from tests.integration.published_world import forger
 from tests.integration.published_world import npy
 from tests.integration.published_world import npy_bytes
 from tests.integration.published_world import pushed_hub
@@ -157,46 +158,6 @@ def test_reencode_tells_the_model_that_made_the_evidence_from_another_seed(hub, 
     assert code == 0 and "reencode coco_5k.rerank pair scores: 50 again" in "\n".join(lines), (lines, err)
 
 
-def as_another(details: dict[str, bytes], repo: str, added: dict | None = None, model: bool = True) -> dict:
-    """me/clip's details as a forger makes them another model's: ``results.json`` naming ``repo`` (its provenance's
-    model ``hf:<repo>``, with ``model``), the evidence's manifest with the keys ``added`` (and naming that model too,
-    with ``model``), every digest and seal computed again."""
-    tree = dict(details)
-    summary = json.loads(tree["results.json"])
-    summary["model_repo"] = repo
-    if model:
-        summary["provenance"] = {**summary["provenance"], "model": f"hf:{repo}"}
-    if added is not None:
-        manifest = json.loads(tree["evidence/evidence.json"]) | added
-        if model:
-            manifest["run"] = {**manifest["run"], "model": f"hf:{repo}"}
-        tree["evidence/evidence.json"] = json.dumps(manifest).encode()
-        summary["provenance"]["digests"] = {**summary["provenance"]["digests"], "evidence": json_digest(manifest)}
-    tree["results.json"] = json.dumps(resealed(summary)).encode()
-    return tree
-
-
-def forger(hub, repo: str, entries: dict[str, bytes], details: dict[str, bytes] | None = None) -> None:
-    """A model repo ``repo`` holding ``entries`` at main (as files left there), and with ``details`` a details repo
-    ``<repo>_details`` holding them at a commit ``entries`` name in place of me/clip's details commit."""
-    if details is not None:
-        folder = hub.home.parent / "forged" / f"{repo}_details"
-        for path, data in details.items():
-            (folder / path).parent.mkdir(parents=True, exist_ok=True)
-            (folder / path).write_bytes(data)
-        sha = hashlib.sha1(repr(sorted(details.items())).encode()).hexdigest()
-        hub.store.repos[("datasets", f"{repo}_details")] = folder
-        hub.store.heads[("datasets", f"{repo}_details")] = sha
-        clip = [c for c in hub.store.commits if c["repo"] == "me/details_me__clip"][-1]["sha"]
-        entries = {p: d.replace(f"me/details_me__clip/tree/{clip}".encode(), f"{repo}_details/tree/{sha}".encode())
-                   for p, d in entries.items()}  # fmt: skip
-    folder = hub.home.parent / "forged" / repo
-    for path, data in entries.items():
-        (folder / path).parent.mkdir(parents=True, exist_ok=True)
-        (folder / path).write_bytes(data)
-    hub.store.repos[("models", repo)] = folder
-
-
 def by_hand(path: str, data: bytes, repo: str = "me/clip") -> None:
     """A commit of one file to a model repo, made by hand (its owner's token)."""
     HfApi(token="hf_me").create_commit(repo, [CommitOperationAdd(path, data)], commit_message="by hand")
@@ -205,12 +166,6 @@ def by_hand(path: str, data: bytes, repo: str = "me/clip") -> None:
 def plus(data: bytes, points: float) -> bytes:
     """An .eval_results file with every value raised by ``points``."""
     return yaml.safe_dump([{**item, "value": item["value"] + points} for item in yaml.safe_load(data)]).encode()
-
-
-def board_rows(printed: str) -> dict[str, str]:
-    """The leaderboard's Hub rows: model -> its trust mark (the text after the numbers)."""
-    return {line[:44].strip(): " ".join(t for t in line[44:].split() if not t[0].isdigit() and t != "-")
-            for line in printed.splitlines() if line.startswith(("me/", "spam/")) and "  " in line}  # fmt: skip
 
 
 def test_the_leaderboard_marks_what_it_trusts(hub, runs, capsys, monkeypatch, tmp_path):

@@ -159,3 +159,38 @@ def test_details_of_other_types_are_one_line_never_a_traceback():
             per_query_from({"configs": configs}, parquet, "the details x/y@0123")
     got = per_query_from({"configs": {"c": {"metric": "eccv_r1", "direction": "i2t"}}}, {"c": good}, "w")
     assert got == {"eccv_r1": {"i2t": {"query_ids": [1, 2], "values": [1.0, 0.0], "aggregate": "mean"}}}
+
+
+class Answering:
+    """A Hub client (the boundary verify_published reads through) whose details read ends in ``failure``."""
+
+    token, endpoint = None, "http://127.0.0.1:9"
+
+    def __init__(self, failure: Exception):
+        self.failure = failure
+
+    def dataset_info(self, *args, **kwargs):
+        raise self.failure
+
+
+def test_what_stops_one_details_commit_is_its_rows_never_the_boards():
+    """Review of issue 61: an error of any other kind while one details commit was checked stopped the whole
+    leaderboard. The Hub failing is "not checked" with the Hub's line; anything else (a bug, a full disk) is "not
+    checked" too, named, never a verdict and never a crash; the commit's entries only."""
+    from eccv_metric.hub.trust import NOT_CHECKED
+    from eccv_metric.hub.trust import mark_of
+    from eccv_metric.hub.verify_hub import FAILED
+    from eccv_metric.hub.verify_hub import UNREAD
+    from eccv_metric.hub.verify_hub import verify_published
+
+    published = Published("me/clip", entries=[entry("eccv_r1_i2t", 0.5, "a.yaml"), entry("eccv_r1_t2i", 0.4, "b.yaml",
+                          None)], details_of={("me/d", "a" * 40): "me/clip"})  # fmt: skip
+    for failure, basis, words in (
+        (OSError(28, "No space left on device"), FAILED,
+         f"checking the details me/d@{'a' * 12} failed (OSError: [Errno 28] No space left on device)"),
+        (ConnectionError("Connection refused"), UNREAD, "failed: could not reach the Hub at "),
+    ):  # fmt: skip
+        found = verify_published(Answering(failure), published, "me/world", "leaderboard", cache=True)
+        ours, hand = sorted(found.entries, key=lambda c: c.entry.file)
+        assert (ours.basis, mark_of(ours)) == (basis, NOT_CHECKED) and words in ours.check.why, ours.check.why
+        assert mark_of(hand) == NUMBER_ONLY  # the entry with no details stands as it is
