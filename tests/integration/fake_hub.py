@@ -9,7 +9,8 @@ evaluate/utils/file_utils.py get_from_cache) is only:
 
 with <revision> first "v0.4.6" (evaluate's own version: a 404 there makes it retry "main").
 This server answers those for staged Space folders (and dataset / model repos: ``/datasets/<id>/resolve/...``,
-``/<id>/resolve/...``), the JSON API routes a huggingface_hub client uses for the same repos
+``/<id>/resolve/...``; a ``Range: bytes=a-b`` asked is answered 206 with those bytes, as the Hub does: HfFileSystem
+reads a large Parquet file's footer so), the JSON API routes a huggingface_hub client uses for the same repos
 (``/api/<kind>/<id>`` and ``/api/<kind>/<id>/revision/<rev>``, ``<rev>`` also ``refs/pr/<n>`` or a past commit;
 ``blobs=true``: sizes, blob ids and the LFS sha256 of Parquet files; ``expand=evalResults``: a model's eval results as
 the Hub parses them, an invalid file reported there), folder listings (``/api/<kind>/<id>/tree/<rev>
@@ -288,15 +289,19 @@ class FakeHub:
                     return self._error(404, "EntryNotFound", f"{name} does not exist on {rev}")
                 data = files[name]
                 ctype = mimetypes.guess_type(name)[0] or "application/octet-stream"
+                headers = {"Content-Type": ctype, "ETag": f'"{git_blob_sha1(data)}"', "X-Repo-Commit": sha,
+                           "Accept-Ranges": "bytes"}  # fmt: skip
+                wanted = re.fullmatch(r"bytes=(\d*)-(\d*)", self.headers.get("Range", "").strip())
+                if self.command != "GET" or wanted is None or not any(wanted.groups()):
+                    return self._send(200, data, headers)
+                # one range, as HfFileSystem asks for a Parquet file's footer and blocks: 206 with those bytes
+                first, last = wanted.groups()
+                start = int(first) if first else max(len(data) - int(last), 0)
+                end = min(int(last) if first and last else len(data) - 1, len(data) - 1)
+                if start >= len(data):
+                    return self._send(416, b"", {"Content-Range": f"bytes */{len(data)}"})
                 return self._send(
-                    200,
-                    data,
-                    {
-                        "Content-Type": ctype,
-                        "ETag": f'"{git_blob_sha1(data)}"',
-                        "X-Repo-Commit": sha,
-                        "Accept-Ranges": "bytes",
-                    },
+                    206, data[start : end + 1], {**headers, "Content-Range": f"bytes {start}-{end}/{len(data)}"}
                 )
 
             def _tree(self, kind: str, repo: str, rev: str, path: str, recursive: bool):
