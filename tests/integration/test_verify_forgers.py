@@ -72,12 +72,13 @@ def test_a_relabelled_run_is_never_recomputed(hub, capsys):
     assert verify(capsys, "me/clip")[1][-1] == "12 numbers: 12 equal"
 
 
-def test_the_hub_failing_mid_way_is_not_checked_and_never_kept(hub, capsys, tmp_path):
+def test_the_hub_failing_mid_way_is_not_checked_and_never_kept(hub, published_runs, capsys, tmp_path):
     """The Hub failing while a row's benchmark was listed (its ground truth pinned: HfFileSystem's error became a
     plain EvaluationError) made the row "not recomputable", a verdict on its evidence. Now the rows are "not
     checked", the Hub's line their note, and nothing is kept: once the Hub answers, the same leaderboard scores every
-    row again. verify --from-hub with a Parquet file of the benchmark failing is one error line (it was a row per
-    number; tests/unit/test_evidence.py: a read failing while the evidence is scored again)."""
+    row again, and its --significance lines compare on the benchmark's own ground truth. verify --from-hub with a
+    Parquet file of the benchmark failing is one error line (it was a row per number; tests/unit/test_evidence.py: a
+    read failing while the evidence is scored again)."""
     hub.failing["me/world/tree/"] = 403  # the benchmark's folders, listed as its ground truth is pinned
     assert main(["leaderboard", "--from-hub", "me/world"]) == 0
     printed = capsys.readouterr().out
@@ -92,25 +93,18 @@ def test_the_hub_failing_mid_way_is_not_checked_and_never_kept(hub, capsys, tmp_
     assert code == 2 and lines == [] and err.count("\n") == 1, (lines, err)
     assert err.startswith("error: me/world@") and "cannot read data/images from the Hub dataset repo" in err, err
     hub.failing.clear()
-    assert main(["leaderboard", "--from-hub", "me/world"]) == 0
-    printed = capsys.readouterr().out
-    assert board_rows(printed) == {"me/clip": "recomputed", "me/blip": "recomputed"}, printed
-    assert "kept from an earlier run" not in printed
-
-
-def test_significance_compares_on_the_benchmarks_own_ground_truth(hub, published_runs, capsys):
-    """``leaderboard --significance`` called compare without the benchmark's ground truth: on a benchmark other than
-    the package's 5K split every pair was "not compared (... id(s) are not queries of this metric)". Each pair is
-    compared on the benchmark at the revision its details were scored on: the numbers compare gives on the runs'
-    own per-query files and the benchmark's build folder."""
     args = ["leaderboard", "--from-hub", "me/world", "--significance", "--n-resamples", "50", "--seed", "3"]
     assert main(args) == 0
     printed = capsys.readouterr().out
+    assert board_rows(printed) == {"me/clip": "recomputed", "me/blip": "recomputed"}, printed
+    assert "kept from an earlier run" not in printed
+    # --significance called compare without the benchmark's ground truth: on a benchmark other than the package's 5K
+    # split every pair was "not compared (... id(s) are not queries of this metric)". It compares on the benchmark
+    # at the revision the details were scored on: what compare gives on the runs' own files and the build folder.
     (line,) = [x for x in printed.splitlines() if x.startswith("  me/blip vs me/clip: ")]
     per_query = [json.loads(open(published_runs[name][1]).read()) for name in ("blip", "clip")]
     pair = [{"eccv_map_at_r": p["eccv_map_at_r"]} for p in per_query]
-    rows = compare(*pair, 50, 0.95, 3, resources=build_resources(published_runs["data"]))
-    for row in rows:
+    for row in compare(*pair, 50, 0.95, 3, resources=build_resources(published_runs["data"])):
         sign = "+" if row["diff"] >= 0 else "-"
         assert f"{row['direction']} {sign}{abs(100 * row['diff']):.2f} " in line and f"p={row['p_value']:.4f}" in line
     assert "not compared" not in printed, printed
