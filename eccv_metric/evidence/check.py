@@ -50,10 +50,10 @@ from eccv_metric.core.errors import HubReadError
 from eccv_metric.core.jsonio import read_json
 from eccv_metric.core.jsonio import require_object
 from eccv_metric.core.provenance import seal_breaks
-from eccv_metric.evidence.layout import model_record
 from eccv_metric.evidence.load import Evidence
 from eccv_metric.evidence.load import EvidenceInput
 from eccv_metric.evidence.load import load_evidence
+from eccv_metric.evidence.load import model_problem
 from eccv_metric.evidence.truth import run_resources
 from eccv_metric.measures.results import QueryScores
 from eccv_metric.measures.results import Results
@@ -218,7 +218,8 @@ def verify(
     for fraction metrics (as the Hub's entries publish them), compared with the recomputed values shifted alike;
     ``whole``: each number claims every query of its benchmark (a published entry): a partial run's evidence is not
     recomputable; ``model``: the provenance naming the run's model (default: the results file's; a published
-    ``results.json``'s for an entry), which must be the model the evidence records (:func:`model_problem`)."""
+    ``results.json``'s for an entry), which must be the model the evidence records
+    (:func:`~eccv_metric.evidence.load.model_problem`)."""
     numbers, provenance = read_results(results)
     per_query_values = read_per_query(per_query)
     ev = evidence if isinstance(evidence, Evidence) else load_evidence(evidence)
@@ -276,24 +277,6 @@ def verify(
             checks[(metric, direction)] = compare(metric, direction, value, scores, entry, label, percent)
     ordered = [checks[(m, d)] for m, d, _ in published]
     return Verification(ordered, notes)
-
-
-def model_problem(ev: Evidence, provenance: Mapping) -> str | None:
-    """Why ``ev`` is not the run of the model ``provenance`` names (its spec and revision, as the manifest's ``run``
-    records them: :func:`~eccv_metric.evidence.layout.model_record`): evidence of another model, or evidence that
-    records no model (written by an earlier eccv-caption-hf) behind results that name one; None when it is."""
-    named = model_record(provenance)
-    if "model" not in ev.run:
-        if named["model"] is None:
-            return None  # a run on files that names no model, and evidence that names none
-        return (f"the evidence records no model (written by an earlier eccv-caption-hf): nothing shows it is the "
-                f"run of {named['model']}; evaluate again with --evidence (cached embeddings make it a "
-                "re-score)")  # fmt: skip
-    held = {k: ev.run.get(k) for k in named}
-    if held != named:
-        said = ", ".join(f"{k} {held[k]} (the results name {named[k]})" for k in named if held[k] != named[k])
-        return f"the evidence is another run's: its {said}"
-    return None
 
 
 def check_values(

@@ -9,11 +9,14 @@ run, your own code)::
     part = evidence.input_of("eccv_map_at_r")      # the engine call that scored a metric
     arrays = part.arrays()                         # {"image_embeddings": ndarray (memory-mapped), ...}
     source = part.source()                         # the engine's input (Embeddings, TwoStage, ...), as scored
+    evidence.score_digests()                       # {file: digest of its arrays' values}: what a copy shares
+    model_problem(evidence, provenance)            # None when it is the run of the model a provenance names
 
-Every problem is one line naming the file and what is wrong, in this order: a file the manifest lists that is
-missing, an array of another dtype or shape than the manifest records, a file whose sha256 is not the manifest's
-(changed since the run), embeddings and ids of different lengths, and (:meth:`EvidenceInput.order_problem`,
-against the ground truth) rows that are not in the benchmark's item order.
+Every problem is one line naming the file and what is wrong, in this order: a file that is no numpy file of its
+kind (whatever its bytes), a file the manifest lists that is missing, an array of another dtype or shape than the
+manifest records, a file whose sha256 is not the manifest's (changed since the run), embeddings and ids of
+different lengths, and (:meth:`EvidenceInput.order_problem`, against the ground truth) rows that are not in the
+benchmark's item order.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import contextlib
 import json
 import zipfile
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
@@ -37,6 +41,7 @@ from eccv_metric.evidence.layout import MANIFEST
 from eccv_metric.evidence.layout import RERANKED
 from eccv_metric.evidence.layout import VERSION
 from eccv_metric.evidence.layout import arrays_digest
+from eccv_metric.evidence.layout import model_record
 from eccv_metric.evidence.layout import sha256_file
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.inputs.given import Rankings
@@ -254,6 +259,24 @@ class Evidence:
                     if not role.endswith("_ids") and rel not in out:
                         out[rel] = arrays_digest(part.read(rel))
         return out
+
+
+def model_problem(ev: Evidence, provenance: Mapping) -> str | None:
+    """Why ``ev`` is not the run of the model ``provenance`` names (its spec and revision, as the manifest's ``run``
+    records them: :func:`~eccv_metric.evidence.layout.model_record`): evidence of another model, or evidence that
+    records no model (written by an earlier eccv-caption-hf) behind results that name one; None when it is."""
+    named = model_record(provenance)
+    if "model" not in ev.run:
+        if named["model"] is None:
+            return None  # a run on files that names no model, and evidence that names none
+        return (f"the evidence records no model (written by an earlier eccv-caption-hf): nothing shows it is the "
+                f"run of {named['model']}; evaluate again with --evidence (cached embeddings make it a "
+                "re-score)")  # fmt: skip
+    held = {k: ev.run.get(k) for k in named}
+    if held != named:
+        said = ", ".join(f"{k} {held[k]} (the results name {named[k]})" for k in named if held[k] != named[k])
+        return f"the evidence is another run's: its {said}"
+    return None
 
 
 def load_evidence(folder: str | Path, where: str | None = None) -> Evidence:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import HubReadError
-from eccv_metric.evidence.check import model_problem
+from eccv_metric.evidence.load import model_problem
 from eccv_metric.explore.runs import Run
 from eccv_metric.explore.runs import evidence_run
 from eccv_metric.hub.details_fetch import fetch_evidence
