@@ -12,8 +12,8 @@ run, your own code)::
     evidence.score_digests()                       # {file: digest of its arrays' values}: what a copy shares
     model_problem(evidence, provenance)            # None when it is the run of the model a provenance names
 
-Every problem is one line naming the file and what is wrong, in this order: a file that is no numpy file of its
-kind (whatever its bytes), a file the manifest lists that is missing, an array of another dtype or shape than the
+Every problem is one line naming the file and what is wrong, in this order: a file the manifest lists that is
+missing, a file that is no numpy file of its kind (whatever its bytes), an array of another dtype or shape than the
 manifest records, a file whose sha256 is not the manifest's (changed since the run), embeddings and ids of
 different lengths, and (:meth:`EvidenceInput.order_problem`, against the ground truth) rows that are not in the
 benchmark's item order.
