@@ -250,13 +250,16 @@ class Evidence:
         reranked candidates and their scores, rated pairs, ranked lists; not the files of row ids), each file's
         arrays read (and checked) and digested by their dtype, shape and values
         (:func:`~eccv_metric.evidence.layout.arrays_digest`): two folders holding the same arrays give the same
-        digests, whatever their manifests or the bytes of their files' headers say."""
+        digests, whatever their manifests or the bytes of their files' headers say. A file that cannot be read as
+        the manifest records it is left out: nothing was scored from it."""
         out: dict[str, str] = {}
         for part in self.inputs:
             entries = [part.entry, part.entry.get("first") or {}] if part.kind == "twostage" else [part.entry]
             for entry in entries:
                 for role, rel in (entry.get("arrays") or {}).items():
-                    if not role.endswith("_ids") and rel not in out:
+                    if role.endswith("_ids") or rel in out:
+                        continue
+                    with contextlib.suppress(EvidenceError):
                         out[rel] = arrays_digest(part.read(rel))
         return out
 

@@ -334,7 +334,7 @@ def test_the_evidence_names_its_model_and_is_no_other_models(world, res, inputs,
 def test_shared_arrays_are_told_whatever_holds_them(world, res, inputs, tmp_path):
     """The digests of the arrays that carry scores (never the ids files) are those of their values: a copy under
     another manifest, or in other bytes (another array order in the file), gives the same ones; one value changed
-    gives another."""
+    gives another; a file that cannot be read gives none."""
     source, benchmarks = inputs["coco.rerank"]
     _, record = scored(res, "coco.rerank", source, benchmarks)
     write_evidence(tmp_path / "ev", [record], n_resamples=20, seed=0)
@@ -353,6 +353,8 @@ def test_shared_arrays_are_told_whatever_holds_them(world, res, inputs, tmp_path
     changed = load_evidence(copy).score_digests()
     assert changed["coco/image_embeddings.npy"] != digests["coco/image_embeddings.npy"]
     assert changed["coco/rerank_i2t.npz"] == digests["coco/rerank_i2t.npz"]
+    (copy / "coco/rerank_i2t.npz").unlink()  # nothing scored from a file that is not there: no digest of it
+    assert set(load_evidence(copy).score_digests()) == {"coco/caption_embeddings.npy", "coco/image_embeddings.npy"}
 
 
 def test_a_forgers_file_bytes_are_one_line_never_a_traceback(kept, res, inputs, tmp_path):
