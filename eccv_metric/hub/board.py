@@ -34,9 +34,8 @@ from eccv_metric.hub.eval_tasks import task_ids
 from eccv_metric.hub.published import Published
 from eccv_metric.hub.published import read_details
 from eccv_metric.hub.published import read_published
+from eccv_metric.hub.repos import briefly
 from eccv_metric.hub.repos import check_repo_id
-from eccv_metric.hub.repos import first_line
-from eccv_metric.hub.repos import from_the_hub
 from eccv_metric.hub.repos import hub_call
 from eccv_metric.hub.repos import hub_failure
 from eccv_metric.hub.repos import status_of
@@ -91,10 +90,8 @@ def hub_board(
         name = model + (f" (PR #{pr})" if pr else "")
         try:
             published = read_published(api, model, f"refs/pr/{pr}" if pr else None, dataset_repo, tasks, log, False)  # type: ignore[arg-type]
-        except Exception as exc:
-            if not from_the_hub(exc):
-                raise
-            log(f"skipped {name}: its {FOLDER} files could not be read ({status_of(exc) or first_line(exc)})")
+        except Exception as exc:  # the Hub failing, or anything else: this model is skipped, the others stand
+            log(f"skipped {name}: its {FOLDER} files could not be read ({briefly(exc)})")
             continue
         trust = _verified(api, published, dataset_repo, name, log) if verify else unverified(published)
         for line in published.duplicates(name):

@@ -60,6 +60,14 @@ def first_line(exc: BaseException) -> str:
     return (text.strip().splitlines() or [type(exc).__name__])[0]
 
 
+def briefly(exc: BaseException) -> str:
+    """A failure in a few words: the Hub's status (or its first line when it did not answer), any other error's
+    type and first line."""
+    if from_the_hub(exc):
+        return str(status_of(exc) or first_line(exc))
+    return f"{type(exc).__name__}: {first_line(exc)}"
+
+
 def hub_failure(
     exc: BaseException,
     what: str,
