@@ -9,7 +9,8 @@ run with ``evaluate --model ... -o --per-query --evidence`` on ``eccv_caption`` 
 the fake Hub holding the benchmark ``me/world`` and the model repos ``me/clip``, ``me/blip``, each run pushed
 (``--direct``) with its evidence, this process's huggingface_hub pointed at it. The rest: a forger's tools (a
 details commit rewritten, an evidence file replaced and its manifest made to match, a ``results.json`` sealed
-again).
+again, me/clip's details made another model's, a model repo pointing at them) and the leaderboard's rows as
+printed.
 """
 
 from __future__ import annotations
