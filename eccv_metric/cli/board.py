@@ -169,8 +169,11 @@ def _per_task(results: dict) -> dict[str, float]:
 
 
 def significance(args: argparse.Namespace, ranked: list[str], hub: dict) -> list[str]:
-    """For each two adjacent Hub rows (in rank order) with details: compare's paired test on the --sort metric."""
+    """For each two adjacent Hub rows (in rank order) with details: compare's paired test on the --sort metric, each
+    metric's queries those of the benchmark's ground truth at the revision the first row's details were scored
+    on."""
     from eccv_metric.hub.board import board_details
+    from eccv_metric.hub.board import board_truth
     from eccv_metric.hub.trust import DIFFERS
     from eccv_metric.hub.trust import NOT_RECOMPUTABLE
 
@@ -188,14 +191,21 @@ def significance(args: argparse.Namespace, ranked: list[str], hub: dict) -> list
               "values)" for name in doubted]  # fmt: skip
     if len(with_details) < 2:
         return [*lines, f"  {len(with_details)} model(s) published details: nothing to compare"]
+    truths: dict = {}  # revision -> the benchmark's ground truth there
     for a, b in zip(with_details, with_details[1:], strict=False):
         pq_a, pq_b = ({args.sort: details[n][0].get(args.sort, {})} for n in (a, b))
         if not pq_a[args.sort] or not pq_b[args.sort]:
             lines.append(f"  {a} vs {b}: no per-query {args.sort} in both details")
             continue
         revisions = {details[n][1]["dataset"].get("revision") for n in (a, b)}
+        revision = details[a][1]["dataset"].get("revision")
         try:
-            rows = compare(pq_a, pq_b, args.n_resamples, 0.95, args.seed)
+            if revision not in truths:
+                truths[revision] = board_truth(args.from_hub, revision if isinstance(revision, str) else None)
+        except EvaluationError as exc:
+            raise EvaluationError(in_words(exc, {"dataset_repo": "--from-hub"})) from None
+        try:
+            rows = compare(pq_a, pq_b, args.n_resamples, 0.95, args.seed, resources=truths[revision])
         except EvaluationError as exc:  # one pair that cannot be compared is said; the others stand
             lines.append(f"  {a} vs {b}: not compared ({exc})")
             continue

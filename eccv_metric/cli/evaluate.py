@@ -44,6 +44,7 @@ from eccv_metric.core.provenance import with_digests
 from eccv_metric.core.view import DIRECTION_KINDS
 from eccv_metric.evidence.layout import check_evidence_folder
 from eccv_metric.evidence.layout import evidence_bytes
+from eccv_metric.evidence.layout import model_record
 from eccv_metric.evidence.layout import write_evidence
 from eccv_metric.formats.mteb import PredictionRankings
 from eccv_metric.formats.mteb import is_json_object
@@ -327,6 +328,7 @@ def keep_evidence(args: argparse.Namespace, source: object, means: dict, provena
         seed=args.seed,
         partial=args.partial,
         resources=options_of(args).record(),
+        run=model_record(provenance),  # MTEB's predictions name their model; files scored alone name none
     )
     provenance["evidence"] = {"folder": str(Path(args.evidence).resolve()), "bytes": evidence_bytes(manifest)}
     return digest

@@ -20,6 +20,13 @@ class EvaluationError(ValueError):
 
 EvaluationError.__module__ = "eccv_metric"  # how users import it, and how tracebacks name it
 
+
+class HubReadError(EvaluationError):
+    """The Hugging Face Hub could not be read (no network, a refused token, a server error): one line saying so and
+    the next step. It is no verdict on what was being read: whoever keeps verdicts (the leaderboard's verification
+    of a published run) keeps none of it, and a check it stops is "not checked", never "not recomputable"."""
+
+
 _KEYWORD = re.compile(r"(?<![\w-])([A-Za-z_][A-Za-z0-9_]*)=(?:(True|False)\b)?")
 MAX_MESSAGE = 2000  # a message longer than this is cut (an error line, not a dump)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.errors import HubReadError
 
 
 def is_built_folder(source: str | Path | None, config: str) -> bool:
@@ -30,14 +31,30 @@ def config_files(source: str | Path, config: str, token: str | None = None) -> t
     try:
         return sorted(fs.glob(f"datasets/{source}/data/{config}/*.parquet")), fs
     except Exception as exc:  # network, authentication or a missing repo: one line, what to pass instead
-        raise EvaluationError(f"{source}: cannot read the Hub dataset repo ({type(exc).__name__}: {exc})") from None
+        raise HubReadError(f"{source}: cannot read the Hub dataset repo ({_said(exc)})") from None
 
 
 def read_config(source: str | Path, config: str, columns: list[str], token: str | None = None):  # noqa: ANN201
-    """The ``columns`` of a config as a pyarrow Table, or None when the source has no such config."""
+    """The ``columns`` of a config as a pyarrow Table, or None when the source has no such config. A Hub repo that
+    cannot be read (the network, a refused token) is a :class:`~eccv_metric.core.errors.HubReadError`: no verdict
+    on the data."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     files, fs = config_files(source, config, token)
     if not files:
         return None
-    return pq.ParquetDataset(files, filesystem=fs).read(columns=columns)
+    if fs is None:
+        return pq.ParquetDataset(files).read(columns=columns)
+    try:
+        return pq.ParquetDataset(files, filesystem=fs).read(columns=columns)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError) as exc:  # files the Hub served whole: not Parquet of it
+        raise EvaluationError(f"{source}: data/{config} cannot be read ({_said(exc)})") from None
+    except Exception as exc:  # the Hub stopped answering mid-read
+        raise HubReadError(f"{source}: cannot read data/{config} from the Hub dataset repo ({_said(exc)})") from None
+
+
+def _said(exc: BaseException) -> str:
+    """An error's type and the first line of its message (the Hub's answers run over several lines)."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0][:200]}" if lines else type(exc).__name__

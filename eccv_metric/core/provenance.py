@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Callable
 from collections.abc import Mapping
 from datetime import UTC
@@ -29,6 +30,8 @@ from eccv_metric.core.about import DISTRIBUTION
 from eccv_metric.core.about import __version__
 
 PACKAGE = f"{DISTRIBUTION} {__version__}"
+# an absolute local path inside a text: at its start or after a space, quote, '=', '(' or ':' (hf:/tmp/x)
+LOCAL_PATH = re.compile(r"(?:(?<=^)|(?<=[\s'\"=(:]))(?:[A-Za-z]:[\\/]|~?/)[^\s'\",;)]*")
 
 
 def utc_now() -> str:
@@ -84,6 +87,18 @@ def seal_breaks(provenance: Mapping[str, object], means: Mapping[str, object]) -
     digests: dict = provenance["digests"]  # type: ignore[assignment]
     return [first] + (["provenance"] if first == "numbers" and digests["provenance"] != provenance_digest(provenance)
                       else [])  # fmt: skip
+
+
+def scrub(value: object) -> object:
+    """``value`` (a provenance, a model spec) with every absolute local path replaced by ``(local path)``: what may
+    be published (``hf:/home/me/clip`` is ``hf:(local path)``)."""
+    if isinstance(value, dict):
+        return {k: scrub(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub(v) for v in value]
+    if isinstance(value, str):
+        return LOCAL_PATH.sub("(local path)", value)
+    return value
 
 
 def run_stamp() -> dict:

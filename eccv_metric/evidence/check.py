@@ -16,7 +16,11 @@ bootstrap samples and seed), and each published number is compared with its reco
   decimal) and, where per-query values were published, every one of them, query for query;
 - **differs**: by how much, and how many of the published per-query values differ;
 - **not recomputable**: why (a file missing, of another shape, dtype or item order, changed since the run, a
-  ground truth the ids are not of, no evidence for that number): nothing is recomputed from evidence in doubt.
+  ground truth the ids are not of, no evidence for that number, evidence of another model's run than the results
+  name or of a run that recorded no model): nothing is recomputed from evidence in doubt.
+
+The Hub failing while the ground truth is read (:class:`~eccv_metric.core.errors.HubReadError`) is raised, never a
+row: it says nothing of the evidence.
 
 No row is ever marked verified but by its recomputation. The Hub's side (the evidence at an entry's pinned details
 commit, the benchmark at its pinned revision) is :mod:`eccv_metric.hub.verify_hub`; the CLI translates
@@ -42,12 +46,14 @@ from eccv_metric.benchmarks.names import metric_info
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.core.errors import ChanceLevelWarning
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.errors import HubReadError
 from eccv_metric.core.jsonio import read_json
 from eccv_metric.core.jsonio import require_object
 from eccv_metric.core.provenance import seal_breaks
 from eccv_metric.evidence.load import Evidence
 from eccv_metric.evidence.load import EvidenceInput
 from eccv_metric.evidence.load import load_evidence
+from eccv_metric.evidence.load import model_problem
 from eccv_metric.evidence.truth import run_resources
 from eccv_metric.measures.results import QueryScores
 from eccv_metric.measures.results import Results
@@ -198,6 +204,7 @@ def verify(
     labels: Mapping[tuple[str, str], str] | None = None,
     percent: bool = False,
     whole: bool = False,
+    model: Mapping | None = None,
 ) -> Verification:
     """Recompute every number of ``results`` from ``evidence`` (see the module docstring).
 
@@ -210,7 +217,9 @@ def verify(
     (metric, direction) for the rows (the Hub's task ids); ``percent``: the values of ``results`` are in percent
     for fraction metrics (as the Hub's entries publish them), compared with the recomputed values shifted alike;
     ``whole``: each number claims every query of its benchmark (a published entry): a partial run's evidence is not
-    recomputable."""
+    recomputable; ``model``: the provenance naming the run's model (default: the results file's; a published
+    ``results.json``'s for an entry), which must be the model the evidence records
+    (:func:`~eccv_metric.evidence.load.model_problem`)."""
     numbers, provenance = read_results(results)
     per_query_values = read_per_query(per_query)
     ev = evidence if isinstance(evidence, Evidence) else load_evidence(evidence)
@@ -227,6 +236,9 @@ def verify(
         notes.append("the results' numbers were edited after the run (their digest no longer matches)")
     if "unsealed" in breaks:
         notes.append("the results file records no seal of its provenance (written before the seal, or removed)")
+    named = model if model is not None else (provenance or None)
+    if named is not None:
+        doubt = doubt or model_problem(ev, named)
     if whole and ev.scoring.get("partial"):
         doubt = doubt or "the run scored only the queries its lists give (partial): not every query of the benchmark"
     given = ev.resources.get("given") or []
@@ -324,6 +336,8 @@ def recompute(
                 seed=int(scoring.get("seed", 0)),
                 partial=bool(scoring.get("partial", False)),
             )
+    except HubReadError:
+        raise  # the Hub out of reach: no verdict on the evidence
     except EvaluationError as exc:
         return None, str(exc).splitlines()[0]
     return out, None

@@ -6,10 +6,12 @@ and every per-query value comes out again, bit for bit. The evidence is those in
 
 - ``evidence.json``: the manifest (:data:`FORMAT`, version :data:`VERSION`): how the run scored
   (``scoring``: ``n_resamples``, ``seed``, ``partial``; ``resources``: the PM options and which ground-truth
-  sources the run was given rather than the benchmark's own), what the model ran in (``run``: ``precision``,
-  ``similarity``, ``ranking``), one entry per engine call (``inputs``: its ``name``, ``kind``, the files of its
-  arrays, ``benchmarks``: ``{benchmark: [metric names]}`` it scored, and for re-encoding the item ``sets`` of its
-  rows) and every file's sha256, size and arrays' dtype and shape (``files``);
+  sources the run was given rather than the benchmark's own), which model ran and how (``run``: ``model``, its
+  spec without local paths, and ``model_revision``, the Hub commit it was loaded at, both null for a run on files
+  that names no model: :func:`model_record`; ``precision``, ``similarity``, ``ranking``), one entry per engine
+  call (``inputs``: its ``name``, ``kind``, the files of its arrays, ``benchmarks``: ``{benchmark: [metric
+  names]}`` it scored, and for re-encoding the item ``sets`` of its rows) and every file's sha256, size and
+  arrays' dtype and shape (``files``);
 - ``<group>/*.npy`` / ``*.npz``: the arrays, one folder per item group (``coco``, ``mscoco_fg``, ...), each file
   once (inputs sharing a first stage share its files); never pickles. The kinds and their arrays:
 
@@ -28,8 +30,10 @@ and every per-query value comes out again, bit for bit. The evidence is those in
   ========== ======================================================================================================
 
 The sha256 of the manifest's canonical JSON is the run's ``digests.evidence`` (:mod:`eccv_metric.core.provenance`):
-the manifest names every file's sha256, so the digest pins every array. The folder is written whole or not at all
-(a temporary folder renamed into place); a folder an earlier ``--evidence`` wrote is replaced, any other refused.
+the manifest names every file's sha256 and the model, so the digest pins every array and whose run they are (results
+naming another model than their evidence are not recomputed: :func:`eccv_metric.evidence.check.verify`). The
+folder is written whole or not at all (a temporary folder renamed into place); a folder an earlier ``--evidence``
+wrote is replaced, any other refused.
 Reading it back, checked: :mod:`eccv_metric.evidence.load`.
 """
 
@@ -52,6 +56,7 @@ from eccv_metric.core.files import replace_folder
 from eccv_metric.core.files import temporary_folder
 from eccv_metric.core.files import write_json_atomic
 from eccv_metric.core.provenance import json_digest
+from eccv_metric.core.provenance import scrub
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.inputs.given import Rankings
 from eccv_metric.inputs.matrix import ScoreMatrix
@@ -141,6 +146,19 @@ def sha256_file(path: str | Path) -> str:
     return h.hexdigest()
 
 
+def arrays_digest(values: np.ndarray | Mapping[str, np.ndarray]) -> str:
+    """The sha256 of one file's arrays (an ``.npy``'s, or an ``.npz``'s by name): each one's name, dtype, shape and
+    values in C order, so that the same arrays give the same digest whichever bytes hold them."""
+    arrays = {"": values} if isinstance(values, np.ndarray) else values
+    h = hashlib.sha256()
+    for name in sorted(arrays):
+        array = np.asarray(arrays[name])
+        h.update(f"{name}|{array.dtype.str}|{list(array.shape)}\n".encode())
+        for block in np.array_split(array.reshape(-1), max(1, array.nbytes >> 24)):  # 16 MB pieces, never a copy
+            h.update(np.ascontiguousarray(block).data)
+    return h.hexdigest()
+
+
 def describe(writer: Writer, name: str, source: object) -> dict:
     """The manifest entry of one input (its arrays written): kind, files and what the engine needs to read them."""
     folder = folder_name(name)
@@ -223,6 +241,19 @@ def set_record(item_set: object) -> dict:
     }
 
 
+def model_record(provenance: Mapping[str, object]) -> dict:
+    """The model a run's provenance names, as the manifest's ``run`` records it: ``model`` (its spec, local paths
+    replaced by ``(local path)``: the manifest is published as it is) and ``model_revision`` (the Hub commit it was
+    loaded at, MTEB's revision for its predictions; None: a local folder, or not recorded). A published provenance
+    (local paths removed) gives the same record as the run's."""
+    spec = provenance.get("model")
+    identity = provenance.get("identity") if isinstance(provenance.get("identity"), dict) else {}
+    mteb = provenance.get("mteb") if isinstance(provenance.get("mteb"), dict) else {}
+    revision = identity.get("revision") or mteb.get("revision")  # type: ignore[union-attr]
+    return {"model": scrub(spec) if isinstance(spec, str) else None,
+            "model_revision": revision if isinstance(revision, str) else None}  # fmt: skip
+
+
 def write_evidence(
     folder: str | Path,
     inputs: Iterable[object],
@@ -237,8 +268,8 @@ def write_evidence(
 
     ``inputs``: what the engine scored, each with ``name``, ``source``, ``benchmarks`` and ``sets`` (a
     :class:`~eccv_metric.models.options.Scored`); ``resources``: the PM options and the sources given
-    (:meth:`~eccv_metric.benchmarks.resource_options.ResourceOptions.record`); ``run``: precision, similarity,
-    ranking."""
+    (:meth:`~eccv_metric.benchmarks.resource_options.ResourceOptions.record`); ``run``: the model
+    (:func:`model_record`), precision, similarity, ranking."""
     check_evidence_folder(folder)
     dest = Path(folder)
     tmp = temporary_folder(dest)

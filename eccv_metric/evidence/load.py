@@ -9,17 +9,23 @@ run, your own code)::
     part = evidence.input_of("eccv_map_at_r")      # the engine call that scored a metric
     arrays = part.arrays()                         # {"image_embeddings": ndarray (memory-mapped), ...}
     source = part.source()                         # the engine's input (Embeddings, TwoStage, ...), as scored
+    evidence.score_digests()                       # {file: digest of its arrays' values}: what a copy shares
+    model_problem(evidence, provenance)            # None when it is the run of the model a provenance names
 
 Every problem is one line naming the file and what is wrong, in this order: a file the manifest lists that is
-missing, an array of another dtype or shape than the manifest records, a file whose sha256 is not the manifest's
-(changed since the run), embeddings and ids of different lengths, and (:meth:`EvidenceInput.order_problem`,
-against the ground truth) rows that are not in the benchmark's item order.
+missing, a file that is no numpy file of its kind (whatever its bytes), an array of another dtype or shape than the
+manifest records, a file whose sha256 is not the manifest's (changed since the run), embeddings and ids of
+different lengths, and (:meth:`EvidenceInput.order_problem`, against the ground truth) rows that are not in the
+benchmark's item order.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import zipfile
+import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
@@ -34,6 +40,8 @@ from eccv_metric.evidence.layout import KINDS
 from eccv_metric.evidence.layout import MANIFEST
 from eccv_metric.evidence.layout import RERANKED
 from eccv_metric.evidence.layout import VERSION
+from eccv_metric.evidence.layout import arrays_digest
+from eccv_metric.evidence.layout import model_record
 from eccv_metric.evidence.layout import sha256_file
 from eccv_metric.inputs.embeddings import Embeddings
 from eccv_metric.inputs.given import Rankings
@@ -87,16 +95,21 @@ class EvidenceInput:
         if not path.is_file():
             raise EvidenceError(f"{self.path(rel)} is missing (input {self.name} reads it)")
         try:
+            loaded = np.load(path, mmap_mode="r" if rel.endswith(".npy") else None, allow_pickle=False)
+            if rel.endswith(".npy") != isinstance(loaded, np.ndarray):  # an archive where an array is, or the reverse
+                with contextlib.suppress(AttributeError):
+                    loaded.close()
+                raise ValueError(f"a {'zip archive' if rel.endswith('.npy') else 'single array'} under this name")
             if rel.endswith(".npy"):
-                values: np.ndarray | dict = np.load(path, mmap_mode="r", allow_pickle=False)
-                expected = {"": record}
-                got = {"": values}
+                values: np.ndarray | dict = loaded
+                expected, got = {"": record}, {"": values}
             else:
-                with np.load(path, allow_pickle=False) as archive:
+                with loaded as archive:
                     values = {k: archive[k] for k in archive.files}
                 expected, got = record.get("arrays") or {}, values
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-            raise EvidenceError(f"{self.path(rel)} is not a numpy file ({type(exc).__name__})") from None
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:  # a forger's bytes, any of them
+            said = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}" if str(exc) else type(exc).__name__
+            raise EvidenceError(f"{self.path(rel)} is not a numpy file ({said})") from None
         if set(got) != set(expected):
             raise EvidenceError(f"{self.path(rel)} holds arrays {sorted(got)}, {MANIFEST} lists {sorted(expected)}")
         for key, arr in got.items():
@@ -232,6 +245,42 @@ class Evidence:
     def bytes(self) -> int:
         return sum(int(f.get("bytes", 0)) for f in self.manifest.get("files", {}).values())
 
+    def score_digests(self) -> dict[str, str]:
+        """``{file: digest of its arrays}`` of every file holding what the run scored (embeddings, score matrices,
+        reranked candidates and their scores, rated pairs, ranked lists; not the files of row ids), each file's
+        arrays read (and checked) and digested by their dtype, shape and values
+        (:func:`~eccv_metric.evidence.layout.arrays_digest`): two folders holding the same arrays give the same
+        digests, whatever their manifests or the bytes of their files' headers say. A file that cannot be read as
+        the manifest records it is left out: nothing was scored from it."""
+        out: dict[str, str] = {}
+        for part in self.inputs:
+            entries = [part.entry, part.entry.get("first") or {}] if part.kind == "twostage" else [part.entry]
+            for entry in entries:
+                for role, rel in (entry.get("arrays") or {}).items():
+                    if role.endswith("_ids") or rel in out:
+                        continue
+                    with contextlib.suppress(EvidenceError):
+                        out[rel] = arrays_digest(part.read(rel))
+        return out
+
+
+def model_problem(ev: Evidence, provenance: Mapping) -> str | None:
+    """Why ``ev`` is not the run of the model ``provenance`` names (its spec and revision, as the manifest's ``run``
+    records them: :func:`~eccv_metric.evidence.layout.model_record`): evidence of another model, or evidence that
+    records no model (written by an earlier eccv-caption-hf) behind results that name one; None when it is."""
+    named = model_record(provenance)
+    if "model" not in ev.run:
+        if named["model"] is None:
+            return None  # a run on files that names no model, and evidence that names none
+        return (f"the evidence records no model (written by an earlier eccv-caption-hf): nothing shows it is the "
+                f"run of {named['model']}; evaluate again with --evidence (cached embeddings make it a "
+                "re-score)")  # fmt: skip
+    held = {k: ev.run.get(k) for k in named}
+    if held != named:
+        said = ", ".join(f"{k} {held[k]} (the results name {named[k]})" for k in named if held[k] != named[k])
+        return f"the evidence is another run's: its {said}"
+    return None
+
 
 def load_evidence(folder: str | Path, where: str | None = None) -> Evidence:
     """The evidence folder ``folder`` (see the module docstring); ``where``: how errors name it (default: its
@@ -286,6 +335,9 @@ def manifest_problem(manifest: dict) -> str | None:
     for key in ("given", "from_data"):
         if key in sections["resources"] and not _strings(sections["resources"][key]):
             return f"resources.{key} is not a list of names"
+    for key in ("model", "model_revision"):
+        if sections["run"].get(key) is not None and not isinstance(sections["run"][key], str):
+            return f"run.{key} is not a name"
     if not all(isinstance(r, dict) for r in sections["files"].values()):
         return "a record of files is not a mapping"
     for k, entry in enumerate(manifest.get("inputs", [])):

@@ -5,20 +5,23 @@ from __future__ import annotations
 from pathlib import Path
 
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.evidence.layout import model_record
 from eccv_metric.evidence.layout import write_evidence
 
 
 def save_evidence(out: object, folder: str | Path) -> str:
     """Write the evidence of a model run (``out``: :func:`~eccv_metric.models.evaluate_model`'s
     :class:`~eccv_metric.models.options.ModelResults`) to ``folder``: every engine call's input, the run's scoring
-    options and ground-truth options from its provenance. Records it in ``out.provenance["evidence"]`` (the folder,
-    its size) and returns the manifest's digest (the results' ``digests.evidence``)."""
+    options, ground-truth options and model (its spec and revision) from its provenance. Records it in
+    ``out.provenance["evidence"]`` (the folder, its size) and returns the manifest's digest (the results'
+    ``digests.evidence``)."""
     provenance = out.provenance  # type: ignore[attr-defined]
     inputs = getattr(out, "inputs", None)
     if not inputs:
         raise EvaluationError("evidence= has nothing to keep: this process scored nothing (a shard or a torchrun rank)")
     scoring = provenance.get("scoring") or {}
-    run = {k: provenance.get(k) for k in ("precision", "similarity", "ranking", "kind") if provenance.get(k)}
+    run = model_record(provenance)
+    run |= {k: provenance.get(k) for k in ("precision", "similarity", "ranking", "kind") if provenance.get(k)}
     protocol = provenance.get("protocol")
     if isinstance(protocol, dict):
         run["protocol"] = {k: protocol.get(k) for k in ("name", "rerank_k", "score_rule", "coco_1k")}

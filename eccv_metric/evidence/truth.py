@@ -4,6 +4,8 @@ a revision) for what the run took from it, the package's for the rest, with the 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,6 +15,7 @@ from eccv_metric.core.folder import config_files
 from eccv_metric.evidence.load import Evidence
 
 OPTIONS = ("pm_zeta", "pm_include_own", "pm_r_cap", "cxc_directed")  # what the manifest's resources record
+SOURCES = ("ground_truth", "cxc_source", "fg_source")  # what a run may take from its benchmark's build
 
 
 def run_resources(ev: Evidence, source: str | Path | None = None) -> Resources:
@@ -20,11 +23,19 @@ def run_resources(ev: Evidence, source: str | Path | None = None) -> Resources:
     build: a folder, or a Hub repo pinned as ``<repo>@<revision>``), the package's for the rest, with the run's PM
     and CxC options."""
     options = {k: ev.resources[k] for k in OPTIONS if k in ev.resources}
-    taken = from_data(ev) if source is not None else []
+    return build_resources(source, from_data(ev) if source is not None else [], options)
+
+
+def build_resources(
+    source: str | Path | None, taken: Iterable[str] = SOURCES, options: Mapping[str, object] | None = None
+) -> Resources:
+    """The ground truth of a benchmark build (``source``: a folder, or a Hub repo pinned as ``<repo>@<revision>``)
+    for the sources ``taken`` that it holds, the package's for the rest, with ``options`` (the PM and CxC options;
+    default: the defaults)."""
     configs = {"ground_truth": ("positives",), "cxc_source": ("cxc_ratings",),
                "fg_source": ("mscoco_fg_captions", "flickr30k_fg_captions")}  # fmt: skip
     sources = {name: source for name in taken if any(config_files(source, c)[0] for c in configs[name])}  # type: ignore[arg-type]
-    return ResourceOptions(**sources, **options).resources()  # type: ignore[arg-type]
+    return ResourceOptions(**sources, **dict(options or {})).resources()  # type: ignore[arg-type]
 
 
 def with_run_options(ev: Evidence, options: ResourceOptions) -> ResourceOptions:
@@ -38,4 +49,4 @@ def with_run_options(ev: Evidence, options: ResourceOptions) -> ResourceOptions:
 def from_data(ev: Evidence) -> list[str]:
     """The sources the run took from its benchmark build (``ground_truth``, ``cxc_source``, ``fg_source``)."""
     taken = ev.resources.get("from_data")
-    return list(taken) if isinstance(taken, list) else ["ground_truth", "cxc_source", "fg_source"]
+    return list(taken) if isinstance(taken, list) else list(SOURCES)

@@ -162,7 +162,7 @@ def load_ratings(kind: str, source: str | Path | None = None, cache_dir: str | P
         if path.exists():
             raise
         why = str(exc).removeprefix(f"{source}: ")
-        raise EvaluationError(f"{source}: no such file or folder, and {why}; {MISSING_HINT}") from None
+        raise type(exc)(f"{source}: no such file or folder, and {why}; {MISSING_HINT}") from None  # HubReadError too
     if built is None:
         raise EvaluationError(
             f"{source}: the built dataset has no cxc_ratings config (build it with the CxC CSVs); or {MISSING_HINT}"

@@ -24,16 +24,19 @@ from dataclasses import dataclass
 
 import yaml
 
+from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.errors import HubReadError
+from eccv_metric.evidence.truth import build_resources
 from eccv_metric.hub.eval_results import FOLDER
 from eccv_metric.hub.eval_tasks import BY_ID
 from eccv_metric.hub.eval_tasks import task_ids
 from eccv_metric.hub.published import Published
 from eccv_metric.hub.published import read_details
 from eccv_metric.hub.published import read_published
+from eccv_metric.hub.repos import briefly
 from eccv_metric.hub.repos import check_repo_id
-from eccv_metric.hub.repos import first_line
-from eccv_metric.hub.repos import from_the_hub
+from eccv_metric.hub.repos import hub_call
 from eccv_metric.hub.repos import hub_failure
 from eccv_metric.hub.repos import status_of
 from eccv_metric.hub.trust import MARKS
@@ -42,6 +45,7 @@ from eccv_metric.hub.trust import mark_of
 from eccv_metric.hub.trust import share
 from eccv_metric.hub.trust import trust_of
 from eccv_metric.hub.trust import unverified
+from eccv_metric.hub.verify_hub import pinned
 from eccv_metric.hub.verify_hub import verify_published
 
 AGAIN = "run the leaderboard again"
@@ -52,18 +56,6 @@ def _api(token: str | None) -> object:
     from huggingface_hub import get_token
 
     return HfApi(token=token or get_token())
-
-
-def _hub_call(what: str, again: str, call: Callable[[], object]) -> object:
-    """``call()`` with the Hub's failures as one line."""
-    try:
-        return call()
-    except EvaluationError:
-        raise
-    except Exception as exc:
-        if not from_the_hub(exc):
-            raise
-        raise EvaluationError(hub_failure(exc, what, again, refused="log in with `hf auth login`")) from None
 
 
 @dataclass
@@ -90,18 +82,16 @@ def hub_board(
     check_repo_id(dataset_repo, "from_hub", "you/eccv-caption")
     what = f"leaderboard --from-hub {dataset_repo}"
     api = _api(token)
-    tasks = _hub_call(what, AGAIN, lambda: _tasks(api, dataset_repo, what, AGAIN))
-    entries = _hub_call(what, AGAIN, lambda: _entries(api, dataset_repo, what))
+    tasks = hub_call(what, lambda: _tasks(api, dataset_repo, what, AGAIN), AGAIN)
+    entries = hub_call(what, lambda: _entries(api, dataset_repo, what), AGAIN)
     names = {name.casefold() for name in taken}
     out: dict[str, Row] = {}
     for model, pr in dict.fromkeys(entries):  # type: ignore[arg-type]
         name = model + (f" (PR #{pr})" if pr else "")
         try:
             published = read_published(api, model, f"refs/pr/{pr}" if pr else None, dataset_repo, tasks, log, False)  # type: ignore[arg-type]
-        except Exception as exc:
-            if not from_the_hub(exc):
-                raise
-            log(f"skipped {name}: its {FOLDER} files could not be read ({status_of(exc) or first_line(exc)})")
+        except Exception as exc:  # the Hub failing, or anything else: this model is skipped, the others stand
+            log(f"skipped {name}: its {FOLDER} files could not be read ({briefly(exc)})")
             continue
         trust = _verified(api, published, dataset_repo, name, log) if verify else unverified(published)
         for line in published.duplicates(name):
@@ -179,7 +169,7 @@ def _tasks(api: object, repo: str, what: str, again: str) -> dict:
             f"`hf auth login`); check the repo id, then {again}"
         ) from None
     except LocalEntryNotFoundError as exc:  # the Hub did not answer (offline) and no copy is cached: no verdict
-        raise EvaluationError(hub_failure(exc, what, again)) from None
+        raise HubReadError(hub_failure(exc, what, again)) from None
     except EntryNotFoundError:
         raise EvaluationError(
             f"{what}: {repo} has no eval.yaml (not a benchmark `eccv-caption build` wrote); give the dataset repo "
@@ -199,8 +189,19 @@ def board_details(board: dict[str, Row], names: list[str], token: str | None = N
         commit = board[name].published.details_commit()
         if commit is not None:
             what = f"leaderboard --significance: the details of {name}"
-            out[name] = _hub_call(what, AGAIN, lambda c=commit: read_details(api, *c))  # type: ignore[misc]
+            out[name] = hub_call(what, lambda c=commit: read_details(api, *c), AGAIN)  # type: ignore[misc]
     return out
+
+
+def board_truth(dataset_repo: str, revision: str | None, token: str | None = None) -> Resources:
+    """The ground truth of the benchmark ``dataset_repo`` at ``revision`` (the one its details were scored on; None:
+    its main), every source its build holds (the positives, CxC's ratings, the FG captions) read at that revision as
+    ``verify --from-hub`` pins them, the package's for the rest: what tells ``--significance`` each metric's queries
+    on a benchmark other than the package's 5K split."""
+    api = _api(token)
+    what = f"leaderboard --significance: the ground truth of {dataset_repo}" + (f"@{revision[:12]}" if revision else "")
+    source = dataset_repo if revision is None else hub_call(what, lambda: pinned(api, dataset_repo, revision), AGAIN)
+    return hub_call(what, lambda: build_resources(source), AGAIN)
 
 
 def model_details(
@@ -214,14 +215,14 @@ def model_details(
     what = f"compare --from-hub {spec}"
     again = "run compare again"
     api = _api(token)
-    datasets = [dataset_repo] if dataset_repo else _hub_call(what, again, lambda: _datasets_of(api, model, revision))
+    datasets = [dataset_repo] if dataset_repo else hub_call(what, lambda: _datasets_of(api, model, revision), again)
     if len(datasets) != 1:  # type: ignore[arg-type]
         listed = ", ".join(datasets) if datasets else "none"  # type: ignore[arg-type]
         raise EvaluationError(f"{what}: give dataset_repo=, the benchmark to compare on ({model} has eval results "
                               f"with details for: {listed})")  # fmt: skip
     dataset = datasets[0]  # type: ignore[index]
-    tasks = _hub_call(what, again, lambda: _tasks(api, dataset, what, again))
-    published = _hub_call(what, again, lambda: read_published(api, model, revision or None, dataset, tasks, log))  # type: ignore[arg-type]
+    tasks = hub_call(what, lambda: _tasks(api, dataset, what, again), again)
+    published = hub_call(what, lambda: read_published(api, model, revision or None, dataset, tasks, log), again)  # type: ignore[arg-type]
     borrowed = [c for c in published.details_of if not published.own(c)]  # type: ignore[attr-defined]
     if borrowed:
         repo, sha = borrowed[0]
@@ -235,7 +236,7 @@ def model_details(
             f"{what}: its eval results for {dataset} point at no details (published with --no-details, or by "
             "hand): compare needs the per-query values; compare local --per-query files instead"
         )
-    return _hub_call(what, again, lambda: read_details(api, *commit))  # type: ignore[return-value]
+    return hub_call(what, lambda: read_details(api, *commit), again)  # type: ignore[return-value]
 
 
 def _datasets_of(api: object, model: str, revision: str) -> list[str]:

@@ -8,8 +8,12 @@ As lighteval and lm-evaluation-harness publish theirs (a dataset repo beside the
   ``--per-query`` file (the published tasks' ids among them), columns ``query_id`` (int64) and ``value`` (float64);
   the config's aggregate of ``value`` (its mean; MedR: the median) is the number;
 - ``results.json``: the numbers as the results file holds them (fractions), the run's provenance (local paths
-  removed), the model repo, the benchmark dataset and its revision, and each config's metric, direction and
-  aggregate;
+  removed), the model repo, the benchmark dataset and its revision, each config's metric, direction and aggregate,
+  and its ``seal``: the sha256 of the canonical JSON of every other field (:func:`seal_problem`). The run's own
+  seal (``provenance.digests.provenance``) covers the provenance as the run wrote it, local paths included, so it
+  cannot be checked from what is published; this one is, so that details edited after ``push-results`` (another
+  model named, another repo) are told. Like every digest it catches an edit, not a forger, who can compute it
+  again: what vouches for a number is its evidence scored again, and for the evidence ``verify --reencode``;
 - ``evidence/``: what the engine scored (``evaluate --evidence``: :mod:`eccv_metric.evidence.layout`, its
   ``evidence.json`` and arrays, large files through the Hub's large-file storage), from which anyone recomputes every
   number (``eccv-caption verify --from-hub``);
@@ -30,15 +34,17 @@ import numpy as np
 import yaml
 
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.provenance import json_digest
+from eccv_metric.core.provenance import scrub
 from eccv_metric.hub.eval_tasks import NAME
 from eccv_metric.hub.eval_tasks import shown
 from eccv_metric.hub.repos import is_repo_id
 from eccv_metric.hub.submission import Submission
-from eccv_metric.hub.submission import scrub
 from eccv_metric.hub.submission import suggested_repo
 
 SPLIT = "test"
 RESULTS_JSON = "results.json"
+SEAL = "seal"  # results.json's digest of its other fields
 PARQUET = "data/{config}/test-00000-of-00001.parquet"
 TREE = re.compile(r"^(?P<endpoint>https?://[^/]+)/datasets/(?P<repo>[^/]+/[^/]+)/tree/(?P<sha>[0-9a-f]{40})/?$")
 
@@ -102,6 +108,7 @@ def details_files(sub: Submission) -> dict[str, bytes]:
         "configs": configs,
         "provenance": scrub(sub.provenance),
     }
+    summary[SEAL] = summary_digest(summary)
     text = json.dumps(summary, indent=1, sort_keys=False, allow_nan=False) + "\n"
     return {"README.md": card(sub, configs, repo="{repo}").encode(), RESULTS_JSON: text.encode(), **files}
 
@@ -189,6 +196,25 @@ def read_results_json(data: bytes, where: str) -> dict:
     if not isinstance(out, dict) or not all(isinstance(out.get(k), dict) for k in ("configs", "dataset")):
         raise EvaluationError(f"{where}: its {RESULTS_JSON} is not the one push-results writes")
     return out
+
+
+def summary_digest(summary: dict) -> str:
+    """The digest a ``results.json`` is sealed with: every field but :data:`SEAL`, as the file reads back."""
+    return json_digest(json.loads(json.dumps({k: v for k, v in summary.items() if k != SEAL})))
+
+
+def seal_problem(summary: dict, where: str) -> str | None:
+    """Why a details commit's ``results.json`` does not vouch for the run it names (the model, the model repo, the
+    benchmark and revision, the provenance, the numbers): no seal (written by push-results of an earlier
+    eccv-caption-hf), or one that no longer matches (edited after push-results wrote it); None when it does."""
+    seal = summary.get(SEAL)
+    if not isinstance(seal, str):
+        return (f"{where}'s {RESULTS_JSON} records no seal (published by an earlier eccv-caption-hf): the model and "
+                "run it names are not vouched for; push the run again")  # fmt: skip
+    if seal != summary_digest(summary):
+        return (f"{where}'s {RESULTS_JSON} was changed after push-results wrote it (its seal no longer matches: the "
+                "model, repo, run or numbers it names were edited)")  # fmt: skip
+    return None
 
 
 def run_model(summary: dict) -> str | None:

@@ -45,6 +45,12 @@ class Head:
         return sum(size for path, size in self.sizes.items() if path.startswith(f"{EVIDENCE}/"))
 
     @property
+    def seal_problem(self) -> str | None:
+        """Why its ``results.json`` does not vouch for the run it names: not sealed, or edited since push-results
+        sealed it (:func:`~eccv_metric.hub.details.seal_problem`); None when it does."""
+        return det.seal_problem(self.summary, f"the details {self.where}")
+
+    @property
     def recorded_digest(self) -> str | None:
         """The digest of the evidence the run recorded (``results.json``'s provenance)."""
         digests = (self.summary.get("provenance") or {}).get("digests") or {}

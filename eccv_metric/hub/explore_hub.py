@@ -12,7 +12,8 @@ to its evidence's before a table shows them (:mod:`eccv_metric.explore.table`).
 What has no rankings to show is one line, never a view: a model with no entries for the benchmark, entries with
 no details (``--no-details``, or written by hand), details of another model's run or another benchmark, details
 holding per-query values only (published without evidence: only its numbers can be compared), evidence in doubt
-(a file missing or changed, another item order, a digest that is not the one its run recorded), entries naming
+(a file missing or changed, another item order, a digest that is not the one its run recorded, a ``results.json``
+edited since push-results sealed it, evidence recording another model than its details name), entries naming
 another revision of the benchmark than the evidence was scored on, and the Hub's failures (no network...).
 """
 
@@ -21,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.errors import HubReadError
+from eccv_metric.evidence.load import model_problem
 from eccv_metric.explore.runs import Run
 from eccv_metric.explore.runs import evidence_run
 from eccv_metric.hub.details_fetch import fetch_evidence
@@ -31,8 +34,7 @@ from eccv_metric.hub.eval_tasks import BY_ID
 from eccv_metric.hub.published import Published
 from eccv_metric.hub.published import read_published
 from eccv_metric.hub.repos import check_repo_id
-from eccv_metric.hub.verify_hub import HubReadError
-from eccv_metric.hub.verify_hub import hub_call
+from eccv_metric.hub.repos import hub_call
 from eccv_metric.hub.verify_hub import pinned_resources
 
 AGAIN = "run explore again"
@@ -62,7 +64,7 @@ def published_run(
     try:
         published = hub_call(what, lambda: read_published(api, model, revision or None, dataset, dict(BY_ID), log),
                              again)  # fmt: skip
-        return _run_of(api, published, dataset, what, again)  # type: ignore[arg-type]
+        return _run_of(api, published, dataset, what, again)
     except HubReadError:
         raise
     except EvaluationError as exc:
@@ -78,30 +80,37 @@ def _run_of(api: object, published: Published, dataset: str, what: str, again: s
     if commit is None:
         raise EvaluationError(_no_commit(published, dataset))
     head = hub_call(what, lambda: read_head(api, *commit), again)
-    why = head.why or not_its_own(head, model, dataset)  # type: ignore[attr-defined,arg-type]
+    why = head.why or not_its_own(head, model, dataset)
     if why is not None:
         raise EvaluationError(f"{why}: no rankings of {model} to show")
-    if not head.has_evidence:  # type: ignore[attr-defined]
+    why = head.seal_problem
+    if why is not None:
+        raise EvaluationError(f"{why}: nothing is shown from details in doubt")
+    if not head.has_evidence:
         raise EvaluationError(
-            f"its details {head.where} hold per-query values only, no evidence (published without evaluate "  # type: ignore[attr-defined]
+            f"its details {head.where} hold per-query values only, no evidence (published without evaluate "
             "--evidence): it has no rankings to show; only its numbers can be compared (eccv-caption compare "
             "--from-hub, leaderboard --from-hub)"
         )
     entries = [e for e in published.entries if e.details == commit]
-    why = revision_problem(head, dataset, entries)  # type: ignore[arg-type]
+    why = revision_problem(head, dataset, entries)
     if why is not None:
         raise EvaluationError(f"{why}: its evidence does not vouch for its entries")
-    fetched = hub_call(what, lambda: fetch_evidence(api, head), again)  # type: ignore[arg-type]
-    evidence = fetched.evidence  # type: ignore[attr-defined]
+    fetched = hub_call(what, lambda: fetch_evidence(api, head), again)
+    evidence = fetched.evidence
     if evidence is None:
-        raise EvaluationError(f"{fetched.why}: nothing is shown from evidence in doubt")  # type: ignore[attr-defined]
-    if head.recorded_digest != evidence.digest:  # type: ignore[attr-defined]
-        raise EvaluationError(f"the evidence of {head.where} is not its run's: its evidence.json is not the one "  # type: ignore[attr-defined]
+        raise EvaluationError(f"{fetched.why}: nothing is shown from evidence in doubt")
+    if head.recorded_digest != evidence.digest:
+        raise EvaluationError(f"the evidence of {head.where} is not its run's: its evidence.json is not the one "
                               "results.json's digest records; nothing is shown from evidence in doubt")  # fmt: skip
+    provenance = head.summary.get("provenance") if isinstance(head.summary.get("provenance"), dict) else {}
+    why = model_problem(evidence, provenance)
+    if why is not None:
+        raise EvaluationError(f"{head.where}: {why}; nothing is shown from evidence in doubt")
     revision = entries[0].revision
     resources = hub_call(what, lambda: pinned_resources(api, dataset, revision, evidence), again)
-    about = f"{model} on {dataset}@{str(revision)[:12]} (evidence: the details {head.where})"  # type: ignore[attr-defined]
-    return evidence_run(evidence, model, fetched.per_query, resources, about)  # type: ignore[attr-defined]
+    about = f"{model} on {dataset}@{str(revision)[:12]} (evidence: the details {head.where})"
+    return evidence_run(evidence, model, fetched.per_query, resources, about)
 
 
 def _no_commit(published: Published, dataset: str) -> str:

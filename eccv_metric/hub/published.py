@@ -38,9 +38,7 @@ from eccv_metric.hub.eval_tasks import HubTask
 from eccv_metric.hub.eval_tasks import read_back
 from eccv_metric.hub.eval_tasks import shown
 from eccv_metric.hub.eval_tasks import value_problem
-from eccv_metric.hub.repos import first_line
-from eccv_metric.hub.repos import from_the_hub
-from eccv_metric.hub.repos import status_of
+from eccv_metric.hub.repos import briefly
 
 Results = dict[str, dict[str, float]]
 
@@ -212,11 +210,9 @@ def _read_details_models(api: object, out: Published, name: str, log: Callable[[
             out.details_of[commit] = None
             log(f"note: {name}'s details {repo}@{sha[:12]} are not read as evidence: {exc}")
             continue
-        except Exception as exc:
-            if not from_the_hub(exc):
-                raise
+        except Exception as exc:  # the Hub failing, or anything else: one commit's note, the others stand
             out.details_of[commit] = None
-            log(f"note: {name}'s details {repo}@{sha[:12]} could not be read ({status_of(exc) or first_line(exc)})")
+            log(f"note: {name}'s details {repo}@{sha[:12]} could not be read ({briefly(exc)})")
             continue
         named = det.run_model(summary)  # the provenance's model: details of another model's run are not its own
         out.details_of[commit] = named

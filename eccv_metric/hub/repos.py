@@ -6,13 +6,18 @@ Shared by ``eccv-caption push`` (the dataset and the Space), ``push-results`` an
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import TypeVar
 
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.errors import HubReadError
 
 # the Hub's rule for each half of "<owner>/<name>" (huggingface_hub.utils.validate_repo_id), owner required
 _REPO_PART = re.compile(r"(?!.*(--|\.\.))\w(?:[\w.-]{0,94}\w)?", re.ASCII)
 NETWORK_STEP = "check the network connection (and HF_ENDPOINT, HF_HUB_OFFLINE)"
 TOKEN_STEP = "log in with `hf auth login` or set HF_TOKEN to a token with write access"
+READ_STEP = "log in with `hf auth login`"  # a read the Hub refused: a private or gated repo
+T = TypeVar("T")
 
 
 def is_repo_id(text: object) -> bool:
@@ -55,6 +60,14 @@ def first_line(exc: BaseException) -> str:
     return (text.strip().splitlines() or [type(exc).__name__])[0]
 
 
+def briefly(exc: BaseException) -> str:
+    """A failure in a few words: the Hub's status (or its first line when it did not answer), any other error's
+    type and first line."""
+    if from_the_hub(exc):
+        return str(status_of(exc) or first_line(exc))
+    return f"{type(exc).__name__}: {first_line(exc)}"
+
+
 def hub_failure(
     exc: BaseException,
     what: str,
@@ -81,3 +94,17 @@ def hub_failure(
         why = f"could not reach the Hub at {constants.ENDPOINT} ({type(exc).__name__}: {first_line(exc)})"
         step = NETWORK_STEP
     return f"{what} failed: {why}; {step}, then {again}"
+
+
+def hub_call(what: str, call: Callable[[], T], again: str) -> T:
+    """``call()`` (a read of the Hub) with the Hub's failures as one line (:class:`HubReadError`): what failed, why,
+    the next step and how to retry (``again``: ``run verify again``). Errors of the package (an
+    :class:`EvaluationError`) and any other exception pass as they are."""
+    try:
+        return call()
+    except EvaluationError:
+        raise
+    except Exception as exc:
+        if not from_the_hub(exc):
+            raise
+        raise HubReadError(hub_failure(exc, what, again, refused=READ_STEP)) from None

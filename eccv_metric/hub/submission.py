@@ -40,8 +40,6 @@ RESULTS = "the results JSON of `eccv-caption evaluate --model SPEC --data DATASE
 EVALUATE = "write it with `eccv-caption evaluate --model SPEC --data DATASET_REPO -o res.json --per-query pq.json`"
 HUB_SPECS = ("hf:", "st:", "open_clip:hf-hub:", "mteb:")  # model specs whose rest is a Hub model repo
 RANGES = {"fraction": (0.0, 1.0), "correlation": (-1.0, 1.0), "rank": (1.0, math.inf)}
-# an absolute local path inside a text: at its start or after a space, quote, '=', '(' or ':' (hf:/tmp/x)
-LOCAL_PATH = re.compile(r"(?:(?<=^)|(?<=[\s'\"=(:]))(?:[A-Za-z]:[\\/]|~?/)[^\s'\",;)]*")
 SAFE_WORD = re.compile(r"[A-Za-z0-9 ._+-]{1,40}")
 
 
@@ -136,17 +134,6 @@ def public_spec(spec: str) -> str:
         return spec
     prefix = spec.split(":", 1)[0] + ":" if ":" in spec else ""
     return f"{prefix}(a local model folder)"
-
-
-def scrub(value: object) -> object:
-    """``value`` (a provenance) with every absolute local path replaced by ``(local path)``."""
-    if isinstance(value, dict):
-        return {k: scrub(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [scrub(v) for v in value]
-    if isinstance(value, str):
-        return LOCAL_PATH.sub("(local path)", value)
-    return value
 
 
 def suggested_repo(spec: str) -> str | None:

@@ -11,13 +11,20 @@ shows, weakest first:
   another order, another revision of the benchmark...: a note says why);
 - ``number only``: no details of its own (``--no-details``, an entry written by hand, or details of another model's
   run: borrowed);
-- ``not checked``: not verified (``--no-verify``, or the Hub failed while reading its details: a note says so);
+- ``not checked``: not verified (``--no-verify``, the Hub failed while reading its details or its benchmark, or
+  checking them failed otherwise: a note says so; nothing of it is kept, the next run checks again);
 - ``per-query only``: details without evidence (published before evidence, or without ``--evidence``): each number
   is the aggregate of its per-query values, which are the model's own claim;
 - ``recomputed``: every number scored again from its evidence and equal, query for query.
 
-Evidence shared by two models (the same ``evidence.json``, so the same digest) is one run's numbers under two names:
-both rows are flagged, whoever copied whom (``verify --reencode`` with each model tells which made it).
+Evidence shared by two models is one run's numbers under two names: both rows are flagged, whoever copied whom
+(``verify --reencode`` with each model tells which made it). What is compared is the arrays that carry the scores
+(embeddings, score matrices, reranked candidates and their scores, rated pairs, ranked lists; not the files of row
+ids), each by the digest of its dtype, shape and values (:meth:`~eccv_metric.evidence.load.Evidence.score_digests`),
+so that a copy under another manifest (a key added, another file name) or in other file bytes is still told. Two
+models whose evidence holds one array in common (the same image embeddings: a frozen image tower, or a copy) are
+flagged, and the note names the arrays. What it cannot tell: arrays changed without changing a number (embeddings
+scaled, scores shifted), which only ``verify --reencode`` catches.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from eccv_metric.evidence.check import EQUAL
 from eccv_metric.evidence.check import NOT_RECOMPUTABLE as CHECK_NOT_RECOMPUTABLE
 from eccv_metric.hub.published import Published
 from eccv_metric.hub.verify_hub import EVIDENCE
+from eccv_metric.hub.verify_hub import FAILED
 from eccv_metric.hub.verify_hub import UNREAD
 from eccv_metric.hub.verify_hub import VALUES
 from eccv_metric.hub.verify_hub import EntryCheck
@@ -46,9 +54,9 @@ SAID = (DIFFERS, NOT_RECOMPUTABLE, NOT_CHECKED)  # marks whose reason is a note
 LEGEND = (
     "trust: recomputed = every number scored again from its published evidence, equal; per-query only = no "
     "evidence, each number the aggregate of its per-query values (the model's own claim); number only = no details "
-    "of its own; not checked = not verified (--no-verify, or the Hub failed); not recomputable = its evidence cannot "
-    "be scored as published; differs = a number or its per-query values differ from its evidence; shared = the same "
-    "evidence as another model's row"
+    "of its own; not checked = not verified (--no-verify, the Hub failed, or checking failed); not recomputable = its "
+    "evidence cannot be scored as published; differs = a number or its per-query values differ from its evidence; "
+    "shared = evidence arrays the same as another model's row's"
 )
 
 
@@ -60,16 +68,17 @@ def mark_of(found: EntryCheck) -> str:
         return RECOMPUTED if found.check.status == EQUAL else NOT_RECOMPUTABLE
     if found.basis == VALUES:
         return VALUES_ONLY
-    return NOT_CHECKED if found.basis == UNREAD else NUMBER_ONLY
+    return NOT_CHECKED if found.basis in (UNREAD, FAILED) else NUMBER_ONLY
 
 
 @dataclass
 class Trust:
-    """A row's marks: each shown number's (task id -> mark), the row's (its weakest), the evidence digests its
-    shown numbers were recomputed from, and the other models' rows holding the same evidence (``shared``)."""
+    """A row's marks: each shown number's (task id -> mark), the row's (its weakest), the score arrays of the
+    evidence its shown numbers were recomputed from (``arrays``: digest -> file) and the other models' rows holding
+    the same arrays (``shared``)."""
 
     marks: dict[str, str]
-    evidence: set[str] = field(default_factory=set)
+    arrays: dict[str, str] = field(default_factory=dict)
     shared: list[str] = field(default_factory=list)
     reasons: dict[str, str] = field(default_factory=dict)  # task id -> why, for the marks of SAID
 
@@ -115,8 +124,8 @@ def trust_of(published: Published, found: Iterable[EntryCheck]) -> Trust:
         trust.marks[task] = mark_of(checked)
         if trust.marks[task] in SAID:
             trust.reasons[task] = checked.check.reason
-        if checked.basis == EVIDENCE and checked.evidence and checked.check.status != CHECK_NOT_RECOMPUTABLE:
-            trust.evidence.add(checked.evidence)  # evidence scored: its files are the ones its digest records
+        if checked.basis == EVIDENCE and checked.check.status != CHECK_NOT_RECOMPUTABLE:
+            trust.arrays.update({digest: file for file, digest in checked.arrays})  # evidence scored: its arrays
     return trust
 
 
@@ -131,19 +140,24 @@ def unverified(published: Published) -> Trust:
 
 
 def share(rows: dict[str, tuple[str, Trust]]) -> list[str]:
-    """Flag the rows (``{row name: (model, trust)}``) of different models holding the same evidence; the notes."""
+    """Flag the rows (``{row name: (model, trust)}``) of different models holding the same score arrays; a note per
+    group of rows, naming the arrays they share."""
     holders: dict[str, list[str]] = {}
+    files: dict[str, str] = {}
     for name, (_, trust) in rows.items():
-        for digest in trust.evidence:
+        for digest, file in trust.arrays.items():
             holders.setdefault(digest, []).append(name)
-    notes = []
+            files.setdefault(digest, file)
+    groups: dict[tuple[str, ...], list[str]] = {}
     for digest, names in holders.items():
-        models = {rows[n][0].casefold() for n in names}
-        if len(models) < 2:  # a model's main and its pull request: one model's run
-            continue
+        if len({rows[n][0].casefold() for n in names}) > 1:  # a model's main and its pull request: one model's run
+            groups.setdefault(tuple(names), []).append(files[digest])
+    notes = []
+    for names, shared in groups.items():
         for name in names:
             rows[name][1].shared += [n for n in names if n != name and n not in rows[name][1].shared]
-        notes.append(f"note: {', '.join(names)} hold the same evidence (evidence.json {digest[:12]}): one run's "
-                     "numbers under several models; `eccv-caption verify --from-hub MODEL --reencode N --model SPEC` "
-                     "tells which model made it")  # fmt: skip
+        listed = ", ".join(sorted(shared)[:3]) + (f" and {len(shared) - 3} more" if len(shared) > 3 else "")
+        notes.append(f"note: {', '.join(names)} hold the same evidence arrays ({listed}): one run's numbers under "
+                     "several models; `eccv-caption verify --from-hub MODEL --reencode N --model SPEC` tells which "
+                     "model made them")  # fmt: skip
     return notes

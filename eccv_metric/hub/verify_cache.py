@@ -9,7 +9,9 @@ published entry is compared with its row afresh each time (:meth:`~eccv_metric.e
 an entry changed later is never taken as verified. The file is named by the sha256 of its key and holds the key;
 one that does not hold it, or cannot be read, is not used (and is written anew). Folder: ``$ECCV_CAPTION_CACHE`` or
 ``$HF_HOME`` (default ``~/.cache/huggingface``), then ``eccv_caption_verified``; one that cannot be written just
-means no cache. ``verify --from-hub`` never reads it: it recomputes.
+means no cache. ``verify --from-hub`` never reads it: it recomputes. Only a recomputation is kept: the Hub failing
+while the evidence or the ground truth is read (:class:`~eccv_metric.core.errors.HubReadError`) is no outcome, nor
+is any other error, so the next run tries again.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import json
 import math
 from dataclasses import asdict
 from dataclasses import dataclass
+from dataclasses import field
 from dataclasses import fields
 from pathlib import Path
 
@@ -30,19 +33,24 @@ from eccv_metric.evidence.check import EQUAL
 from eccv_metric.evidence.check import NOT_RECOMPUTABLE
 from eccv_metric.evidence.check import Check
 
-FORMAT = "eccv-caption verified evidence v2"  # v2: partial runs and edited provenance no longer verified
+# v2: partial runs and edited provenance no longer verified; v3: details sealed, evidence naming its model, the
+# digests of its score arrays kept
+FORMAT = "eccv-caption verified evidence v3"
 FOLDER = "eccv_caption_verified"
 
 
 @dataclass
 class Outcome:
     """One details commit's evidence scored again: the rows (``checks``: their published values those of the
-    entries verified first), the evidence's digest, the table's notes and the model the run names."""
+    entries verified first), the evidence's digest, the table's notes, the model the run names and the digests of
+    its score arrays (``arrays``: file -> digest, :meth:`~eccv_metric.evidence.load.Evidence.score_digests`; {}
+    where nothing was scored)."""
 
     checks: list[Check]
     digest: str
     notes: list[str]
     spec: str | None = None
+    arrays: dict[str, str] = field(default_factory=dict)
 
 
 def outcome_key(repo: str, sha: str, dataset: str, revision: str | None, device: str | None) -> dict:
@@ -62,18 +70,20 @@ def load_outcome(key: dict) -> Outcome | None:
         if held.get("key") != key:
             return None
         checks = [_check(row) for row in held["checks"]]
-        digest, notes, spec = held["digest"], held["notes"], held.get("spec")
+        digest, notes, spec, arrays = held["digest"], held["notes"], held.get("spec"), held["arrays"]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     if None in checks or not isinstance(digest, str) or not all(isinstance(n, str) for n in notes):
         return None
-    return Outcome(checks, digest, notes, spec if isinstance(spec, str) else None)  # type: ignore[arg-type]
+    if not isinstance(arrays, dict) or not all(isinstance(x, str) for pair in arrays.items() for x in pair):
+        return None
+    return Outcome(checks, digest, notes, spec if isinstance(spec, str) else None, arrays)  # type: ignore[arg-type]
 
 
 def store_outcome(key: dict, outcome: Outcome) -> None:
     """Keep ``outcome`` for ``key`` (atomically); a folder that cannot be written keeps nothing."""
     payload = {"key": key, "checks": [asdict(c) for c in outcome.checks], "digest": outcome.digest,
-               "notes": outcome.notes, "spec": outcome.spec}  # fmt: skip
+               "notes": outcome.notes, "spec": outcome.spec, "arrays": outcome.arrays}  # fmt: skip
     try:
         _path(key).parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(_path(key), payload)

@@ -6,14 +6,19 @@ revision or a pull request; a task's second entry too): the details commit its `
 (``<repo>/tree/<commit>``) is read at that commit (:mod:`eccv_metric.hub.details_fetch`: ``results.json`` first,
 then the per-query Parquet files and ``evidence/``, into the Hugging Face cache), the benchmark's ground truth is read
 at the entry's ``dataset.revision`` (only the columns the ground truth needs: ``HfFileSystem`` at
-``<dataset>@<revision>``), and :func:`eccv_metric.verify` recomputes every number with the engine. What cannot be
-recomputed is said per entry, never a number, with its :attr:`EntryCheck.basis`: an entry with no details
-(``--no-details``, or written by hand), details of another model's run (its provenance's model) or another
-benchmark, details holding per-query values only (published without evidence: each number checked against their
-aggregate, :func:`~eccv_metric.evidence.check.check_values`), an entry whose revision is not the one its evidence
-was scored on, a revision the benchmark does not have. The Hub's failures (no network, a missing model) are one line
-(``verify --from-hub``) or, for a leaderboard's row, that row's entries unread. ``cache=True`` (the leaderboard)
-keeps each commit's recomputation (:mod:`eccv_metric.hub.verify_cache`).
+``<dataset>@<revision>``), and :func:`eccv_metric.verify` recomputes every number with the engine, as the run the
+details' ``results.json`` names (checked first against its seal, :func:`~eccv_metric.hub.details.seal_problem`; its
+model and revision must be those the evidence records). What cannot be recomputed is said per entry, never a
+number, with its :attr:`EntryCheck.basis`: an entry with no details (``--no-details``, or written by hand), details
+of another model's run (its provenance's model) or another benchmark, details edited since push-results sealed them
+(or never sealed), evidence of another model's run, details holding per-query values only (published without
+evidence: each number checked against their aggregate, :func:`~eccv_metric.evidence.check.check_values`), an entry
+whose revision is not the one its evidence was scored on, a revision the benchmark does not have. The Hub's failures
+(no network, a missing model; :class:`~eccv_metric.core.errors.HubReadError`, the benchmark's ground truth read too)
+are one line (``verify --from-hub``) or, for a leaderboard's row, that row's entries unread; any other error while
+one details commit is checked is that commit's entries' line (:data:`FAILED`), never the whole leaderboard's.
+``cache=True`` (the leaderboard) keeps each commit's recomputation (:mod:`eccv_metric.hub.verify_cache`), never a
+failure.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from dataclasses import replace
 
 from eccv_metric.benchmarks.resources import Resources
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.errors import HubReadError
 from eccv_metric.evidence.check import NOT_RECOMPUTABLE
 from eccv_metric.evidence.check import Check
 from eccv_metric.evidence.check import Verification
@@ -44,8 +50,7 @@ from eccv_metric.hub.published import Entry
 from eccv_metric.hub.published import Published
 from eccv_metric.hub.published import read_published
 from eccv_metric.hub.repos import check_repo_id
-from eccv_metric.hub.repos import from_the_hub
-from eccv_metric.hub.repos import hub_failure
+from eccv_metric.hub.repos import hub_call
 from eccv_metric.hub.verify_cache import Outcome
 from eccv_metric.hub.verify_cache import load_outcome
 from eccv_metric.hub.verify_cache import outcome_key
@@ -58,18 +63,23 @@ VALUES = "per-query values"  # details without evidence: the number checked agai
 NO_DETAILS = "no details"  # no details commit (source.url)
 NOT_ITS_OWN = "not its own"  # details of another model's run or another benchmark, or no details push-results wrote
 UNREAD = "unread"  # the Hub failed while reading them
+FAILED = "failed"  # checking them failed otherwise (a bug, a full disk): said, never a verdict
 
 
 @dataclass(frozen=True)
 class EntryCheck:
     """One published entry and what verifying it found: its :class:`Check`, what the check rests on (``basis``:
-    :data:`EVIDENCE`, :data:`VALUES`, :data:`NO_DETAILS`, :data:`NOT_ITS_OWN`, :data:`UNREAD`) and the digest of
-    the evidence that recomputed it (its ``evidence.json``'s: the same content, the same digest; None: none)."""
+    :data:`EVIDENCE`, :data:`VALUES`, :data:`NO_DETAILS`, :data:`NOT_ITS_OWN`, :data:`UNREAD`, :data:`FAILED`), the
+    digest of the evidence that recomputed it (its ``evidence.json``'s; None: none) and the digests of the arrays it
+    scored (``arrays``: ``(file, digest)`` of each file holding scores,
+    :meth:`~eccv_metric.evidence.load.Evidence.score_digests`: the same arrays, the same digests, whatever the
+    manifest says)."""
 
     entry: Entry
     check: Check
     basis: str
     evidence: str | None = None
+    arrays: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -105,10 +115,15 @@ def verify_from_hub(
     check_repo_id(dataset, "dataset_repo", "you/eccv-caption")
     what = f"verify --from-hub {spec}"
     api = HfApi(token=token or get_token())
-    published = hub_call(what, lambda: read_published(api, model, revision or None, dataset, dict(BY_ID), log))
-    if not published.entries:  # type: ignore[attr-defined]
+    published = hub_call(what, lambda: read_published(api, model, revision or None, dataset, dict(BY_ID), log),
+                         AGAIN)  # fmt: skip
+    if not published.entries:
         raise EvaluationError(f"{what}: {model} publishes no eval results for {dataset} (check --dataset-repo)")
-    return verify_published(api, published, dataset, what, device)  # type: ignore[arg-type]
+    found = verify_published(api, published, dataset, what, device)
+    unread = next((c for c in found.entries if c.basis == UNREAD), None)
+    if unread is not None:  # the Hub failed: one line, as for the first read
+        raise HubReadError(unread.check.why)
+    return found
 
 
 def verify_published(
@@ -122,34 +137,27 @@ def verify_published(
     """Every entry of ``published`` (a model's entries for ``dataset``, as :func:`read_published` reads them: what
     a leaderboard holds per row; a task's second entry too) recomputed from its details commit, each :class:`Check`
     labelled with its task id (and its file, where the task has several entries), each entry's check in
-    :attr:`HubVerification.entries`. A failure of the Hub while reading one details commit is that commit's entries'
-    ``not recomputable`` line (:data:`UNREAD`). ``cache``: each commit's recomputation kept and reused
+    :attr:`HubVerification.entries`. Whatever stops the check of one details commit is that commit's entries' line,
+    never the others': the Hub failing (:data:`UNREAD`: no verdict, never kept), details that are not what
+    push-results writes or a ground truth that cannot be pinned (:data:`EVIDENCE`, not recomputable), any other
+    error (:data:`FAILED`: named, no verdict). ``cache``: each commit's recomputation kept and reused
     (:mod:`eccv_metric.hub.verify_cache`; ``verify --from-hub`` recomputes)."""
     found = HubVerification(published.model, dataset, Verification([]), [], [])
-    specs = []
+    specs: list[object] = []
     for commit, entries in by_commit(published).items():
         if commit is None:
             found.entries += unchecked(entries, NO_DETAILS, "its entry names no details commit (source.url)")
             continue
         try:
-            head = hub_call(what, lambda c=commit: read_head(api, *c))  # type: ignore[misc]
-        except EvaluationError as exc:
-            found.entries += unchecked(entries, UNREAD, str(exc))
-            continue
-        found.sources.append(head.where)  # type: ignore[attr-defined]
-        why = head.why or not_its_own(head, published.model, dataset)  # type: ignore[attr-defined,arg-type]
-        if why is not None:
-            found.entries += unchecked(entries, NOT_ITS_OWN, why)
-            continue
-        try:
-            found.entries += _checked(api, head, entries, dataset, what, device, cache, found)  # type: ignore[arg-type]
+            found.entries += _of_commit(api, published, commit, entries, dataset, what, device, cache, found, specs)
         except HubReadError as exc:
             found.entries += unchecked(entries, UNREAD, str(exc))
-            continue
-        except EvaluationError as exc:  # the ground truth the evidence names cannot be read (a revision...)
+        except EvaluationError as exc:  # details other than push-results writes, a revision that cannot be pinned...
             found.entries += unchecked(entries, EVIDENCE, str(exc))
-            continue
-        specs.append(head.summary.get("model"))  # type: ignore[attr-defined]
+        except Exception as exc:  # a bug, a full disk: this commit's rows say so; the other rows (and models) stand
+            line = str(exc).splitlines()[0] if str(exc) else ""
+            why = f"checking the details {commit[0]}@{commit[1][:12]} failed ({type(exc).__name__}: {line:.200})"
+            found.entries += unchecked(entries, FAILED, why)
     order = {task_id: k for k, task_id in enumerate(BY_ID)}
     found.entries.sort(key=lambda c: order.get(c.entry.task, len(order)))
     several = {task for task, entries in published.by_task().items() if len(entries) > 1}
@@ -158,6 +166,26 @@ def verify_published(
     found.revision = next((e.revision for e in published.entries if e.revision), None)
     found.spec = next((x for x in specs if isinstance(x, str)), None)
     return found
+
+
+def _of_commit(
+    api: object, published: Published, commit: tuple[str, str], entries: list[Entry], dataset: str, what: str,
+    device: str | None, cache: bool, found: HubVerification, specs: list[object],
+) -> list[EntryCheck]:  # fmt: skip
+    """The entries pointing at one details commit, checked: not its own (another model's or benchmark's details),
+    not recomputable (its ``results.json`` edited since push-results sealed it, or never sealed), else
+    :func:`_checked`."""
+    head = hub_call(what, lambda: read_head(api, *commit), AGAIN)
+    found.sources.append(head.where)
+    why = head.why or not_its_own(head, published.model, dataset)
+    if why is not None:
+        return unchecked(entries, NOT_ITS_OWN, why)
+    why = head.seal_problem
+    if why is not None:
+        return unchecked(entries, EVIDENCE, why)
+    checked = _checked(api, head, entries, dataset, what, device, cache, found)
+    specs.append(head.summary.get("model"))
+    return checked
 
 
 def _checked(
@@ -171,7 +199,7 @@ def _checked(
         first.setdefault(entry.task, entry)
     labels = {(BY_ID[t].metric, BY_ID[t].direction): t for t in first}
     if not head.has_evidence:
-        values = hub_call(what, lambda: fetch_values(api, head))
+        values = hub_call(what, lambda: fetch_values(api, head), AGAIN)
         out = []
         for entry in entries:  # each entry its own: nothing is scored, each value checked against the same values
             task = BY_ID[entry.task]
@@ -195,46 +223,35 @@ def _checked(
                 store_outcome(key, outcome)
     found.table.notes += [n for n in outcome.notes if n not in found.table.notes]
     checked = {c.label: c for c in outcome.checks}
-    digest = outcome.digest or None
-    return [EntryCheck(e, checked[e.task].against(e.as_published), EVIDENCE, digest) for e in entries]
+    digest, arrays = outcome.digest or None, tuple(sorted(outcome.arrays.items()))
+    return [EntryCheck(e, checked[e.task].against(e.as_published), EVIDENCE, digest, arrays) for e in entries]
 
 
 def _recompute(
     api: object, head: Head, first: dict[str, Entry], labels: dict, dataset: str, what: str, device: str | None
 ) -> tuple[Outcome, Evidence | None]:
-    """One details commit's evidence scored again (its entries' first values as the published ones), and the
-    evidence (None: in doubt, every row not recomputable and why; its outcome's digest empty)."""
-    fetched = hub_call(what, lambda: fetch_evidence(api, head))
+    """One details commit's evidence scored again (its entries' first values as the published ones) as the run its
+    ``results.json`` names (its model and revision: the evidence's must be the same), and the evidence (None: in
+    doubt, every row not recomputable and why; its outcome's digest empty). The Hub failing while the ground truth
+    is read is raised (:class:`HubReadError`), never an outcome."""
+    fetched = hub_call(what, lambda: fetch_evidence(api, head), AGAIN)
     numbers: dict[str, dict[str, float]] = {}
     for task_id, entry in first.items():
         numbers.setdefault(BY_ID[task_id].metric, {})[BY_ID[task_id].direction] = entry.as_published
-    if fetched.evidence is None:  # type: ignore[attr-defined]
-        checks = [Check(BY_ID[t].metric, BY_ID[t].direction, NOT_RECOMPUTABLE, e.as_published, why=fetched.why,  # type: ignore[attr-defined]
+    if fetched.evidence is None:
+        checks = [Check(BY_ID[t].metric, BY_ID[t].direction, NOT_RECOMPUTABLE, e.as_published, why=fetched.why,
                         label=t, percent=True) for t, e in first.items()]  # fmt: skip
         return Outcome(checks, "", [], head.summary.get("model")), None
     revision = next(iter(first.values())).revision
-    resources = hub_call(what, lambda: pinned_resources(api, dataset, revision, fetched.evidence))  # type: ignore[attr-defined]
+    evidence = fetched.evidence
+    resources = hub_call(what, lambda: pinned_resources(api, dataset, revision, evidence), AGAIN)
     recorded = head.recorded_digest or "(none recorded)"
-    table = verify(numbers, fetched.evidence, per_query=fetched.per_query, resources=resources, device=device,  # type: ignore[attr-defined,arg-type]
-                   digest=recorded, labels=labels, percent=True, whole=True)  # fmt: skip
-    evidence = fetched.evidence  # type: ignore[attr-defined]
-    return Outcome(table.checks, evidence.digest, table.notes, head.summary.get("model")), evidence
-
-
-class HubReadError(EvaluationError):
-    """The Hub failed while reading (no network, a refused token, a missing repo): :func:`hub_call`'s line."""
-
-
-def hub_call(what: str, call: Callable[[], object], again: str = AGAIN) -> object:
-    """``call()`` with the Hub's failures as one line (:class:`HubReadError`), ending with how to retry."""
-    try:
-        return call()
-    except EvaluationError:
-        raise
-    except Exception as exc:
-        if not from_the_hub(exc):
-            raise
-        raise HubReadError(hub_failure(exc, what, again, refused="log in with `hf auth login`")) from None
+    provenance = head.summary.get("provenance") if isinstance(head.summary.get("provenance"), dict) else {}
+    table = verify(numbers, evidence, per_query=fetched.per_query, resources=resources, device=device,
+                   digest=recorded, labels=labels, percent=True, whole=True, model=provenance)  # fmt: skip
+    scored = any(c.status != NOT_RECOMPUTABLE for c in table.checks)
+    arrays = evidence.score_digests() if scored else {}  # what a copy under another name shares (trust.share)
+    return Outcome(table.checks, evidence.digest, table.notes, head.summary.get("model"), arrays), evidence
 
 
 def by_commit(published: Published) -> dict[tuple[str, str] | None, list[Entry]]:
@@ -246,7 +263,8 @@ def by_commit(published: Published) -> dict[tuple[str, str] | None, list[Entry]]
 
 
 def unchecked(entries: list[Entry], basis: str, why: str) -> list[EntryCheck]:
-    """Entries whose numbers are not recomputable, and why."""
+    """Entries whose numbers are not recomputable, and why (on one line)."""
+    why = "; ".join(part.strip() for part in why.splitlines() if part.strip())
     out = []
     for entry in entries:
         task = BY_ID[entry.task]
@@ -259,8 +277,6 @@ def unchecked(entries: list[Entry], basis: str, why: str) -> list[EntryCheck]:
 def pinned_resources(api: object, dataset: str, revision: str | None, evidence: Evidence) -> Resources:
     """The ground truth the run read: what it took from the benchmark's build, read at ``revision`` (a revision the
     dataset lacks, or none named, is one line), the package's for the rest, with the run's PM and CxC options."""
-    from huggingface_hub.errors import RevisionNotFoundError
-
     given = evidence.resources.get("given") or []
     if given:
         raise EvaluationError(f"the run read {', '.join(given)} from sources of its own, not {dataset}'s")
@@ -269,8 +285,16 @@ def pinned_resources(api: object, dataset: str, revision: str | None, evidence: 
     if revision is None:
         raise EvaluationError(f"its entry names no revision of {dataset} (dataset.revision): which ground truth scored "
                               "it is unknown")  # fmt: skip
+    return run_resources(evidence, pinned(api, dataset, revision))
+
+
+def pinned(api: object, dataset: str, revision: str) -> str:
+    """``<dataset>@<revision>``, the benchmark's build at a revision it has (a source :mod:`eccv_metric.core.folder`
+    reads); one it lacks is one line."""
+    from huggingface_hub.errors import RevisionNotFoundError
+
     try:
         api.dataset_info(dataset, revision=revision)  # type: ignore[attr-defined]
     except RevisionNotFoundError:
         raise EvaluationError(f"{dataset} has no revision {revision} (the entry's dataset.revision)") from None
-    return run_resources(evidence, f"{dataset}@{revision}")
+    return f"{dataset}@{revision}"

@@ -9,7 +9,8 @@ evaluate/utils/file_utils.py get_from_cache) is only:
 
 with <revision> first "v0.4.6" (evaluate's own version: a 404 there makes it retry "main").
 This server answers those for staged Space folders (and dataset / model repos: ``/datasets/<id>/resolve/...``,
-``/<id>/resolve/...``), the JSON API routes a huggingface_hub client uses for the same repos
+``/<id>/resolve/...``; a ``Range: bytes=a-b`` asked is answered 206 with those bytes, as the Hub does: HfFileSystem
+reads a large Parquet file's footer so), the JSON API routes a huggingface_hub client uses for the same repos
 (``/api/<kind>/<id>`` and ``/api/<kind>/<id>/revision/<rev>``, ``<rev>`` also ``refs/pr/<n>`` or a past commit;
 ``blobs=true``: sizes, blob ids and the LFS sha256 of Parquet files; ``expand=evalResults``: a model's eval results as
 the Hub parses them, an invalid file reported there), folder listings (``/api/<kind>/<id>/tree/<rev>
@@ -20,9 +21,11 @@ the Hub parses them, an invalid file reported there), folder listings (``/api/<k
 as huggingface_hub sends it: ``POST /[<kind>/]<id>.git/info/lfs/objects/batch``, ``PUT`` of its bytes, ``verify``),
 the pull requests of a repo
 (``GET /api/<kind>/<id>/discussions``) and the leaderboards of a benchmark dataset (``GET
-/api/datasets/<id>/leaderboard``), and logs every request it sees. The rules of the write side (tokens, owners,
-pull requests, what a commit may hold) are in :mod:`tests.integration.fake_hub_store` and
-:mod:`tests.integration.fake_hub_rules`, the leaderboards' in :mod:`tests.integration.fake_hub_board`.
+/api/datasets/<id>/leaderboard``), and logs every request it sees. ``hub.failing``: parts of paths answered with a
+status (some of the Hub's reads failing mid-run: huggingface_hub retries a 5xx for seconds, a 403 at once). The rules
+of the write side (tokens, owners, pull requests, what a commit may hold) are in
+:mod:`tests.integration.fake_hub_store` and :mod:`tests.integration.fake_hub_rules`, the leaderboards' in
+:mod:`tests.integration.fake_hub_board`.
 
 It is also a *proxy trap*: point HTTPS_PROXY/HTTP_PROXY at it (with NO_PROXY=127.0.0.1,localhost)
 and any request that would have left the machine arrives here as ``CONNECT host:443`` (or an
@@ -113,6 +116,7 @@ class FakeHub:
         self.log: list[tuple[str, str, int]] = []
         self.escaped: list[tuple[str, str]] = []  # requests meant for other hosts (proxy trap)
         self.user_agents: list[str] = []  # User-Agent of each request, same order as log
+        self.failing: dict[str, int] = {}  # a request whose path holds a key is answered its status (the Hub failing)
         self._lock = threading.RLock()
         hub = self
 
@@ -192,6 +196,9 @@ class FakeHub:
                     return self._trap()
                 sends = self.command in ("POST", "DELETE", "PUT")
                 body = self._body() if sends else b""
+                failed = next((status for part, status in hub.failing.items() if part in unquote(self.path)), None)
+                if failed is not None:
+                    return self._error(failed, "", f"fake_hub: failing with {failed}")
                 parts = urlsplit(self.path)
                 try:
                     with hub._lock:
@@ -282,15 +289,19 @@ class FakeHub:
                     return self._error(404, "EntryNotFound", f"{name} does not exist on {rev}")
                 data = files[name]
                 ctype = mimetypes.guess_type(name)[0] or "application/octet-stream"
+                headers = {"Content-Type": ctype, "ETag": f'"{git_blob_sha1(data)}"', "X-Repo-Commit": sha,
+                           "Accept-Ranges": "bytes"}  # fmt: skip
+                wanted = re.fullmatch(r"bytes=(\d*)-(\d*)", self.headers.get("Range", "").strip())
+                if self.command != "GET" or wanted is None or not any(wanted.groups()):
+                    return self._send(200, data, headers)
+                # one range, as HfFileSystem asks for a Parquet file's footer and blocks: 206 with those bytes
+                first, last = wanted.groups()
+                start = int(first) if first else max(len(data) - int(last), 0)
+                end = min(int(last) if first and last else len(data) - 1, len(data) - 1)
+                if start >= len(data):
+                    return self._send(416, b"", {"Content-Range": f"bytes */{len(data)}"})
                 return self._send(
-                    200,
-                    data,
-                    {
-                        "Content-Type": ctype,
-                        "ETag": f'"{git_blob_sha1(data)}"',
-                        "X-Repo-Commit": sha,
-                        "Accept-Ranges": "bytes",
-                    },
+                    206, data[start : end + 1], {**headers, "Content-Range": f"bytes {start}-{end}/{len(data)}"}
                 )
 
             def _tree(self, kind: str, repo: str, rev: str, path: str, recursive: bool):

@@ -8,7 +8,9 @@ xdist workers): the synthetic world's benchmark folder (its CxC ratings included
 run with ``evaluate --model ... -o --per-query --evidence`` on ``eccv_caption`` and ``eccv``. :func:`pushed_hub`:
 the fake Hub holding the benchmark ``me/world`` and the model repos ``me/clip``, ``me/blip``, each run pushed
 (``--direct``) with its evidence, this process's huggingface_hub pointed at it. The rest: a forger's tools (a
-details commit rewritten, an evidence file replaced and its manifest made to match).
+details commit rewritten, an evidence file replaced and its manifest made to match, a ``results.json`` sealed
+again, me/clip's details made another model's, a model repo pointing at them) and the leaderboard's rows as
+printed.
 """
 
 from __future__ import annotations
@@ -142,4 +144,57 @@ def forge_manifest(tree: dict[str, bytes], path: str) -> None:
     tree["evidence/evidence.json"] = json.dumps(manifest).encode()
     summary = json.loads(tree["results.json"])
     summary["provenance"]["digests"]["evidence"] = json_digest(manifest)
-    tree["results.json"] = json.dumps(summary).encode()
+    tree["results.json"] = json.dumps(resealed(summary)).encode()
+
+
+def resealed(summary: dict) -> dict:
+    """A details ``results.json`` sealed again after an edit, as a forger would (push-results' seal is a digest of
+    the other fields' canonical JSON, which anyone can compute)."""
+    fields = {k: v for k, v in summary.items() if k != "seal"}
+    return {**fields, "seal": json_digest(fields)}
+
+
+def as_another(details: dict[str, bytes], repo: str, added: dict | None = None, model: bool = True) -> dict:
+    """me/clip's details as a forger makes them another model's: ``results.json`` naming ``repo`` (its provenance's
+    model ``hf:<repo>``, with ``model``), the evidence's manifest with the keys ``added`` (and naming that model too,
+    with ``model``), every digest and seal computed again."""
+    tree = dict(details)
+    summary = json.loads(tree["results.json"])
+    summary["model_repo"] = repo
+    if model:
+        summary["provenance"] = {**summary["provenance"], "model": f"hf:{repo}"}
+    if added is not None:
+        manifest = json.loads(tree["evidence/evidence.json"]) | added
+        if model:
+            manifest["run"] = {**manifest["run"], "model": f"hf:{repo}"}
+        tree["evidence/evidence.json"] = json.dumps(manifest).encode()
+        summary["provenance"]["digests"] = {**summary["provenance"]["digests"], "evidence": json_digest(manifest)}
+    tree["results.json"] = json.dumps(resealed(summary)).encode()
+    return tree
+
+
+def forger(hub: FakeHub, repo: str, entries: dict[str, bytes], details: dict[str, bytes] | None = None) -> None:
+    """A model repo ``repo`` holding ``entries`` at main (as files left there), and with ``details`` a details repo
+    ``<repo>_details`` holding them at a commit ``entries`` name in place of me/clip's details commit."""
+    if details is not None:
+        folder = hub.home.parent / "forged" / f"{repo}_details"
+        for path, data in details.items():
+            (folder / path).parent.mkdir(parents=True, exist_ok=True)
+            (folder / path).write_bytes(data)
+        sha = hashlib.sha1(repr(sorted(details.items())).encode()).hexdigest()
+        hub.store.repos[("datasets", f"{repo}_details")] = folder
+        hub.store.heads[("datasets", f"{repo}_details")] = sha
+        clip = [c for c in hub.store.commits if c["repo"] == "me/details_me__clip"][-1]["sha"]
+        entries = {p: d.replace(f"me/details_me__clip/tree/{clip}".encode(), f"{repo}_details/tree/{sha}".encode())
+                   for p, d in entries.items()}  # fmt: skip
+    folder = hub.home.parent / "forged" / repo
+    for path, data in entries.items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_bytes(data)
+    hub.store.repos[("models", repo)] = folder
+
+
+def board_rows(printed: str) -> dict[str, str]:
+    """The leaderboard's Hub rows: model -> its trust mark (the text after the numbers)."""
+    return {line[:44].strip(): " ".join(t for t in line[44:].split() if not t[0].isdigit() and t != "-")
+            for line in printed.splitlines() if line.startswith(("me/", "spam/")) and "  " in line}  # fmt: skip

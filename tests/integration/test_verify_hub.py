@@ -10,7 +10,6 @@ runs and their push: tests/integration/published_world.py (shared with test_expl
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 import numpy as np
@@ -25,11 +24,15 @@ from tests.docs_blocks import bash_lines
 from tests.docs_blocks import cli_calls
 from tests.integration.fake_hub_store import FAKE_COMMIT
 from tests.integration.hub_client import offline
+from tests.integration.published_world import as_another
+from tests.integration.published_world import board_rows
 from tests.integration.published_world import forge_manifest
+from tests.integration.published_world import forger
 from tests.integration.published_world import npy
 from tests.integration.published_world import npy_bytes
 from tests.integration.published_world import pushed_hub
 from tests.integration.published_world import republish
+from tests.integration.published_world import resealed
 from tests.integration.published_world import tree_of
 from tests.unit.model_world import tiny_clip
 
@@ -155,27 +158,6 @@ def test_reencode_tells_the_model_that_made_the_evidence_from_another_seed(hub, 
     assert code == 0 and "reencode coco_5k.rerank pair scores: 50 again" in "\n".join(lines), (lines, err)
 
 
-def forger(hub, repo: str, entries: dict[str, bytes], details: dict[str, bytes] | None = None) -> None:
-    """A model repo ``repo`` holding ``entries`` at main (as files left there), and with ``details`` a details repo
-    ``<repo>_details`` holding them at a commit ``entries`` name in place of me/clip's details commit."""
-    if details is not None:
-        folder = hub.home.parent / "forged" / f"{repo}_details"
-        for path, data in details.items():
-            (folder / path).parent.mkdir(parents=True, exist_ok=True)
-            (folder / path).write_bytes(data)
-        sha = hashlib.sha1(repr(sorted(details.items())).encode()).hexdigest()
-        hub.store.repos[("datasets", f"{repo}_details")] = folder
-        hub.store.heads[("datasets", f"{repo}_details")] = sha
-        clip = [c for c in hub.store.commits if c["repo"] == "me/details_me__clip"][-1]["sha"]
-        entries = {p: d.replace(f"me/details_me__clip/tree/{clip}".encode(), f"{repo}_details/tree/{sha}".encode())
-                   for p, d in entries.items()}  # fmt: skip
-    folder = hub.home.parent / "forged" / repo
-    for path, data in entries.items():
-        (folder / path).parent.mkdir(parents=True, exist_ok=True)
-        (folder / path).write_bytes(data)
-    hub.store.repos[("models", repo)] = folder
-
-
 def by_hand(path: str, data: bytes, repo: str = "me/clip") -> None:
     """A commit of one file to a model repo, made by hand (its owner's token)."""
     HfApi(token="hf_me").create_commit(repo, [CommitOperationAdd(path, data)], commit_message="by hand")
@@ -186,28 +168,25 @@ def plus(data: bytes, points: float) -> bytes:
     return yaml.safe_dump([{**item, "value": item["value"] + points} for item in yaml.safe_load(data)]).encode()
 
 
-def board_rows(printed: str) -> dict[str, str]:
-    """The leaderboard's Hub rows: model -> its trust mark (the text after the numbers)."""
-    return {line[:44].strip(): " ".join(t for t in line[44:].split() if not t[0].isdigit() and t != "-")
-            for line in printed.splitlines() if line.startswith(("me/", "spam/")) and "  " in line}  # fmt: skip
-
-
 def test_the_leaderboard_marks_what_it_trusts(hub, runs, capsys, monkeypatch, tmp_path):
     """Issue 61, item 3: every Hub row marked by what its numbers rest on, from the library's verify of its entries.
     me/clip has a hand-added duplicate (60, no source): its recomputed entry is the one shown and ranked, both files
-    named; spam/twin republishes me/clip's evidence as its own: both recomputed, both flagged as sharing it;
-    spam/copy points at me/clip's details at +5, spam/relabel at a copy whose provenance names hf:me/clip: number
-    only; spam/broken's copy has one embedding row changed: not recomputable; me/blip with one value forged:
-    differs; both left out of the significance lines, which read the entries the rows show. --verified-only keeps the
-    recomputed rows; a second run scores nothing again (each details commit's
-    recomputation kept), yet a value changed since is caught."""
+    named; spam/twin republishes me/clip's evidence as its own (its results.json sealed again), and spam/copy2 too
+    under a manifest of its own (a key added, the model it names changed, every digest and seal computed again):
+    all three recomputed, all flagged as sharing the same arrays; spam/copy points at me/clip's details at +5,
+    spam/relabel at a copy whose provenance names hf:me/clip: number only; spam/broken's copy has one embedding row
+    changed: not recomputable; me/blip with one value forged: differs; both left out of the significance lines,
+    which read the entries the rows show, each pair compared on the benchmark's own ground truth at its revision
+    (the package's 5K split knows none of the world's ids). --verified-only keeps the recomputed rows; a second run
+    scores nothing again (each details commit's recomputation kept), yet a value changed since is caught."""
     monkeypatch.setenv("ECCV_CAPTION_CACHE", str(tmp_path / "cache"))
     clip, details = dict(tree_of(hub, "me/clip")), dict(tree_of(hub, "me/details_me__clip"))
     dup = [{"dataset": {"id": "me/world", "task_id": "eccv_map_at_r_i2t"}, "value": 60.0}]
     by_hand(".eval_results/zz-dup.yaml", yaml.safe_dump(dup).encode())
     summary = json.loads(details["results.json"])
-    twin = {**summary, "model_repo": "spam/twin"}
+    twin = resealed({**summary, "model_repo": "spam/twin"})
     forger(hub, "spam/twin", clip, {**details, "results.json": json.dumps(twin).encode()})
+    forger(hub, "spam/copy2", clip, as_another(details, "spam/copy2", {"comment": "mine"}))
     relabelled = {
         **summary,
         "model_repo": "spam/relabel",
@@ -216,7 +195,7 @@ def test_the_leaderboard_marks_what_it_trusts(hub, runs, capsys, monkeypatch, tm
     forger(hub, "spam/relabel", clip, {**details, "results.json": json.dumps(relabelled).encode()})
     changed = npy(details[EMB]).copy()
     changed[3] = -changed[3]
-    broken = {**summary, "model_repo": "spam/broken"}
+    broken = resealed({**summary, "model_repo": "spam/broken"})
     forger(hub, "spam/broken", clip, {**details, EMB: npy_bytes(changed), "results.json": json.dumps(broken).encode()})
     forger(hub, "spam/copy", {p: plus(d, 5) if p.startswith(".eval_results/") else d for p, d in clip.items()})
     entry = ".eval_results/me--world--eccv_r1_t2i.yaml"
@@ -226,14 +205,15 @@ def test_the_leaderboard_marks_what_it_trusts(hub, runs, capsys, monkeypatch, tm
     printed = capsys.readouterr().out
     rows = board_rows(printed)
     assert rows == {"me/clip": "recomputed, shared", "spam/twin": "recomputed, shared", "spam/copy": "number only",
-                    "spam/relabel": "number only", "spam/broken": "not recomputable",
-                    "me/blip": "differs"}, printed  # fmt: skip
+                    "spam/relabel": "number only", "spam/broken": "not recomputable", "me/blip": "differs",
+                    "spam/copy2": "recomputed, shared"}, printed  # fmt: skip
     for said in (
-        "verified me/clip: 12 recomputed, 1 number only (8,133 bytes of evidence read)",
+        "verified me/clip: 12 recomputed, 1 number only (8,193 bytes of evidence read)",
         "note: me/clip has 2 entries for eccv_map_at_r_i2t (.eval_results/me--world--eccv_map_at_r_i2t.yaml: ",
         ".eval_results/zz-dup.yaml: 60): .eval_results/me--world--eccv_map_at_r_i2t.yaml is shown: its number is "
         "recomputed from its evidence, the other's is not",
-        "note: me/clip, spam/twin hold the same evidence (evidence.json ",
+        "hold the same evidence arrays (coco_5k/caption_embeddings.npy, coco_5k/image_embeddings.npy): one run's "
+        "numbers under several models",
         "note: spam/copy: 12 entries point at the details of me/clip (me/details_me__clip@",
         "note: spam/relabel: 12 entries point at the details of me/clip (spam/relabel_details@",  # its provenance's
         "note: me/blip: eccv_r1_t2i differs: recomputed ",
@@ -243,10 +223,11 @@ def test_the_leaderboard_marks_what_it_trusts(hub, runs, capsys, monkeypatch, tm
         "trust: recomputed = every number scored again from its published evidence, equal",
     ):
         assert said in printed, (said, printed)
-    assert "  me/clip vs spam/twin: " in printed or "  spam/twin vs me/clip: " in printed, printed
+    (pair,) = [line for line in printed.splitlines() if " vs " in line and "me/clip" in line]
+    assert "i2t +0.00 [0.00, 0.00] p=1.0000" in pair and "are not queries of this metric" not in printed, printed
     assert main([*board[:3], "--verified-only"]) == 0
     again = capsys.readouterr().out
-    assert set(board_rows(again)) == {"me/clip", "spam/twin"}, again
+    assert set(board_rows(again)) == {"me/clip", "spam/twin", "spam/copy2"}, again
     assert "verified me/clip: 12 recomputed, 1 number only (no evidence read, 1 kept from an earlier run)" in again
     assert "left out (--verified-only: not recomputed from their evidence): " in again
     r1 = ".eval_results/me--world--eccv_r1_i2t.yaml"

@@ -27,6 +27,7 @@ from eccv_metric.evidence import write_evidence
 from eccv_metric.evidence.check import DIFFERS
 from eccv_metric.evidence.check import EQUAL
 from eccv_metric.evidence.check import NOT_RECOMPUTABLE
+from eccv_metric.evidence.layout import model_record
 from eccv_metric.evidence.layout import sha256_file
 from eccv_metric.inputs.pairs import RatedPairs
 from eccv_metric.models.data.items import item_sets
@@ -289,6 +290,7 @@ def test_a_manifest_of_other_types_is_one_line_never_a_traceback(kept, res, tmp_
         "seed": lambda m: m["scoring"].update(seed=None),
         "resources": lambda m: m.update(resources="x"),
         "given": lambda m: m["resources"].update(given="abc"),
+        "model": lambda m: m["run"].update(model=["hf:me/clip"]),
     }
     for field_name, damage in damages.items():
         folder = tmp_path / field_name
@@ -298,3 +300,109 @@ def test_a_manifest_of_other_types_is_one_line_never_a_traceback(kept, res, tmp_
         (folder / "evidence.json").write_text(json.dumps(manifest))
         with pytest.raises(EvidenceError, match=f"evidence.json is not one this package writes: .*{field_name}"):
             eccv_metric.verify(out.means(), folder, resources=res)
+
+
+def test_the_evidence_names_its_model_and_is_no_other_models(world, res, inputs, tmp_path):
+    """Review of issue 61: a results file relabelled to another model (its seal computed again, as anyone can) was
+    recomputed equal from the evidence of the model it no longer names: the manifest named no model, so nothing
+    tied the two. It records the run's model spec (local paths removed, as published) and revision, and verify
+    recomputes only for the model the results name; evidence recording none behind results naming one (written
+    before it did) is not recomputable, and so is another revision."""
+    source, benchmarks = inputs["coco.embeddings"]
+    out, record = scored(res, "coco", source, benchmarks)
+    provenance = {"model": "hf:/home/me/clip", "identity": {"revision": "a" * 40}}
+    run = model_record(provenance)
+    assert run == {"model": "hf:(local path)", "model_revision": "a" * 40}  # published as it is: no local path
+    write_evidence(tmp_path / "ev", [record], n_resamples=20, seed=0, run=run)
+    write_evidence(tmp_path / "old", [record], n_resamples=20, seed=0)  # an earlier package's: no model recorded
+
+    def why(folder, named):
+        table = eccv_metric.verify(out.means(), folder, resources=res, model=named)
+        return {c.why for c in table.checks} if not table.equal else set()
+
+    assert why(tmp_path / "ev", provenance) == set()
+    assert why(tmp_path / "ev", {**provenance, "model": "hf:(local path)"}) == set()  # a published provenance
+    assert why(tmp_path / "ev", {**provenance, "model": "hf:spam/twin"}) == {
+        "the evidence is another run's: its model hf:(local path) (the results name hf:spam/twin)"}  # fmt: skip
+    assert why(tmp_path / "ev", {**provenance, "identity": {"revision": "b" * 40}}) == {
+        f"the evidence is another run's: its model_revision {'a' * 40} (the results name {'b' * 40})"}  # fmt: skip
+    (old,) = why(tmp_path / "old", provenance)
+    assert old.startswith("the evidence records no model (written by an earlier eccv-caption-hf): nothing shows")
+    assert why(tmp_path / "old", {"input": "embeddings"}) == set()  # a run on files names no model, nor does it
+
+
+def test_shared_arrays_are_told_whatever_holds_them(world, res, inputs, tmp_path):
+    """The digests of the arrays that carry scores (never the ids files) are those of their values: a copy under
+    another manifest, or in other bytes (another array order in the file), gives the same ones; one value changed
+    gives another; a file that cannot be read gives none."""
+    source, benchmarks = inputs["coco.rerank"]
+    _, record = scored(res, "coco.rerank", source, benchmarks)
+    write_evidence(tmp_path / "ev", [record], n_resamples=20, seed=0)
+    digests = load_evidence(tmp_path / "ev").score_digests()
+    assert sorted(digests) == ["coco/caption_embeddings.npy", "coco/image_embeddings.npy", "coco/rerank_i2t.npz"]
+    copy = tmp_path / "copy"
+    shutil.copytree(tmp_path / "ev", copy)
+    img = np.load(copy / "coco/image_embeddings.npy")
+    rewrite(copy, "coco/image_embeddings.npy", np.asfortranarray(img), manifest_too=True)  # other bytes, same values
+    manifest = json.loads((copy / "evidence.json").read_text())
+    (copy / "evidence.json").write_text(json.dumps({**manifest, "comment": "mine"}))
+    assert sha256_file(copy / "coco/image_embeddings.npy") != sha256_file(tmp_path / "ev/coco/image_embeddings.npy")
+    assert load_evidence(copy).score_digests() == digests
+    img[0, 0] += 1
+    rewrite(copy, "coco/image_embeddings.npy", img, manifest_too=True)
+    changed = load_evidence(copy).score_digests()
+    assert changed["coco/image_embeddings.npy"] != digests["coco/image_embeddings.npy"]
+    assert changed["coco/rerank_i2t.npz"] == digests["coco/rerank_i2t.npz"]
+    (copy / "coco/rerank_i2t.npz").unlink()  # nothing scored from a file that is not there: no digest of it
+    assert set(load_evidence(copy).score_digests()) == {"coco/caption_embeddings.npy", "coco/image_embeddings.npy"}
+
+
+def test_a_forgers_file_bytes_are_one_line_never_a_traceback(kept, res, inputs, tmp_path):
+    """Review of issue 61: a zip archive where an .npy is (np.load gives an archive: AttributeError) and an .npz
+    whose deflated member is corrupt (zlib.error) went past the reader's errors: a traceback for verify, and a
+    details commit holding one stopped every leaderboard. Each is one line, never recomputed."""
+    import io
+    import zipfile
+
+    out, ev = kept
+    folder = tmp_path / "zip"
+    shutil.copytree(ev, folder)
+    np.savez(folder / "coco/image_embeddings.npy.npz", a=np.zeros(3))
+    (folder / "coco/image_embeddings.npy.npz").rename(folder / "coco/image_embeddings.npy")
+    statuses, whys, _ = verdicts(out, folder, res)
+    said = "coco/image_embeddings.npy is not a numpy file (ValueError: a zip archive under this name)"
+    assert statuses == {NOT_RECOMPUTABLE} and whys == {f"{folder}/{said}"}
+    source, benchmarks = inputs["coco.rerank"]
+    rerank, record = scored(res, "coco.rerank", source, benchmarks)
+    write_evidence(tmp_path / "rr", [record], n_resamples=20, seed=0)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name in ("query_ids", "candidate_ids", "scores"):
+            member = io.BytesIO()
+            np.lib.format.write_array(member, np.arange(4000, dtype=np.int32))
+            archive.writestr(f"{name}.npy", member.getvalue())
+    damaged = bytearray(buffer.getvalue())
+    damaged[200:230] = bytes(b ^ 0xFF for b in damaged[200:230])
+    (tmp_path / "rr/coco/rerank_i2t.npz").write_bytes(bytes(damaged))
+    statuses, whys, _ = verdicts(rerank, tmp_path / "rr", res)
+    (why,) = whys
+    assert statuses == {NOT_RECOMPUTABLE} and why.startswith(
+        f"{tmp_path}/rr/coco/rerank_i2t.npz is not a numpy file ("
+    ), why
+
+
+def test_the_hub_out_of_reach_is_raised_never_a_row(world, res, inputs, tmp_path, monkeypatch):
+    """Review of issue 61: CxC's ratings read from a Hub repo out of reach while the evidence was scored again gave a
+    "not recomputable" row (verify caught the EvaluationError), which the leaderboard kept as a verdict on the
+    evidence. It is raised (HubReadError): no verdict; the leaderboard marks the row "not checked"."""
+    import huggingface_hub.constants as constants
+
+    from eccv_metric.benchmarks.resources import Resources
+    from eccv_metric.core.errors import HubReadError
+
+    source, benchmarks = inputs["coco.rated"]
+    out, record = scored(res, "coco.rated", source, benchmarks)
+    write_evidence(tmp_path / "ev", [record], n_resamples=20, seed=0)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # huggingface_hub's own switch: no request leaves
+    with pytest.raises(HubReadError, match="me/world: no such file or folder, and cannot read the Hub dataset repo"):
+        eccv_metric.verify(out.means(), tmp_path / "ev", resources=Resources(res.gt, cxc_source="me/world"))

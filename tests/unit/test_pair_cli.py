@@ -250,3 +250,33 @@ def test_a_rank_whose_peers_never_come_says_so_then_stops(cli, capsys, monkeypat
             "sets the seconds)\n") in err  # fmt: skip
     assert f"error: rank 0 of 2: the other ranks did not join at {where} within 0.5 s" in err
     assert "torchrun --nproc_per_node 2" in err and not dist.is_initialized()
+
+
+def test_a_rank_whose_rank_0_never_comes_ends_in_one_line(cli, capfd, monkeypatch):
+    """Review of issue 61: RANK=1 WORLD_SIZE=2 and no rank 0: torch's store client printed about 35 lines of C++
+    frames (socket.cpp, DistNetworkError) to the process's stderr before the error, and retried past the time
+    given. The rank now waits for rank 0's address with a plain socket, within the same time (here 0.5 s), saying
+    that it waits as rank 0 does; the stderr it leaves is that line and the error, nothing of torch's."""
+    import socket
+    import time
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    env = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+           "ECCV_CAPTION_JOIN_TIMEOUT": "0.5"}  # fmt: skip
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr("eccv_metric.models.parallel.world.JOIN_NOTICE", 0.1)
+    began = time.monotonic()
+    assert cli("--model", "dotpairs:a", "--benchmarks", "coco_5k") == 2
+    assert time.monotonic() - began < 30
+    err = capfd.readouterr().err  # the file descriptor's: what torch's C++ writes too
+    where = f"127.0.0.1:{port}"
+    assert err.splitlines() == [
+        f"rank 1 of 2: waiting for the other ranks to join at {where}, up to 0.5 s (ECCV_CAPTION_JOIN_TIMEOUT sets "
+        "the seconds)",
+        f"error: rank 1 of 2: the other ranks did not join at {where} within 0.5 s (ECCV_CAPTION_JOIN_TIMEOUT sets the "
+        "seconds): start every rank (torchrun --nproc_per_node 2 starts them together), or unset WORLD_SIZE to run one "
+        f"process (nothing listens at {where}: rank 0 never opened its store there)",
+    ], err

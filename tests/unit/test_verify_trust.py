@@ -60,8 +60,9 @@ def test_a_kept_recomputation_is_used_only_for_its_own_key(tmp_path, monkeypatch
     key = outcome_key("me/details", "a" * 40, "me/world", "b" * 40, None)
     rows = [Check("eccv_r1", "i2t", EQUAL, 50.0, 50.0, queries=4, differing=0, label="eccv_r1_i2t", percent=True)]
     assert load_outcome(key) is None
-    store_outcome(key, Outcome(rows, "d" * 64, ["a note"], "hf:me/clip"))
-    assert load_outcome(key) == Outcome(rows, "d" * 64, ["a note"], "hf:me/clip")
+    kept = Outcome(rows, "d" * 64, ["a note"], "hf:me/clip", {"coco_5k/image_embeddings.npy": "e" * 64})
+    store_outcome(key, kept)
+    assert load_outcome(key) == kept
     assert load_outcome({**key, "revision": "c" * 40}) is None  # another revision of the benchmark: scored again
     assert load_outcome({**key, "package": "eccv-caption-hf 9.9"}) is None  # another engine
     (path,) = (tmp_path / "eccv_caption_verified").iterdir()
@@ -85,11 +86,13 @@ def test_a_task_shows_its_verified_entry_and_the_row_its_weakest_mark():
     assert published.duplicates("me/clip") == [
         "note: me/clip has 2 entries for eccv_r1_i2t (a.yaml: 50, zz.yaml: 60): neither is shown until one is removed"
     ]
-    row = lambda e, status, basis: EntryCheck(e, Check("eccv_r1", "i2t", status, e.value * 100), basis, "d" * 64)  # noqa: E731
+    arrays = (("coco_5k/image_embeddings.npy", "e" * 64),)
+    row = lambda e, status, basis: EntryCheck(e, Check("eccv_r1", "i2t", status, e.value * 100), basis, "d" * 64,  # noqa: E731
+                                              arrays)  # fmt: skip
     found = [row(ours, EQUAL, EVIDENCE), row(dup, NOT_RECOMPUTABLE, NOT_ITS_OWN), row(other, EQUAL, EVIDENCE)]
     trust = trust_of(published, found)
     assert published.shown()["eccv_r1_i2t"] is ours and published.details_commit() == ("me/d", "a" * 40)
-    assert trust.mark == RECOMPUTED and trust.evidence == {"d" * 64}
+    assert trust.mark == RECOMPUTED and trust.arrays == {"e" * 64: "coco_5k/image_embeddings.npy"}
     assert published.duplicates("me/clip")[0].endswith(
         "a.yaml is shown: its number is recomputed from its evidence, the other's is not"
     )
@@ -101,12 +104,16 @@ def test_a_task_shows_its_verified_entry_and_the_row_its_weakest_mark():
 
 
 def test_evidence_shared_by_two_models_is_flagged_on_both():
-    rows = {"me/clip": ("me/clip", Trust({"t": RECOMPUTED}, {"e1"})),
-            "me/clip (PR #1)": ("me/clip", Trust({"t": RECOMPUTED}, {"e1"})),
-            "spam/twin": ("spam/twin", Trust({"t": RECOMPUTED}, {"e1"})),
-            "other/model": ("other/model", Trust({"t": NUMBER_ONLY}, {"e2"}))}  # fmt: skip
+    """Rows share evidence when they hold one score array in common (by the digest of its values), whatever else
+    their evidence holds: the note names the arrays."""
+    emb = {"e1": "coco_5k/image_embeddings.npy", "e2": "coco_5k/caption_embeddings.npy"}
+    rows = {"me/clip": ("me/clip", Trust({"t": RECOMPUTED}, dict(emb))),
+            "me/clip (PR #1)": ("me/clip", Trust({"t": RECOMPUTED}, dict(emb))),
+            "spam/twin": ("spam/twin", Trust({"t": RECOMPUTED}, {"e1": "x/renamed.npy", "e3": "x/other.npy"})),
+            "other/model": ("other/model", Trust({"t": NUMBER_ONLY}, {"e4": emb["e1"]}))}  # fmt: skip
     (note,) = share(rows)
-    assert note.startswith("note: me/clip, me/clip (PR #1), spam/twin hold the same evidence (evidence.json e1)")
+    assert note.startswith("note: me/clip, me/clip (PR #1), spam/twin hold the same evidence arrays "
+                           "(coco_5k/image_embeddings.npy): one run's numbers under several models")  # fmt: skip
     assert rows["spam/twin"][1].label == "recomputed, shared" and rows["other/model"][1].label == "number only"
     assert share({k: v for k, v in rows.items() if k != "spam/twin"}) == []  # a model and its pull request: one model
 
@@ -152,3 +159,38 @@ def test_details_of_other_types_are_one_line_never_a_traceback():
             per_query_from({"configs": configs}, parquet, "the details x/y@0123")
     got = per_query_from({"configs": {"c": {"metric": "eccv_r1", "direction": "i2t"}}}, {"c": good}, "w")
     assert got == {"eccv_r1": {"i2t": {"query_ids": [1, 2], "values": [1.0, 0.0], "aggregate": "mean"}}}
+
+
+class Answering:
+    """A Hub client (the boundary verify_published reads through) whose details read ends in ``failure``."""
+
+    token, endpoint = None, "http://127.0.0.1:9"
+
+    def __init__(self, failure: Exception):
+        self.failure = failure
+
+    def dataset_info(self, *args, **kwargs):
+        raise self.failure
+
+
+def test_what_stops_one_details_commit_is_its_rows_never_the_boards():
+    """Review of issue 61: an error of any other kind while one details commit was checked stopped the whole
+    leaderboard. The Hub failing is "not checked" with the Hub's line; anything else (a bug, a full disk) is "not
+    checked" too, named, never a verdict and never a crash; the commit's entries only."""
+    from eccv_metric.hub.trust import NOT_CHECKED
+    from eccv_metric.hub.trust import mark_of
+    from eccv_metric.hub.verify_hub import FAILED
+    from eccv_metric.hub.verify_hub import UNREAD
+    from eccv_metric.hub.verify_hub import verify_published
+
+    published = Published("me/clip", entries=[entry("eccv_r1_i2t", 0.5, "a.yaml"), entry("eccv_r1_t2i", 0.4, "b.yaml",
+                          None)], details_of={("me/d", "a" * 40): "me/clip"})  # fmt: skip
+    for failure, basis, words in (
+        (OSError(28, "No space left on device"), FAILED,
+         f"checking the details me/d@{'a' * 12} failed (OSError: [Errno 28] No space left on device)"),
+        (ConnectionError("Connection refused"), UNREAD, "failed: could not reach the Hub at "),
+    ):  # fmt: skip
+        found = verify_published(Answering(failure), published, "me/world", "leaderboard", cache=True)
+        ours, hand = sorted(found.entries, key=lambda c: c.entry.file)
+        assert (ours.basis, mark_of(ours)) == (basis, NOT_CHECKED) and words in ours.check.why, ours.check.why
+        assert mark_of(hand) == NUMBER_ONLY  # the entry with no details stands as it is

@@ -22,7 +22,10 @@ Every mode needs the cache (the processes meet there). Joining: a rank started h
 of ``WORLD_SIZE`` to join (torch's ``env://`` rendezvous at ``MASTER_ADDR:MASTER_PORT``, then each rank's key in
 its store) for :data:`JOIN_TIMEOUT` at most (``ECCV_CAPTION_JOIN_TIMEOUT``, seconds), saying so on stderr once it
 has waited :data:`JOIN_NOTICE` seconds; past it, one error naming the ranks missing (a job script exporting
-torchrun's variables for one process, a node that never came up). The barriers wait :data:`TIMEOUT` at most (a
+torchrun's variables for one process, a node that never came up). A rank other than 0 first waits, within the same
+time, for something to listen at that address (rank 0's store: :func:`reach`, a plain socket), so that a rank whose
+rank 0 never comes ends in that one line: torch's store client, left to time out, prints its C++ frames to stderr
+(``socket.cpp``, ``DistNetworkError``), and retries past the time given. The barriers wait :data:`TIMEOUT` at most (a
 rank may finish hours after another); ``ECCV_CAPTION_DIST_TIMEOUT`` (seconds) changes it.
 """
 
@@ -30,8 +33,10 @@ from __future__ import annotations
 
 import atexit
 import os
+import socket
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -191,8 +196,23 @@ def join() -> tuple[object, int, int]:
         flush=True))  # fmt: skip
     notice.daemon = True
     notice.start()
+    missing = (f"rank {rank} of {size}: the other ranks did not join at {where} within {limit}: start every "
+               f"rank (torchrun --nproc_per_node {size} starts them together), or unset WORLD_SIZE to run one "
+               "process")  # fmt: skip
     try:
-        store, rank_, size_ = next(dist.rendezvous("env://", timeout=wait))
+        left = reach(wait) if rank != "0" else wait  # rank 0 opens the store the others connect to
+        if left is None:
+            raise EvaluationError(f"{missing} (nothing listens at {where}: rank 0 never opened its store there)")
+        return rendezvous(dist, left, rank, size, missing)
+    finally:
+        notice.cancel()
+
+
+def rendezvous(dist: object, wait: timedelta, rank: str, size: str, missing: str) -> tuple[object, int, int]:
+    """torch's ``env://`` rendezvous, then every rank's key in its store, within ``wait``; torch's errors as one line
+    (``missing``: what the line says when the other ranks do not come)."""
+    try:
+        store, rank_, size_ = next(dist.rendezvous("env://", timeout=wait))  # type: ignore[attr-defined]
         store.set(f"{JOIN_KEY}/{rank_}", "1")
         store.wait([f"{JOIN_KEY}/{r}" for r in range(size_)], wait)
     except ValueError as exc:  # env:// without MASTER_ADDR / MASTER_PORT
@@ -202,13 +222,26 @@ def join() -> tuple[object, int, int]:
         ) from None
     except RuntimeError as exc:  # torch's store timed out (DistStoreError) or could not reach the address
         raise EvaluationError(
-            f"rank {rank} of {size}: the other ranks did not join at {where} within {limit}: start every rank "
-            f"(torchrun --nproc_per_node {size} starts them together), or unset WORLD_SIZE to run one process "
-            f"({type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''})"
+            f"{missing} ({type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''})"
         ) from None
-    finally:
-        notice.cancel()
     return store, rank_, size_
+
+
+def reach(wait: timedelta) -> timedelta | None:
+    """Wait, at most ``wait``, until a connection to ``MASTER_ADDR:MASTER_PORT`` is accepted (rank 0's store is up),
+    trying again every 0.1 s; the time left then, or None when it never was. An address torch cannot use either (no
+    such variables, a port that is no number) is left to torch's rendezvous to name: the time given back whole."""
+    host, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT", "")
+    if not host or not port.isdigit():
+        return wait
+    deadline = time.monotonic() + wait.total_seconds()
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            with socket.create_connection((host, int(port)), timeout=min(1.0, left)):
+                return timedelta(seconds=max(deadline - time.monotonic(), 0.001))
+        except OSError:  # refused (nothing there yet), unreachable, timed out, a name not yet resolvable
+            time.sleep(min(0.1, max(deadline - time.monotonic(), 0.0)))
+    return None
 
 
 def close_group() -> None:
