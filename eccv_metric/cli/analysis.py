@@ -15,12 +15,15 @@ from eccv_metric.analysis.plots import tau_heatmap
 from eccv_metric.analysis.report import scale_of
 from eccv_metric.analysis.report import shown
 from eccv_metric.analysis.stats import tau_matrix
+from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.cli.board import leaderboard_table
 from eccv_metric.cli.board import paper_args
 from eccv_metric.cli.common import non_negative_int
 from eccv_metric.cli.evaluate import resources_of
 from eccv_metric.cli.resource_flags import add_resource_flags
+from eccv_metric.cli.resource_flags import options_of
 from eccv_metric.core.errors import EvaluationError
+from eccv_metric.core.errors import in_words
 from eccv_metric.core.files import check_output_path
 from eccv_metric.core.files import write_json_atomic
 
@@ -54,19 +57,30 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
 def run_compare(args: argparse.Namespace) -> int:
     skipped: dict[str, str] = {}
     notes: list[str] = []
-    options = dict(skipped=skipped, resources=resources_of(args))
+    options: dict = dict(skipped=skipped)
     if args.from_hub:
         from eccv_metric.cli.hub import hub_per_query
+        from eccv_metric.hub.board import board_truth
 
         (a, about_a), (b, about_b) = (hub_per_query(spec, args.dataset_repo) for spec in (args.a, args.b))
         if about_a["dataset"].get("id") != about_b["dataset"].get("id"):
             raise EvaluationError(f"--from-hub: {args.a} and {args.b} published details on different benchmarks "
                                   "(give --dataset-repo)")  # fmt: skip
+        if options_of(args) == ResourceOptions():  # no ground-truth flag: the benchmark's own, as A was scored on
+            revision = about_a["dataset"].get("revision")
+            where = about_a["dataset"]["id"]
+            try:
+                options["resources"] = board_truth(where, revision if isinstance(revision, str) else None)
+            except EvaluationError as exc:
+                raise EvaluationError(in_words(exc, {"dataset_repo": "--dataset-repo"})) from None
+        else:
+            options["resources"] = resources_of(args)
         rows = compare(a, b, args.n_resamples, args.confidence, args.seed, args.method, **options)  # type: ignore[arg-type]
         revisions = [about["dataset"].get("revision") or "an unnamed revision" for about in (about_a, about_b)]
         if revisions[0] != revisions[1]:
             notes.append(f"note: A was scored on the benchmark at {revisions[0]}, B at {revisions[1]}")
     else:
+        options["resources"] = resources_of(args)
         rows = compare_files(args.a, args.b, args.n_resamples, args.confidence, args.seed, args.method, **options)
     table = [("metric", "A", "CI A", "B", "CI B", "A-B", "p", "p Holm")]
     for r in rows:

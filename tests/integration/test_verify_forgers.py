@@ -108,3 +108,18 @@ def test_the_hub_failing_mid_way_is_not_checked_and_never_kept(hub, published_ru
         sign = "+" if row["diff"] >= 0 else "-"
         assert f"{row['direction']} {sign}{abs(100 * row['diff']):.2f} " in line and f"p={row['p_value']:.4f}" in line
     assert "not compared" not in printed, printed
+
+
+def test_compare_from_hub_reads_the_benchmarks_own_ground_truth(hub, published_runs, capsys, tmp_path):
+    """``compare --from-hub`` with no ground-truth flag compared on the package's 5K split: on another benchmark
+    every metric was refused ("id(s) are not queries of this metric"). It reads the benchmark at the revision A's
+    details were scored on, and gives what ``compare`` gives on the runs' own files and the build folder."""
+    out = tmp_path / "hub.json"
+    args = ["compare", "--from-hub", "me/blip", "me/clip", "--dataset-repo", "me/world", "--n-resamples", "50"]
+    assert main([*args, "--seed", "3", "-o", str(out)]) == 0, capsys.readouterr()
+    per_query = [json.loads(open(published_runs[name][1]).read()) for name in ("blip", "clip")]
+    local = compare(*per_query, 50, 0.95, 3, resources=build_resources(published_runs["data"]))
+    published = json.loads(out.read_text())
+    assert [(r["metric"], r["direction"]) for r in published] == [(r["metric"], r["direction"]) for r in local]
+    for theirs, ours in zip(published, local, strict=True):
+        assert theirs["p_value"] == ours["p_value"] and abs(theirs["diff"] - ours["diff"]) < 1e-12
