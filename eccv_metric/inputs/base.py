@@ -70,6 +70,11 @@ class Input(Protocol):
         """
         ...
 
+    def tops(self, view: View, groups: list[tuple[int, np.ndarray]]) -> list[RankedLists]:
+        """:meth:`top` of each group ``(depth, dense queries)``, where the input can in one pass over what it reads
+        (queries of similar depth ranked together: :mod:`eccv_metric.engine.buckets`)."""
+        ...
+
     def prefers_ranks(self, view: View) -> bool:
         """Whether R@K of this view is cheaper from exact ranks than from a top-K (e.g. blocks of a matrix product,
         where a second pass would compute every score again)."""

@@ -238,10 +238,32 @@ def top_ranked(
     aligned block at a time (each computed once); a :class:`~eccv_metric.kernels.scorers.DeviceScorer` ranks
     on its device.
     """
+    one = np.zeros(len(query_pos), np.int64)
+    return top_ranked_groups(scorer, query_pos, [k], one, gallery_pos, priority, own)[0]
+
+
+def top_ranked_groups(
+    scorer: BlockScorer,
+    query_pos: np.ndarray,
+    ks: list[int],
+    group: np.ndarray,
+    gallery_pos: np.ndarray | None = None,
+    priority: Priority | None = None,
+    own: np.ndarray | None = None,
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """:func:`top_ranked` of queries in groups, the queries of group ``g`` (``group``: each query's) ranked
+    ``ks[g]`` deep, in one pass over the scores: a block holding queries of several groups is read, or
+    computed, once, and each group's rows of it are ranked at the group's depth. Per group, (top, bad, values)
+    of its queries in their given order, as :func:`top_ranked` gives them (all of them empty where any
+    query's scores hold NaN or inf)."""
+    members = [np.flatnonzero(group == g) for g in range(len(ks))]
     if isinstance(scorer, DeviceScorer):
-        return scorer.top_ranked(query_pos, k, gallery_pos, own)
+        return [
+            scorer.top_ranked(query_pos[m], k, gallery_pos, None if own is None else own[m])
+            for m, k in zip(members, ks, strict=True)
+        ]
     order = np.argsort(query_pos, kind="stable")  # read the scores in storage order
-    query_pos = query_pos[order]
+    query_pos, grouped = query_pos[order], group[order]
     own = None if own is None else own[order]
     n_gal = scorer.n_gallery if gallery_pos is None else len(gallery_pos)
     chunk = scorer.rows_per_block(n_gal, topk=True)
@@ -253,17 +275,23 @@ def top_ranked(
     what = f"ranking {len(query_pos):,} queries x {n_gal:,} items"
     shown = progress.bar(what, len(starts), "block") if many else progress.NoBar()
 
-    def work(start: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def work(start: int) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
         block = scorer.block(query_pos[start : ends[start]], gallery_pos, scratch)
-        if own is None:
-            top, bad = stable_topk(block, k, scratch)
-        else:
+        finite = None
+        if own is not None:
             block, finite = without_self(block, own[start : ends[start]])
-            top, bad = stable_topk(block, k, scratch)
-            bad |= ~finite
-        values = np.take_along_axis(block, top, axis=1) if not bad.any() else np.zeros(top.shape, block.dtype)
+        here = grouped[start : ends[start]]
+        pieces = []
+        for g in np.unique(here).tolist():  # the groups of this block's rows: a few, never one per query
+            rows = np.flatnonzero(here == g)
+            part = block if len(rows) == len(here) else block[rows]
+            top, bad = stable_topk(part, ks[g], scratch)
+            if finite is not None:
+                bad |= ~finite[rows]
+            values = np.take_along_axis(part, top, axis=1) if not bad.any() else np.zeros(top.shape, part.dtype)
+            pieces.append((g, start + rows, top, bad, values))
         shown.update(1)
-        return top, bad, values
+        return pieces
 
     workers = block_workers() if scorer.parallel else None
     with shown:
@@ -271,19 +299,23 @@ def top_ranked(
             parts = workers.map(work, starts, (next_ticket(), -len(query_pos)) if priority is None else priority)
         else:  # a few blocks run in the calling thread: they never queue behind another ranking
             parts = [work(s) for s in starts]
+    pieces = [piece for block in parts for piece in block]
     bad = np.zeros(len(query_pos), bool)
-    if parts:
-        bad[order] = np.concatenate([p[1] for p in parts])
+    for _, rows, _, part_bad, _ in pieces:
+        bad[order[rows]] = part_bad
     if bad.any():
-        return np.zeros((len(query_pos), 0), np.int32), bad, np.zeros((len(query_pos), 0))
-    top = np.empty((len(query_pos), k), np.int32)
-    values = np.empty((len(query_pos), k), parts[0][2].dtype if parts else np.float64)
-    for start, (part_top, _, part_values) in zip(starts, parts, strict=True):  # no concatenated copy of them all
-        rows = order[start : start + len(part_top)]
-        top[rows], values[rows] = part_top, part_values
+        return [(np.zeros((len(m), 0), np.int32), bad[m], np.zeros((len(m), 0))) for m in members]
+    local = np.zeros(len(query_pos), np.int64)  # each query's place among its group's queries
+    for m in members:
+        local[m] = np.arange(len(m))
+    dtype = pieces[0][4].dtype if pieces else np.float64
+    out = [(np.empty((len(m), k), np.int32), np.empty((len(m), k), dtype)) for m, k in zip(members, ks, strict=True)]
+    for g, rows, part_top, _, part_values in pieces:  # no concatenated copy of them all
+        at = local[order[rows]]
+        out[g][0][at], out[g][1][at] = part_top, part_values
     if gallery_pos is not None:
-        top = gallery_pos[top].astype(np.int32)
-    return top, bad, values
+        out = [(gallery_pos[top].astype(np.int32), values) for top, values in out]
+    return [(top, bad[m], values) for (top, values), m in zip(out, members, strict=True)]
 
 
 def aligned_starts(sorted_pos: np.ndarray, aligned: int) -> list[int]:
