@@ -6,8 +6,11 @@ A depth job reads each query's first ``reads`` items (:attr:`~eccv_metric.measur
 R for R-Precision and mAP@R, ``min(R, cap)`` for PMRP, K for R@K. One list of every query is as deep as the
 deepest of them; uncapped PMRP over plausible matches reads from 1 to 13,380 captions of an image query (2,495
 on average), so one list of every query costs five times what the queries read. A query's values and tie flags
-depend only on its own list, and on that list only as far as its depth (two items past it for the tie note), so
-any grouping gives the same values, bit for bit; the grouping only decides what it costs.
+depend only on its own list, and on that list only as far as its depth (two items past it for the tie note),
+but for one thing: a sum of floats along a list (mAP@R's) rounds its last bit by the row's length, so it runs over
+the width one list of every query would have (:func:`sum_width`). Any grouping then gives the same values, bit
+for bit; the grouping only decides what it costs. Restricted views (folds, a pool) keep one list: their lists'
+width depends on which queries are asked, and no metric reads deep there.
 """
 
 from __future__ import annotations
@@ -76,6 +79,21 @@ def depth_buckets(view: View, jobs: list[Job], rel_of: Callable[[Relevance], Rel
     if len(bounds) == 1:
         return None
     return [queries[(inverse >= lo) & (inverse < hi)] for lo, hi in reversed(bounds)]
+
+
+def sum_width(
+    jobs: list[Job], rel: Relevance, rel_of: Callable[[Relevance], Relevance], extra: int, widest: int
+) -> int:
+    """How many terms a sum along a list (mAP@R's) runs over for the queries of ``rel`` when one list of every
+    query (``widest`` items) is read: the width of its hits (its deepest job's depth, ``extra`` past the cut), up
+    to its most positives. The groups' queries are summed over this width too: the same bits."""
+    full = rel_of(rel)
+    deepest = max(
+        METRIC_KINDS[j.kind].depth(j.k, j.cap, [rel_of(r).n_positives for r in j.relevances])
+        for j in jobs
+        if any(rel_of(r) is full for r in j.relevances)
+    )
+    return min(deepest + extra, widest, int(full.n_positives.max(initial=0)))
 
 
 def within(rel_of: Callable[[Relevance], Relevance], queries: np.ndarray) -> Callable[[Relevance], Relevance]:

@@ -25,6 +25,7 @@ from eccv_metric.engine import ties
 from eccv_metric.engine.buckets import Part
 from eccv_metric.engine.buckets import depth_buckets
 from eccv_metric.engine.buckets import merge_parts
+from eccv_metric.engine.buckets import sum_width
 from eccv_metric.engine.buckets import within
 from eccv_metric.engine.plan import Job
 from eccv_metric.engine.plan import direction_order
@@ -222,15 +223,17 @@ def _run_depth(
     values and flags are the same, read off a list at least as deep as its own depth (two items past it with
     ``extra``). A group's error is told as one list of every query tells it (the queries named in full).
     """
-    groups = depth_buckets(view, jobs, rel_of) if source.exact_ranks else None
+    groups = depth_buckets(view, jobs, rel_of) if source.exact_ranks and not view.restricted else None
     parts = None
     if groups is not None:
         try:
             rels = [within(rel_of, g) for g in groups]
             depths = [max(_depth(j, r) for j in jobs) + extra for r in rels]
             lists = source.tops(view, list(zip(depths, groups, strict=True)))
+            widest = max(got.items.shape[1] for got in lists)  # one list of every query: this wide
+            sums = {id(r): sum_width(jobs, r, rel_of, extra, widest) for j in jobs for r in j.relevances}
             found = zip(rels, lists, strict=True)
-            parts = merge_parts([_depth_parts(view, jobs, source, r, tally, extra, got) for r, got in found])
+            parts = merge_parts([_depth_parts(view, jobs, source, r, tally, extra, got, sums) for r, got in found])
         except EvaluationError:
             parts = None  # raised below by the one list of every query, in its words
     if parts is None:
@@ -252,9 +255,11 @@ def _depth_parts(
     tally: Tally | None,
     extra: int,
     lists: RankedLists | None = None,
+    sums: dict[int, int] | None = None,
 ) -> dict[tuple[int, int], Part]:
     """Each depth job's part on each of its relevances (``(id(job), i)``: the i-th), from one ``source.top`` (or
-    the ``lists`` given, as deep as these jobs read)."""
+    the ``lists`` given, as deep as these jobs read; ``sums``: by relevance, how many terms a sum along a list
+    runs over, :func:`~eccv_metric.engine.buckets.sum_width`)."""
     if lists is None:
         rels = {id(r): rel_of(r) for j in jobs for r in j.relevances}
         needed = np.zeros(len(view.queries), dtype=bool)  # a mask, not np.unique: ~1 ms less per view
@@ -268,10 +273,11 @@ def _depth_parts(
     groups: dict[int, ties.Groups] = {}
     parts: dict[tuple[int, int], Part] = {}
     for job in jobs:
-        for i, rel in enumerate(rel_of(r) for r in job.relevances):
+        for i, (given, rel) in enumerate((r, rel_of(r)) for r in job.relevances):
             if id(rel) not in cache:
                 deepest = max(_depth(j, rel_of) for j in jobs if any(rel_of(r) is rel for r in j.relevances))
-                cache[id(rel)] = _hits(view, lists, rel, deepest + extra, job.metric)
+                width = None if sums is None else sums[id(given)]
+                cache[id(rel)] = _hits(view, lists, rel, deepest + extra, job.metric, width)
             scores = _score(view, job, rel, cache[id(rel)])
             flags = None
             if tally is not None and lists.ties is not None:
@@ -335,14 +341,17 @@ class _Hits:
     hits: np.ndarray
     first: np.ndarray
     rows: np.ndarray
+    width: int | None = None  # how many terms a sum along a list runs over (None: the hits' own)
 
 
-def _hits(view: View, lists: RankedLists, rel: Relevance, depth: int, needed_by: str) -> _Hits:
+def _hits(
+    view: View, lists: RankedLists, rel: Relevance, depth: int, needed_by: str, width: int | None = None
+) -> _Hits:
     rows = lists.rows(rel.query, view.queries, needed_by)
     hits = lists.hits(rel, rows, depth)
     sizes = lists.gallery_size if np.ndim(lists.gallery_size) == 0 else np.asarray(lists.gallery_size)[rows]
     ids = view.queries.ids[rel.query]
-    return _Hits(ids, lists.lengths[rows], sizes, hits, formulas.first_hit(hits), rows)
+    return _Hits(ids, lists.lengths[rows], sizes, hits, formulas.first_hit(hits), rows, width)
 
 
 def _score(view: View, job: Job, rel: Relevance, found: _Hits) -> QueryScores:
@@ -350,7 +359,7 @@ def _score(view: View, job: Job, rel: Relevance, found: _Hits) -> QueryScores:
     cannot decide, with what the kind needs (its ``short``)."""
     kind = METRIC_KINDS[job.kind]
     values, undecided = kind.score(
-        found.hits, found.first, rel.n_positives, found.available, found.sizes, job.k, job.cap
+        found.hits, found.first, rel.n_positives, found.available, found.sizes, job.k, job.cap, found.width
     )  # type: ignore[misc]
     if undecided.any():
         where = f" of the query's {job.restriction_label}" if job.restriction_label else ""

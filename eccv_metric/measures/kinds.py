@@ -34,11 +34,11 @@ class MetricKind:
 
     Behaviour (None where the kind has none): ``reads(k, cap, n_positives)``: how many items of each query's
     list a job reads (``n_positives``: a relevance's, one per query; :meth:`depth`: the most over several
-    relevances); ``score(hits, first, n_positives, available,
-    sizes, k, cap)``: per-query values and the mask of queries a list cannot decide; ``short(k, cap, sizes,
-    where)``: what such a list lacks, in words; ``chance(n, r, k, cap)``: per-query mean and variance under a
-    random ranking of ``n`` items with ``r`` positives; ``chance_bound(n, r, k)``: a cheap upper bound of that
-    mean (checked first).
+    relevances); ``score(hits, first, n_positives, available, sizes, k, cap, width)``: per-query values and the
+    mask of queries a list cannot decide (``width``: how many terms a sum along a list runs over, None: as the
+    hits give, :func:`~eccv_metric.measures.formulas.map_at_r`); ``short(k, cap, sizes, where)``: what such a
+    list lacks, in words; ``chance(n, r, k, cap)``: per-query mean and variance under a random ranking of ``n``
+    items with ``r`` positives; ``chance_bound(n, r, k)``: a cheap upper bound of that mean (checked first).
     """
 
     key: str
@@ -108,7 +108,7 @@ METRIC_KINDS: dict[str, MetricKind] = {
             "first_hit",
             "R@K(q) = 1[a positive is among the first K]",
             _k_deep,
-            lambda hits, first, n_pos, available, sizes, k, cap: formulas.recall_at_k(first, available, k, sizes),
+            lambda hits, first, n_pos, available, sizes, k, cap, _: formulas.recall_at_k(first, available, k, sizes),
             _recall_short,
             _recall_chance,
             lambda n, r, k: k * r / np.maximum(n - k + 1, 1),  # union bound: p_q <= K R / (n - K + 1)
@@ -122,7 +122,7 @@ METRIC_KINDS: dict[str, MetricKind] = {
             "depth",
             "R-P(q) = (1/R) sum_{i<=R} rel(i)",
             _r_deep,
-            lambda hits, first, n_pos, available, sizes, k, cap: formulas.r_precision(hits, n_pos, available),
+            lambda hits, first, n_pos, available, sizes, k, cap, _: formulas.r_precision(hits, n_pos, available),
             lambda k, cap, sizes, where: "R-Precision needs the first R items (R = its number of positives)",
             _rprecision_chance,
         ),
@@ -135,7 +135,7 @@ METRIC_KINDS: dict[str, MetricKind] = {
             "depth",
             "mAP@R(q) = (1/R) sum_{i<=R} rel(i) P@i, P@i = (1/i) sum_{j<=i} rel(j)",
             _r_deep,
-            lambda hits, first, n_pos, available, sizes, k, cap: formulas.map_at_r(hits, n_pos, available),
+            lambda hits, first, n_pos, available, sizes, k, cap, w: formulas.map_at_r(hits, n_pos, available, w),
             lambda k, cap, sizes, where: "mAP@R needs the first R items (R = its number of positives)",
             _map_chance,
         ),
@@ -148,7 +148,7 @@ METRIC_KINDS: dict[str, MetricKind] = {
             "depth",
             "(1/m) sum_{i<=m} rel(i), m = min(R, cap)",
             _capped_r_deep,
-            lambda hits, first, n_pos, available, sizes, k, cap: formulas.r_precision(hits, n_pos, available, cap),
+            lambda hits, first, n_pos, available, sizes, k, cap, _: formulas.r_precision(hits, n_pos, available, cap),
             lambda k, cap, sizes, where: (
                 f"PMRP needs the first min(R, {cap}) items" if cap else "PMRP needs the first R items"
             ),
