@@ -92,6 +92,7 @@ PARSE_ONLY = {
     ),
     "eccv-caption leaderboard --from-hub you/eccv-caption": "reads the Hub's leaderboard (tested against the fake Hub)",
     "python scripts/benchmark.py --skip-official-full --repeat 3": "a speed measurement: minutes, on a quiet machine",
+    "python scripts/benchmark_deep.py --repeat 3": "a speed measurement: a minute, on a quiet machine",
     "python scripts/benchmark_models.py --preset tiny --device cpu --models 2": (
         "a speed measurement: minutes, on a quiet machine"
     ),

@@ -2,7 +2,8 @@
 
 Per view (the ranking a set of jobs reads) it asks the input once for the top
 items every depth job needs (R@K: K items; R-Precision / mAP@R: R items;
-PMRP: min(R, cap)), shares each relevance's hits among its jobs, and reads
+PMRP: min(R, cap); queries of similar depth together where depths differ
+widely: :mod:`eccv_metric.engine.buckets`), shares each relevance's hits among its jobs, and reads
 rank jobs (MedR, MeanR; R@K with K above ``DEEP_K`` from scores) off exact
 ranks. Correlations score the rated pairs. Per-query values everywhere; a
 job an input cannot decide is an error naming the queries.
@@ -155,8 +156,9 @@ def _run_view(
     K > ``DEEP_K``, or another rank job already reads the same relevance, or the input prefers ranks) read
     the exact rank of each query's first positive: one ``source.first_ranks`` per relevance. *Depth jobs*
     (R@K, R-Precision, mAP@R, PMRP) read the first ``depth`` items of each query's list: ``source.top`` is
-    asked once, for the deepest depth any job needs and for the queries any relevance has; each relevance's
-    hit matrix (:class:`_Hits`) is built once at the depth its deepest job reads and shared by its jobs.
+    asked once, for the deepest depth any job needs and for the queries any relevance has (or ``source.tops``
+    once, for groups of queries of similar depth: :func:`_run_depth`); each relevance's hit matrix
+    (:class:`_Hits`) is built once at the depth its deepest job reads and shared by its jobs.
     A job over several relevances (PCME's PMRP over zeta) is the per-query mean of its parts.
 
     With ``partial`` and an input that gives only some queries (ranked lists), every relevance is first

@@ -1,5 +1,6 @@
 """TREC qrels and run files (trec_eval, pytrec_eval, ranx) for every benchmark and direction: the formats and
-their ids, and runs (qrels are written and read in :mod:`eccv_metric.formats.qrels`).
+their ids, and runs (qrels are written and read in :mod:`eccv_metric.formats.qrels`, a run's lines read into
+columns in :mod:`eccv_metric.formats.trec_lines`).
 
 Ids: images and captions live in different id spaces, so TREC / BEIR ids carry
 their modality: ``image-391895`` (a COCO image id), ``caption-770337`` (a COCO

@@ -11,10 +11,11 @@ A run is read by one of two readers with the same result:
   with the line's number and what is wrong with it;
 - a vectorised reader (:func:`fast_columns`) for the files most runs are: ASCII, fields split by spaces or tabs,
   lines ended by ``\\n`` or ``\\r\\n``, every line six fields or none, every field as the syntax says. It reads
-  the file in chunks of :data:`CHUNK` bytes, finds the fields with numpy, checks each column of a chunk with
-  the same regular expressions in one call, and converts it with numpy. Anything else (a byte outside that
-  set, a line of another length, a field the syntax refuses, a score that overflows) hands the whole file to
-  the line reader, which reads it from the start and says what it says: the same columns or the same error.
+  the file in chunks of :data:`CHUNK` bytes, finds the fields with numpy, checks and reads the ids and ranks
+  with numpy, checks a chunk's scores with :data:`SCORE` in one call and reads them as ``float()`` does (numpy),
+  and looks each query token up once per run of lines. Anything else (a byte outside that set, a line of
+  another length, a field the syntax refuses, a score that overflows) hands the whole file to the line reader,
+  which reads it from the start and says what it says: the same columns or the same error.
 
 Both hold typed columns (about 41 bytes a line), never a Python object per line; the vectorised reader holds
 one chunk's work on top (a few times :data:`CHUNK`).

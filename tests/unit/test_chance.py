@@ -101,7 +101,7 @@ def test_every_kind_carries_its_behaviour():
 
     for kind in METRIC_KINDS.values():
         reads_lists = kind.needs in ("first_hit", "depth")
-        assert (kind.depth is not None) == (kind.score is not None) == (kind.short is not None) == reads_lists, kind
+        assert (kind.reads is not None) == (kind.score is not None) == (kind.short is not None) == reads_lists, kind
         assert (kind.chance is None) == (kind.needs == "pairs"), kind  # every ranking metric gets the chance check
 
 

@@ -194,6 +194,33 @@ def test_scores_are_the_floats_python_reads(tmp_path):
     assert got.tobytes() == np.array([float(s) for s in finite]).tobytes()
 
 
+def near_tokens(rng: random.Random, kind: str) -> list[str]:
+    """Document ids or ranks, most of them near the syntax's edges (signs, leading zeros, 18-20 digits, 2^63)."""
+    out = [str(2**63 - 1), str(2**63), "0", "00", "-0", "+0", "1" * 18, "9" * 19, "1" * 19, "+", "-", ""]
+    for _ in range(300):
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.choice([1, 2, 3, 17, 18, 19, 20])))
+        out.append(rng.choice(["", "", "+", "-", "0", "--", "+-", "e", "."]) + digits + rng.choice(["", "", "x", "."]))
+    if kind == "rank":
+        return out
+    prefixes = ["image-", "caption-", "caption-", "image", "Image-", "caption_", "captio-", "image--", "-", ""]
+    return [rng.choice(prefixes) + token.lstrip("+-") for token in out]
+
+
+@pytest.mark.parametrize("kind", ["doc", "rank"])
+def test_ids_and_ranks_are_read_as_the_syntax_reads_them(tmp_path, kind):
+    """The vectorised reader reads an id or a rank exactly where the line reader does (no file it leaves is one
+    the line reader reads), and the same number."""
+    for token in near_tokens(random.Random(11 if kind == "doc" else 12), kind):
+        fields = ["image-1", "Q0", token if kind == "doc" else "caption-1", token if kind == "rank" else "1", "2", "t"]
+        path = write(tmp_path, (" ".join(fields) + "\n").encode())
+        try:
+            line_columns(path)
+            accepted = True
+        except EvaluationError:
+            accepted = False
+        assert both(path) == accepted, token
+
+
 def test_the_robustness_fuzz_corpus_reads_alike(tmp_path):
     """The TREC mutations of tests/integration/test_robustness.py (Unicode digits, a BOM, underscores, huge ids,
     leading zeros, ties, signed ranks), 200 of them on a 300-line run."""
