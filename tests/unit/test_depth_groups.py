@@ -13,6 +13,8 @@ from eccv_metric import ScoreMatrix
 from eccv_metric import TwoStage
 from eccv_metric.engine import buckets
 from eccv_metric.engine import depth as engine
+from eccv_metric.inputs import tied
+from eccv_metric.inputs.scored import ScoredInput
 from tests.unit import brute
 from tests.unit import twostage_brute as tb
 from tests.unit.test_tie_note import first_stage
@@ -121,3 +123,29 @@ def test_an_error_in_a_group_is_the_one_lists_error(world, groups):
             quiet_evaluate(Embeddings(img, cap), ["pmrp"], resources=world.resources(r_cap=None), directions="t2i")
         messages.append(str(caught.value))
     assert messages[0] == messages[1] and "overflow" in messages[0]
+
+
+def test_every_groups_lists_carry_the_ties_past_them(world, groups, monkeypatch):
+    """The tie note counts a group of equal scores at a list's end from the items the top-k kept past the list
+    (issue 59): every depth group's lists carry them, as one list of every query does, so neither reads a row
+    again (tie-heavy integer scores, every group at its own depth)."""
+    rng = np.random.default_rng(4)
+    img = rng.integers(-2, 3, (len(world.image_ids), 2)).astype(np.float32)
+    cap = rng.integers(-2, 3, (len(world.caption_ids), 2)).astype(np.float32)
+    ranked, reads = [], []
+    tops, count = ScoredInput.tops, tied.count_tied
+
+    def spy_tops(self, view, asked, past=0):
+        got = tops(self, view, asked, past)
+        ranked.extend((past, lists.past is not None, lists.items.shape[1]) for lists in got)
+        return got
+
+    monkeypatch.setattr(ScoredInput, "tops", spy_tops)
+    monkeypatch.setattr(tied, "count_tied", lambda *args: reads.append(len(args[3])) or count(*args))
+    metrics = [m for m in METRICS if "t2t" not in m]
+    one, grouped = one_list_and_groups(lambda: ScoreMatrix(img @ cap.T), world.resources(r_cap=None), groups, metrics)
+    assert_same(one, grouped)
+    assert any("order of equal scores decides" in note for note in grouped.notes)
+    assert len({width for _, _, width in ranked}) >= 3  # lists of several depths
+    assert ranked and all(past == 2 and carried for past, carried, _ in ranked), ranked
+    assert not reads
