@@ -12,7 +12,8 @@ Builds one realistic score matrix over the real 5,000 x 25,000 test ids
 2. ours and the official on top-50 ranked lists (the official README recipe),
    on the metrics both compute correctly from them;
 3. the official end to end on full rankings (argsort, dicts, metric loops),
-   unless --skip-official-full (it needs ~70 s and ~11 GB).
+   unless --skip-official-full (it needs ~70 s and ~11 GB);
+4. uncapped PMRP beside capped, and a 1.5M-line TREC run read (scripts/benchmark_deep.py, CPU seconds too).
 
 Peak memory is the high-water mark of the process's resident set during a
 stage (Linux /proc/self/clear_refs), minus what was resident before it; the
@@ -50,6 +51,8 @@ from eccv_metric import evaluate_many  # noqa: E402
 from eccv_metric import means  # noqa: E402
 from eccv_metric.hub.evaluate_glue import nest  # noqa: E402
 from eccv_metric.kernels.topk import stable_topk  # noqa: E402
+from scripts.benchmark_deep import pmrp_stage  # noqa: E402
+from scripts.benchmark_deep import trec_stage  # noqa: E402
 from scripts.benchmark_ties import summary as tie_summary  # noqa: E402
 from scripts.benchmark_ties import tie_note_stage  # noqa: E402
 from scripts.benchmark_timing import interleaved  # noqa: E402
@@ -298,6 +301,12 @@ def main() -> int:
     emb = embeddings_stage(metrics, report, args.repeat)
     five_ratio = five_stage(metrics, report, args.repeat) if (INSTANCES.parents[1] / "cxc").is_dir() else None
 
+    def cpu_report(name: str, best: tuple[float, float], note: str = "") -> None:
+        report(name, best[1], 0, f"{best[0]:.2f} CPU s {note}")
+
+    deep = pmrp_stage(scores, cpu_report, args.repeat) if INSTANCES.is_file() else None
+    run = trec_stage(scores, gt, cpu_report, args.repeat)
+
     diff_full, t_full = None, None
     if not args.skip_official_full:
 
@@ -355,6 +364,12 @@ def main() -> int:
     print("\n".join(tie_summary(ties)))
     print(f"  {MODELS} models: marginal time per model {many_ratio:.2f}x one model's evaluate() (target <= 1.1x)")
     print(f"  embeddings 5,000 x 25,000 x {DIM}: {emb['ratio']:.2f}x one matmul + the score path (issue 34: <= 1.1x)")
+    if deep is not None:
+        print(
+            f"  uncapped PMRP (pm_r_cap=None): {deep['groups'] / deep['capped']:.1f}x capped PMRP's CPU, "
+            f"{deep['one'] / deep['groups']:.1f}x less than one list as deep as the deepest (the engine before)"
+        )
+    print(f"  a 1.5M-line TREC run: its lines read {run['line'] / run['fast']:.1f}x faster than by the line reader")
     if five_ratio is not None:
         print(f"  five COCO benchmarks, evaluate_benchmarks: {five_ratio:.2f}x one evaluate() of all five (<= 1.05x)")
     print(

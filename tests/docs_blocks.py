@@ -97,6 +97,7 @@ PARSE_ONLY = {
         "uploads the build to the Hub (tests/integration/test_push.py, a local fake of the Hub)"
     ),
     "python scripts/benchmark.py --skip-official-full --repeat 3": "a speed measurement: minutes, on a quiet machine",
+    "python scripts/benchmark_deep.py --repeat 3": "a speed measurement: a minute, on a quiet machine",
     "python scripts/benchmark_models.py --preset tiny --device cpu --models 2": (
         "a speed measurement: minutes, on a quiet machine"
     ),

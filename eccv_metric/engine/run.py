@@ -2,7 +2,8 @@
 
 Per view (the ranking a set of jobs reads) it asks the input once for the top
 items every depth job needs (R@K: K items; R-Precision / mAP@R: R items;
-PMRP: min(R, cap)), shares each relevance's hits among its jobs, and reads
+PMRP: min(R, cap); queries of similar depth together where depths differ
+widely: :mod:`eccv_metric.engine.buckets`), shares each relevance's hits among its jobs, and reads
 rank jobs (MedR, MeanR; R@K with K above ``DEEP_K`` from scores) off exact
 ranks. Correlations score the rated pairs. Per-query values everywhere; a
 job an input cannot decide is an error naming the queries.
@@ -10,26 +11,22 @@ job an input cannot decide is an error naming the queries.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 import numpy as np
 
 from eccv_metric.core.defaults import N_RESAMPLES
 from eccv_metric.core.defaults import SEED
 from eccv_metric.core.errors import EvaluationError
-from eccv_metric.core.errors import preview
 from eccv_metric.core.view import View
 from eccv_metric.engine import ties
+from eccv_metric.engine.depth import run_depth
 from eccv_metric.engine.plan import Job
 from eccv_metric.engine.plan import direction_order
 from eccv_metric.engine.ties import Tally
 from eccv_metric.inputs.base import Input
 from eccv_metric.inputs.base import Relevance
-from eccv_metric.inputs.lists import RankedLists
 from eccv_metric.kernels.ranks import Ranked
-from eccv_metric.kernels.workers import block_workers
 from eccv_metric.measures import formulas
 from eccv_metric.measures.correlation import bootstrap_spearman
 from eccv_metric.measures.kinds import METRIC_KINDS
@@ -151,8 +148,9 @@ def _run_view(
     K > ``DEEP_K``, or another rank job already reads the same relevance, or the input prefers ranks) read
     the exact rank of each query's first positive: one ``source.first_ranks`` per relevance. *Depth jobs*
     (R@K, R-Precision, mAP@R, PMRP) read the first ``depth`` items of each query's list: ``source.top`` is
-    asked once, for the deepest depth any job needs and for the queries any relevance has; each relevance's
-    hit matrix (:class:`_Hits`) is built once at the depth its deepest job reads and shared by its jobs.
+    asked once, for the deepest depth any job needs and for the queries any relevance has (or ``source.tops``
+    once, for groups of queries of similar depth: :func:`~eccv_metric.engine.depth.run_depth`); each relevance's
+    hit matrix is built once at the depth its deepest job reads and shared by its jobs.
     A job over several relevances (PCME's PMRP over zeta) is the per-query mean of its parts.
 
     With ``partial`` and an input that gives only some queries (ranked lists), every relevance is first
@@ -175,29 +173,7 @@ def _run_view(
     # two items past the cut: does a group of equal scores straddle it, and does the group at the list's end go on?
     extra = 2 if tally is not None and source.exact_ranks else 0
     if by_depth:
-        rels = {id(r): rel_of(r) for j in by_depth for r in j.relevances}
-        needed = np.zeros(len(view.queries), dtype=bool)  # a mask, not np.unique: ~1 ms less per view
-        for rel in rels.values():
-            needed[rel.query] = True
-        queries = np.flatnonzero(needed)
-        depth = max(_depth(j, rel_of) for j in by_depth)
-        only_hits = all(j.kind == "recall" for j in by_depth) and len(rels) == 1
-        lists = source.top(view, depth + extra, queries, next(iter(rels.values())) if only_hits else None, extra)
-        cache: dict[int, _Hits] = {}
-        pending: list[tuple[Job, list[QueryScores], list[Relevance]]] = []
-        for job in by_depth:
-            parts, used = [], []
-            for rel in (rel_of(r) for r in job.relevances):
-                if id(rel) not in cache:
-                    deepest = max(_depth(j, rel_of) for j in by_depth if any(rel_of(r) is rel for r in j.relevances))
-                    cache[id(rel)] = _hits(view, lists, rel, deepest + extra, job.metric)
-                parts.append(_score(view, job, rel, cache[id(rel)]))
-                used.append(rel)
-            out[(job.metric, job.direction)] = parts[0] if len(parts) == 1 else _mean_over(job, parts)
-            if tally is not None and lists.ties is not None:
-                pending.append((job, parts, used))
-        if pending:
-            _tally_depth(view, pending, source, lists, cache, tally, out)  # type: ignore[arg-type]
+        run_depth(view, by_depth, source, rel_of, out, tally, extra)
     ranks: dict[int, Ranked | np.ndarray] = {}
     for job in by_rank:
         rel = rel_of(job.relevance)
@@ -218,140 +194,9 @@ def _run_view(
             scores = QueryScores(job.metric, job.direction, ids, values, METRIC_KINDS[job.kind].aggregate)
         out[(job.metric, job.direction)] = scores
         if tally is not None and isinstance(got, Ranked):
-            reranked = _reranked_depth(source, view, rel)
+            reranked = ties.reranked_depth(source, view, rel)
             tail = None if reranked is None else ties.past_by_rank(job.kind, job.k, values, reranked)
             tally.add(job.metric, job.direction, ids, ties.by_rank(job.kind, job.k, got), tail)
-
-
-def _tally_depth(
-    view: View,
-    pending: list[tuple[Job, list[QueryScores], list[Relevance]]],
-    source: Input,
-    lists: RankedLists,
-    cache: dict[int, _Hits],
-    tally: Tally,
-    out: dict,
-) -> None:
-    """The tie note's flags of a view's depth jobs (``pending``: each job, its parts, their relevances): the jobs of
-    one relevance in turn (they share its groups of equal scores), the relevances side by side on the block
-    workers, so that a direction's serial tail does not grow by their sum."""
-    keys: dict[int, list[tuple[int, int]]] = {}
-    rels: dict[int, Relevance] = {}
-    for i, (_, _, used) in enumerate(pending):
-        for j, rel in enumerate(used):
-            keys.setdefault(id(rel), []).append((i, j))
-            rels[id(rel)] = rel
-
-    def flags_of(key: int) -> list[tuple[int, int, tuple]]:
-        groups: dict[int, ties.Groups] = {}
-        job_of = [pending[i][0] for i, _ in keys[key]]
-        found = [_depth_flags(view, job, rels[key], source, lists, cache[key], groups) for job in job_of]
-        return [(i, j, f) for (i, j), f in zip(keys[key], found, strict=True)]
-
-    workers = block_workers() if len(keys) > 1 else None
-    priority = (getattr(source, "ticket", 0), -len(view.queries))
-    done = workers.map(flags_of, list(keys), priority) if workers is not None else [flags_of(k) for k in keys]
-    flags: list[list] = [[None] * len(used) for _, _, used in pending]
-    for part in done:
-        for i, j, found in part:
-            flags[i][j] = found
-    for (job, parts, _), found in zip(pending, flags, strict=True):
-        _tally_parts(tally, job, out[(job.metric, job.direction)].query_ids, parts, found)
-
-
-def _depth_flags(
-    view: View, job: Job, rel: Relevance, source: Input, lists: RankedLists, found: _Hits, groups: dict
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """(decided by tie order, decided past a two-stage input's candidates) per query of ``rel`` for a depth job."""
-    if id(rel) not in groups:
-        groups[id(rel)] = ties.Groups(source, view, rel, lists, found.rows, found.hits)
-    sizes = np.broadcast_to(np.asarray(found.sizes), (len(found.ids),))
-    cuts = ties.cut(job.kind, job.k, job.cap, rel.n_positives, sizes)
-    tied = groups[id(rel)].decided(job.kind, cuts)
-    reranked = _reranked_depth(source, view, rel)
-    return tied, None if reranked is None else ties.past_on_lists(job.kind, cuts, found.first, reranked)
-
-
-def _reranked_depth(source: Input, view: View, rel: Relevance) -> np.ndarray | None:
-    """Each query's reranked candidates in the view (two-stage inputs; None for the others, also for an input
-    written before the protocol had the method)."""
-    depth = getattr(source, "reranked_depth", None)
-    return None if depth is None else depth(view, rel.query)
-
-
-def _tally_parts(
-    tally: Tally, job: Job, out_ids: np.ndarray, parts: list[QueryScores], flags: list[tuple[np.ndarray, object]]
-) -> None:
-    """Record a depth job's flagged queries (``out_ids``: the job's); a job over several relations (PMRP over
-    zeta): flagged in any of them."""
-    if len(parts) == 1:
-        tally.add(job.metric, job.direction, out_ids, *flags[0])  # type: ignore[arg-type]
-        return
-    tied = np.zeros(len(out_ids), dtype=bool)
-    tail = None if flags[0][1] is None else np.zeros(len(out_ids), dtype=bool)
-    for part, (part_tied, part_tail) in zip(parts, flags, strict=True):
-        order = np.argsort(part.query_ids)
-        at = order[np.searchsorted(part.query_ids[order], out_ids)]  # every part scores the job's queries
-        tied |= part_tied[at]
-        if tail is not None:
-            tail |= part_tail[at]  # type: ignore[index]
-    tally.add(job.metric, job.direction, out_ids, tied, tail)
-
-
-def _depth(job: Job, rel_of: Callable[[Relevance], Relevance]) -> int:
-    """How many items of each list the job reads at most (its kind's ``depth``)."""
-    return METRIC_KINDS[job.kind].depth(job.k, job.cap, [rel_of(r).n_positives for r in job.relevances])  # type: ignore[misc]
-
-
-@dataclass(frozen=True)
-class _Hits:
-    """What the jobs of one relevance share: query ids, list lengths, gallery sizes, hit matrix, first hits, and
-    the rows of the lists they came from."""
-
-    ids: np.ndarray
-    available: np.ndarray
-    sizes: np.ndarray | int
-    hits: np.ndarray
-    first: np.ndarray
-    rows: np.ndarray
-
-
-def _hits(view: View, lists: RankedLists, rel: Relevance, depth: int, needed_by: str) -> _Hits:
-    rows = lists.rows(rel.query, view.queries, needed_by)
-    hits = lists.hits(rel, rows, depth)
-    sizes = lists.gallery_size if np.ndim(lists.gallery_size) == 0 else np.asarray(lists.gallery_size)[rows]
-    ids = view.queries.ids[rel.query]
-    return _Hits(ids, lists.lengths[rows], sizes, hits, formulas.first_hit(hits), rows)
-
-
-def _score(view: View, job: Job, rel: Relevance, found: _Hits) -> QueryScores:
-    """Per-query values of one job on one relevance (its kind's ``score``); an error names the queries the lists
-    cannot decide, with what the kind needs (its ``short``)."""
-    kind = METRIC_KINDS[job.kind]
-    values, undecided = kind.score(
-        found.hits, found.first, rel.n_positives, found.available, found.sizes, job.k, job.cap
-    )  # type: ignore[misc]
-    if undecided.any():
-        where = f" of the query's {job.restriction_label}" if job.restriction_label else ""
-        raise EvaluationError(
-            f"{job.direction} {job.metric}: the ranked lists of {int(undecided.sum())} query "
-            f"{view.query_kind}(s) are too short ({kind.short(job.k, job.cap, found.sizes, where)}): "  # type: ignore[misc]
-            f"{preview(found.ids[undecided])}; give longer lists or the scores (a score matrix or embeddings rank "
-            "every item)"
-        )
-    return QueryScores(job.metric, job.direction, found.ids, values)
-
-
-def _mean_over(job: Job, parts: list[QueryScores]) -> QueryScores:
-    """Per query, the mean of its values over several relations (PCME's PMRP), on the queries all of them score."""
-    common = parts[0].query_ids
-    for part in parts[1:]:
-        common = np.intersect1d(common, part.query_ids)
-    values = np.zeros(len(common))
-    for part in parts:
-        order = np.argsort(part.query_ids)
-        values += part.values[order][np.searchsorted(part.query_ids[order], common)]
-    return QueryScores(job.metric, job.direction, common, values / len(parts))
 
 
 def _correlation(job: Job, source: Input, n_resamples: int, seed: int, out: dict) -> None:

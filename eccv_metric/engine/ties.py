@@ -87,6 +87,13 @@ def cut(kind: str, k: int | None, cap: int | None, n_positives: np.ndarray, size
     return np.minimum(r, sizes).astype(np.int64)
 
 
+def reranked_depth(source: Input, view: View, rel: Relevance) -> np.ndarray | None:
+    """Each query's reranked candidates in the view (two-stage inputs; None for the others, also for an input
+    written before the protocol had the method)."""
+    depth = getattr(source, "reranked_depth", None)
+    return None if depth is None else depth(view, rel.query)
+
+
 def past_on_lists(kind: str, cuts: np.ndarray, first: np.ndarray, reranked: np.ndarray) -> np.ndarray:
     """Queries whose depth job reads the first stage's order past the reranked candidates."""
     if kind == "recall":

@@ -28,7 +28,7 @@ from eccv_metric.core.jsonio import read_json
 from eccv_metric.core.jsonio import require_object
 from eccv_metric.core.view import DIRECTION_KINDS
 from eccv_metric.core.view import View
-from eccv_metric.formats.trec import parse_trec_id
+from eccv_metric.formats.trec_lines import parse_trec_id
 from eccv_metric.inputs.given import Rankings
 
 TASK_PREFIX = "ECCVCaption_"  # the MTEB task names of eccv_caption_dataset.mteb (``ECCVCaption_<subset>``)

@@ -16,8 +16,8 @@ from eccv_metric.core.files import read_text
 from eccv_metric.core.positives import Positives
 from eccv_metric.core.view import DIRECTION_KINDS
 from eccv_metric.formats.trec import DIRECTION_OF
-from eccv_metric.formats.trec import INTEGER
-from eccv_metric.formats.trec import parse_trec_id
+from eccv_metric.formats.trec_lines import INTEGER
+from eccv_metric.formats.trec_lines import parse_trec_id
 from eccv_metric.groundtruth.cxc import Ratings
 from eccv_metric.groundtruth.split import GroundTruth
 

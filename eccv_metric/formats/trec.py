@@ -1,5 +1,6 @@
 """TREC qrels and run files (trec_eval, pytrec_eval, ranx) for every benchmark and direction: the formats and
-their ids, and runs (qrels are written and read in :mod:`eccv_metric.formats.qrels`).
+their ids, and runs (qrels are written and read in :mod:`eccv_metric.formats.qrels`, a run's lines read into
+columns in :mod:`eccv_metric.formats.trec_lines`).
 
 Ids: images and captions live in different id spaces, so TREC / BEIR ids carry
 their modality: ``image-391895`` (a COCO image id), ``caption-770337`` (a COCO
@@ -43,9 +44,6 @@ query's own cut R (both divide by the number of positives).
 
 from __future__ import annotations
 
-import math
-import re
-from array import array
 from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Mapping
@@ -56,35 +54,23 @@ import numpy as np
 
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.files import atomic_open
-from eccv_metric.core.files import unreadable
-from eccv_metric.core.ids import INT64_MAX
 from eccv_metric.core.options import TIES as TIES
 from eccv_metric.core.options import check_ties
 from eccv_metric.core.view import DIRECTION_KINDS
 from eccv_metric.core.view import View
+from eccv_metric.formats.trec_lines import ITEM_KIND_CODES
+from eccv_metric.formats.trec_lines import parse_trec_id
+from eccv_metric.formats.trec_lines import read_columns
 from eccv_metric.groundtruth.split import GroundTruth
 from eccv_metric.inputs.given import Rankings
 from eccv_metric.inputs.matrix import ScoreMatrix
 
-ITEM_KIND_CODES = ("image", "caption")
 DIRECTION_OF = {kinds: direction for direction, kinds in DIRECTION_KINDS.items()}
-_TREC_ID = re.compile(r"(image|caption)-(0|[1-9][0-9]{0,18})")
-INTEGER = re.compile(r"[+-]?[0-9]{1,18}")  # a rank or a qrels relevance (ASCII digits)
-_SCORE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-DOC_MEMO = 1 << 17  # parsed document tokens a run reader keeps (a gallery is 25,000 captions or 31,244 images)
 
 
 def trec_id(kind: str, ident: int) -> str:
     """``image-391895`` / ``caption-770337``."""
     return f"{kind}-{int(ident)}"
-
-
-def parse_trec_id(token: str, where: str) -> tuple[str, int]:
-    """``image-<id>`` / ``caption-<id>``: the id in ASCII decimal digits, canonical (no sign, no leading zero)."""
-    match = _TREC_ID.fullmatch(token)
-    if match is None or int(match.group(2)) > INT64_MAX:
-        raise EvaluationError(f"{where}: id {token!r:.40} is not 'image-<id>' or 'caption-<id>' (ASCII decimal id)")
-    return match.group(1), int(match.group(2))
 
 
 def run_lines(rankings: Mapping[int, Sequence[int]], direction: str, tag: str = "eccv_caption") -> Iterator[str]:
@@ -193,59 +179,24 @@ def read_run_parts(
     trec_eval, pytrec_eval and MTEB order them (``ties="trec_eval"``, the rank column ignored).
 
     The arrays form of :class:`~eccv_metric.inputs.given.Rankings` (no Python list per query). Lines
-    are read one at a time into typed columns (~40 bytes a line), never held as text or Python objects (but for
-    each document token parsed, at most ``DOC_MEMO`` of them): peak memory is a small fraction of the file beyond
-    these columns. Queries in order of first appearance.
+    are read into typed columns (~41 bytes a line, :func:`~eccv_metric.formats.trec_lines.read_columns`: in
+    chunks, vectorised, or one line at a time for the refused files and their errors), never held as text or
+    Python objects: peak memory is a small fraction of the file beyond these columns. Queries in order of first
+    appearance.
     """
     check_ties(ties)
-    queries: dict[str, int] = {}
-    columns = {"query": array("q"), "kind": array("b"), "doc": array("q"), "rank": array("q"), "score": array("d")}
-    numbers = array("q")  # the line number of each run line, for the errors
-    # each document token parsed once: (kind code, id); at most DOC_MEMO tokens held (memory bounded)
-    memo: dict[str, tuple[int, int]] = {}
-    n = 0
-    try:
-        with open(path, encoding="utf-8-sig", newline=None) as fin:
-            for n, line in enumerate(fin, 1):
-                parts = line.split()
-                if not parts:
-                    continue
-                if len(parts) != 6:
-                    raise EvaluationError(
-                        f"{path}:{n}: a run line has 6 fields '<query> Q0 <doc> <rank> <score> <tag>'"
-                    )
-                if not INTEGER.fullmatch(parts[3]) or not _SCORE.fullmatch(parts[4]):
-                    raise EvaluationError(
-                        f"{path}:{n}: rank must be an integer and score must be a finite decimal number (ASCII digits)"
-                    )
-                score = float(parts[4])
-                if not math.isfinite(score):
-                    raise EvaluationError(f"{path}:{n}: score must be finite, not {parts[4]}")
-                doc = memo.get(parts[2])
-                if doc is None:
-                    dkind, did = parse_trec_id(parts[2], f"{path}:{n}")
-                    doc = (ITEM_KIND_CODES.index(dkind), did)
-                    if len(memo) < DOC_MEMO:
-                        memo[parts[2]] = doc
-                columns["query"].append(queries.setdefault(parts[0], len(queries)))
-                columns["kind"].append(doc[0])
-                columns["doc"].append(doc[1])
-                columns["rank"].append(int(parts[3]))
-                columns["score"].append(score)
-                numbers.append(n)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise unreadable(path, exc, "a TREC run") from None
-    if not numbers:
+    col, line, queries = read_columns(path)
+    if not len(line):
         raise EvaluationError(f"{path}: no run lines")
-    col = {name: np.frombuffer(values, dtype=values.typecode) for name, values in columns.items()}
-    line = np.frombuffer(numbers, dtype=np.int64)
     group = col["query"].astype(np.int64) * 2 + col["kind"]
+    descending = -col["score"]
     if ties == "trec_eval":  # score descending, then the document id as a string descending (trec_eval's order)
-        as_text = np.unique(col["doc"].astype(str), return_inverse=True)[1].ravel()
-        order = np.lexsort((line, -as_text, -col["score"], group))
-        del as_text
+        order = trec_eval_order(group, descending, col["doc"], line)
+    elif in_order(group, descending, col["rank"], col["doc"], line):
+        order = np.arange(len(line))  # the file is in this order already (an exported run): no sort
     else:
-        order = np.lexsort((line, col["doc"], col["rank"], -col["score"], group))
+        order = np.lexsort((line, col["doc"], col["rank"], descending, group))
+    del descending
     ordered = group[order]  # sorted: each list's lines are one run of equal groups (np.unique would sort again)
     same = ordered[1:] == ordered[:-1]
     for name in ("score", "rank") if ties == "stable" else ():  # one column in this order at a time (memory)
@@ -262,7 +213,9 @@ def read_run_parts(
     groups, lengths = ordered[first], np.diff(np.r_[first, len(ordered)])
     del ordered
     appear = np.argsort(np.minimum.reduceat(line[order], first), kind="stable")  # first appearance in the file
-    by_rank = np.lexsort((line, col["rank"], group))  # each list in its rank column's order: the same groups
+    by_rank = (  # each list in its rank column's order: the same groups
+        np.arange(len(line)) if in_order(group, col["rank"], line) else np.lexsort((line, col["rank"], group))
+    )
     low, high = col["score"][by_rank[first]], col["score"][by_rank[first + lengths - 1]]
     tokens = list(queries)
     out: dict[str, list[tuple[int, int, int]]] = {}
@@ -274,7 +227,7 @@ def read_run_parts(
         up, told = rising.get(direction, (0, 0))
         rising[direction] = (up + int(low[g] < high[g]), told + int(low[g] != high[g]))
     docs = col["doc"][order]
-    del col, columns, line, group, order, by_rank  # the columns are read: memory for the lists alone
+    del col, line, group, order, by_rank  # the columns are read: memory for the lists alone
     arrays = {}
     for direction, parts in out.items():
         qids, starts, counts = (np.asarray(v, dtype=np.int64) for v in zip(*parts, strict=True))
@@ -284,6 +237,30 @@ def read_run_parts(
         del at
     found = {d: arrays[d] for d in DIRECTION_KINDS if d in arrays}
     return found, rising_notes(path, {d: rising[d] for d in found})
+
+
+def in_order(*keys: np.ndarray) -> bool:
+    """Whether the rows are in the ascending order of ``keys`` (the most significant first) already: then
+    ``np.lexsort(keys[::-1])`` is ``0, 1, 2, ...`` (a stable sort keeps rows equal in every key in place). One
+    pass per key, no sort."""
+    decided = np.zeros(max(len(keys[0]) - 1, 0), dtype=bool)  # pairs of rows an earlier key put in order
+    for key in keys:
+        before, after = key[:-1], key[1:]
+        if (~decided & (before > after)).any():
+            return False
+        decided |= before < after
+    return True
+
+
+def trec_eval_order(group: np.ndarray, descending: np.ndarray, doc: np.ndarray, line: np.ndarray) -> np.ndarray:
+    """The lines of each list by score descending, then document id descending as strings, then line
+    (``line``: ascending, the rows' order); without a sort where the file is in that order (a run exported so)."""
+    if in_order(group, descending):  # rows of equal score in one list: their ids as strings must descend
+        tied = np.flatnonzero((group[1:] == group[:-1]) & (descending[1:] == descending[:-1]))
+        if (doc[tied].astype(str) >= doc[tied + 1].astype(str)).all():
+            return np.arange(len(line))
+    as_text = np.unique(doc.astype(str), return_inverse=True)[1].ravel()
+    return np.lexsort((line, -as_text, descending, group))
 
 
 def run_from_scores(

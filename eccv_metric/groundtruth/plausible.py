@@ -89,6 +89,7 @@ class ImageLevelRelevance:
     def restrict(self, queries: np.ndarray) -> ImageLevelRelevance:
         out = ImageLevelRelevance(self.match, self.caption_image, self.direction, np.asarray(queries))
         out.__dict__["_counts"] = self._counts  # the same counts: not recomputed
+        out.__dict__["_flat"] = self._flat  # the same tables
         return out
 
     @cached_property
@@ -118,13 +119,24 @@ class ImageLevelRelevance:
         return self.lookup(self.query[:, None], items)
 
     def lookup(self, q: np.ndarray, g: np.ndarray) -> np.ndarray:
-        q, g = np.broadcast_arrays(np.asarray(q, np.int64), np.asarray(g, np.int64))
-        safe = np.maximum(g, 0)
-        if self.direction == "i2t":
-            hit = self.match[q, self.caption_image[safe]]
-        else:
-            hit = self.match[self.caption_image[q], safe]
-        return hit & (g >= 0)
+        """Whether gallery item ``g`` (dense, or -1: not one) is a positive of query ``q`` (broadcast): one gather
+        from the flattened relation at ``row(q) + column(g)``."""
+        flat, row_start, column = self._flat
+        g = np.asarray(g)
+        hit = flat.take(row_start[q] + column[g])
+        if g.size and g.min() < 0:
+            hit &= g >= 0
+        return hit
+
+    @cached_property
+    def _flat(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(the image x image relation flattened; where the row of each query starts; the column of each gallery
+        item, one more entry for -1) as int32 where they fit."""
+        n = len(self.match)
+        dtype = np.int32 if self.match.size < 2**31 else np.int64
+        image, own = self.caption_image.astype(dtype), np.arange(n, dtype=dtype)
+        query_image, gallery_image = (own, image) if self.direction == "i2t" else (image, own)
+        return np.ascontiguousarray(self.match).ravel(), query_image * n, np.append(gallery_image, 0).astype(dtype)
 
     def positive_mask(self, part: np.ndarray, columns: np.ndarray, col_of_dense: np.ndarray) -> np.ndarray:
         """Bool (len(part) x len(columns)): is block column j (dense gallery ``columns[j]``, -1 extra) a positive."""

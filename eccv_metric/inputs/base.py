@@ -80,6 +80,12 @@ class Input(Protocol):
         """
         ...
 
+    def tops(self, view: View, groups: list[tuple[int, np.ndarray]], past: int = 0) -> list[RankedLists]:
+        """:meth:`top` of each group ``(depth, dense queries)``, where the input can in one pass over what it reads
+        (queries of similar depth ranked together: :mod:`eccv_metric.engine.buckets`); ``past``: as :meth:`top`'s,
+        each group's lists carrying what one list of every query would carry of the ties past them."""
+        ...
+
     def prefers_ranks(self, view: View) -> bool:
         """Whether R@K of this view is cheaper from exact ranks than from a top-K (e.g. blocks of a matrix product,
         where a second pass would compute every score again)."""

@@ -96,6 +96,9 @@ class Rankings:
         depth = min(depth, lists.width, int(sizes.max(initial=0)))
         return lists.filtered(query_group, view.gallery_group, own).ranked(depth, sizes)
 
+    def tops(self, view: View, groups: list[tuple[int, np.ndarray]], past: int = 0) -> list[RankedLists]:
+        return [self.top(view, depth, queries, None, past) for depth, queries in groups]
+
     def _restriction(self, view: View, lists: FlatLists) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         """(gallery size, group and own item of each list's query) of a restricted or intramodal view."""
         sizes = view.gallery_sizes(lists.query, len(view.gallery))

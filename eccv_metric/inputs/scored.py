@@ -3,23 +3,8 @@
 Both are ranked block by block through a scorer
 (:mod:`eccv_metric.kernels.scorers`), so every view, every fold and every
 intramodal task costs a bounded amount of memory beyond the input, and every
-rank is exact (``#{higher} + #{equal, given earlier} + 1``).
-
-Rows are named by ids (default: the collection's canonical order: Karpathy
-order for the 5K split, the annotation order for FG). Extra ids beside the
-collection's items are distractors (ranked as negatives in unrestricted
-views; a restricted view ranks only its own items); an id of the other
-modality among them is refused as a likely mix-up. Every item a view ranks
-must have a row.
-
-Ties (``ties``): ``stable`` (default) ranks equal scores in the given order
-(the item given first wins); ``trec_eval`` ranks them as trec_eval,
-pytrec_eval and MTEB order a run (:mod:`eccv_metric.formats.trec`): by item id
-descending as strings (``9`` before ``10``). The rows of each modality are
-then read in that order (:meth:`ScoredInput.row_order`: the scorer reads the
-same matrix or embeddings through the permutation, nothing is copied but
-indices) and ranked with the same stable kernels: equal scores fall in the
-rule's order.
+rank is exact (``#{higher} + #{equal, given earlier} + 1``). Their rows are named by ids, and read in the order
+of the tie rule (``ties``), as :mod:`eccv_metric.inputs.rows` says.
 """
 
 from __future__ import annotations
@@ -28,10 +13,6 @@ import numpy as np
 
 from eccv_metric.core.errors import EvaluationError
 from eccv_metric.core.errors import preview
-from eccv_metric.core.ids import check_extra_ids
-from eccv_metric.core.ids import int_ids
-from eccv_metric.core.ids import require_unique
-from eccv_metric.core.options import check_ties
 from eccv_metric.core.view import Collection
 from eccv_metric.core.view import View
 from eccv_metric.inputs.base import HeldChecks
@@ -41,6 +22,7 @@ from eccv_metric.inputs.lists import restrict_lists
 from eccv_metric.inputs.lists import side_by_side
 from eccv_metric.inputs.lists import splice
 from eccv_metric.inputs.lists import tie_flags
+from eccv_metric.inputs.rows import RowIds
 from eccv_metric.inputs.tied import all_tied
 from eccv_metric.inputs.tied import tie_totals
 from eccv_metric.kernels.past import PastTies
@@ -50,14 +32,13 @@ from eccv_metric.kernels.ranks import rank_all
 from eccv_metric.kernels.scorers import BlockScorer
 from eccv_metric.kernels.scorers import MatrixScorer
 from eccv_metric.kernels.topk import TopRanked
-from eccv_metric.kernels.topk import ranked_top
+from eccv_metric.kernels.topk import top_ranked_groups
 from eccv_metric.kernels.workers import next_ticket
 
-OTHER = {"image": "caption", "caption": "image"}
 PAST = 64  # items past a list's end that tie with its last item, kept per list (at least the list's depth)
 
 
-class ScoredInput(HeldChecks):
+class ScoredInput(RowIds, HeldChecks):
     """What score matrices and embeddings share: id mappings, top-k per view, exact ranks, pair scores; their
     values are checked when made and refused when scored (:class:`~eccv_metric.inputs.base.HeldChecks`)."""
 
@@ -68,42 +49,17 @@ class ScoredInput(HeldChecks):
     kind = "scores"
 
     def __init__(self, ids: dict[str, object], ties: str = "stable"):
-        self.ties = check_ties(ties)
-        self._orders: dict[tuple, np.ndarray] = {}
+        super().__init__(ids, ties)
         self._varied: dict[tuple, tuple[str, bool] | None] = {}
         self.constant_notes: dict[tuple, str] = {}  # kinds -> what a constant score matrix means
         self.tied_queries: dict[str, set[int]] = {}  # direction -> queries whose every score is equal
-        self._ids = ids
         self.ticket = next_ticket()
-        self._maps: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._last: dict[tuple, RankedLists] = {}
-
-    @property
-    def row_ids(self) -> dict[str, object]:
-        """The ids of the rows of each kind as given (None: the collection's canonical order)."""
-        return dict(self._ids)
 
     # -- what a subclass provides ----------------------------------------------------------------------------------
 
-    def n_rows(self, kind: str) -> int | None:
-        """How many rows the input has for a modality (None: none given)."""
-        raise NotImplementedError
-
     def scorer(self, view: View) -> BlockScorer:
         raise NotImplementedError
-
-    def shape_error(self, kind: str, n_rows: int, n_ids: int) -> str:
-        """The mismatch of rows and given ids, in the input's words."""
-        raise NotImplementedError
-
-    def _ids_named(self, kind: str, n_ids: int, lines: str = "rows") -> str:
-        """How the ids of the ``lines`` (``rows``, or a score matrix's caption ``columns``) came about: given, or the
-        collection's canonical order (the user gave none)."""
-        if self._ids.get(kind) is not None:
-            return f"{n_ids} {kind} ids were given"
-        return (
-            f"{kind}_ids= was not given, so the {lines} are read as the benchmark's {n_ids} {kind}s in canonical order"
-        )
 
     def cannot(self, view: View) -> str | None:
         return self.cannot_direction(view.direction)
@@ -137,49 +93,6 @@ class ScoredInput(HeldChecks):
     def cannot_pairs(self, kinds: tuple[str, str]) -> str | None:
         raise NotImplementedError
 
-    # -- ids ---------------------------------------------------------------------------------------------------
-
-    def mapping(self, collection: Collection, kind: str) -> tuple[np.ndarray, np.ndarray]:
-        """(dense item of each row (-1: an extra id), row of each dense item (-1: none)) for one modality."""
-        key = (id(collection), kind)
-        if key not in self._maps:
-            index = collection.index(kind)
-            n_rows = self.n_rows(kind)
-            given = self._ids.get(kind)
-            arr = int_ids(index.ids if given is None else given, f"{kind} ids", ndim=1)
-            if n_rows is None or len(arr) != n_rows:
-                raise EvaluationError(self.shape_error(kind, n_rows or 0, len(arr)))
-            require_unique(arr, f"given {kind}")
-            check_extra_ids(arr, index, collection.index(OTHER[kind]))
-            if self.ties == "trec_eval":  # rows read in descending id-string order: trec_eval's order of ties
-                order = np.argsort(arr.astype(str), kind="stable")[::-1].copy()
-                self._orders[key] = order
-                arr = arr[order]
-            dense = index.positions(arr).astype(np.int64)
-            row = np.full(len(index), -1, dtype=np.int64)
-            row[dense[dense >= 0]] = np.flatnonzero(dense >= 0)
-            self._maps[key] = (dense, row)
-        return self._maps[key]
-
-    def row_order(self, collection: Collection, kind: str) -> np.ndarray | None:
-        """The given row behind each row of :meth:`mapping` (None: the given order, ``ties="stable"``)."""
-        self.mapping(collection, kind)
-        return self._orders.get((id(collection), kind))
-
-    def _rows(self, view: View, kind: str, needed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """The mapping of a modality; the items ``needed`` (dense; None: all) must have rows."""
-        dense, row = self.mapping(view.collection, kind)
-        missing = row < 0 if needed is None else np.zeros(len(row), bool)
-        if needed is not None:
-            missing[needed[row[needed] < 0]] = True
-        if missing.any():
-            ids = view.collection.index(kind).ids[missing]
-            raise EvaluationError(
-                f"the gallery must cover the test split: {len(ids)} test {kind} id(s) are missing from "
-                f"the {kind} ids given ({kind}_ids=): {preview(ids)}"
-            )
-        return dense, row
-
     def given_queries(self, view: View) -> None:
         return None
 
@@ -199,19 +112,33 @@ class ScoredInput(HeldChecks):
     ) -> RankedLists:
         if view.restricted:
             return self._restricted_top(view, depth, queries, decided_by, past)
+        lists = self.tops(view, [(depth, queries)], past)[0]
+        self._last[view.key] = lists
+        return lists
+
+    def tops(self, view: View, groups: list[tuple[int, np.ndarray]], past: int = 0) -> list[RankedLists]:
+        """:meth:`top` of each group ``(depth, dense queries)`` in one pass over the scores: a block holding queries
+        of several groups is read, or computed, once (a restricted view's groups: one by one). ``past``: as
+        :meth:`top`'s; every group's lists carry the ties past them, as one list of every query would."""
+        if view.restricted:
+            return [self.top(view, depth, queries, None, past) for depth, queries in groups]
+        queries = np.concatenate([q for _, q in groups])
         _, qrow = self._rows(view, view.query_kind, queries)
         gdense, _ = self._rows(view, view.gallery_kind, None)
         scorer = self.scorer(view)
         n_gal = scorer.n_gallery - view.exclude_self
         own = self.mapping(view.collection, view.gallery_kind)[1][queries] if view.exclude_self else None
-        k = min(depth, n_gal)
-        found = self._top(view, scorer, qrow[queries], k, None, own, queries, max(PAST, k) if past else 0)
-        lengths, items = np.full(len(queries), n_gal), gdense[found.top].astype(np.int32)
-        past = None if found.past is None else found.past.with_items(gdense[found.past.items].astype(np.int32))
-        lists = RankedLists(view.direction, queries, items, lengths, n_gal, tie_flags(found.values, lengths),
-                            found.values, past)  # fmt: skip
-        self._last[view.key] = lists
-        return lists
+        group = np.repeat(np.arange(len(groups)), [len(q) for _, q in groups])
+        ks = [min(depth, n_gal) for depth, _ in groups]
+        pasts = [max(PAST, k) if past else 0 for k in ks]
+        found = self._tops(view, scorer, qrow[queries], ks, group, None, own, queries, pasts)
+        items, out = gdense.astype(np.int32), []
+        for (_, members), got in zip(groups, found, strict=True):
+            lengths = np.full(len(members), n_gal)
+            beyond = None if got.past is None else got.past.with_items(items[got.past.items])
+            out.append(RankedLists(view.direction, members, items[got.top], lengths, n_gal,
+                                   tie_flags(got.values, lengths), got.values, beyond))  # fmt: skip
+        return out
 
     def top_positions(self, view: View, depth: int, queries: np.ndarray) -> np.ndarray:
         """The given gallery row of each of the first ``depth`` items of ``queries`` (dense), unrestricted view."""
@@ -223,11 +150,6 @@ class ScoredInput(HeldChecks):
         top = self._top(view, scorer, qrow[queries], k, None, own, queries).top
         order = self.row_order(view.collection, view.gallery_kind)
         return top if order is None else order[top]
-
-    def given_ids(self, collection: Collection, kind: str) -> np.ndarray:
-        """The id of each row of a modality (given, or the collection's canonical order)."""
-        given = self._ids.get(kind)
-        return collection.index(kind).ids if given is None else int_ids(given, f"{kind} ids", ndim=1)
 
     def _top(
         self,
@@ -242,19 +164,41 @@ class ScoredInput(HeldChecks):
     ) -> TopRanked:
         """The top-k of the scorer rows ``rows`` (``queries``: dense): gallery positions of the scorer, their
         scores, and with ``past`` the ties past each list (:func:`~eccv_metric.kernels.topk.ranked_top`)."""
+        one = np.zeros(len(rows), np.int64)
+        return self._tops(view, scorer, rows, [k], one, gallery_pos, own, queries, [past])[0]
+
+    def _tops(
+        self,
+        view: View,
+        scorer: BlockScorer,
+        rows: np.ndarray,
+        ks: list[int],
+        group: np.ndarray,
+        gallery_pos: np.ndarray | None,
+        own: np.ndarray | None,
+        queries: np.ndarray,
+        pasts: list[int],
+    ) -> list[TopRanked]:
+        """:meth:`_top` of each group of rows (``group``: each row's), group ``g`` ranked ``ks[g]`` deep, with
+        ``pasts[g]`` (:func:`~eccv_metric.kernels.topk.top_ranked_groups`)."""
         constant = self.require_varied(view)
-        found = ranked_top(scorer, rows, k, gallery_pos, self._priority(view), own, past)
-        top, bad = found.top, found.bad
+        found = top_ranked_groups(scorer, rows, ks, group, gallery_pos, self._priority(view), own, pasts)
+        members = [np.flatnonzero(group == g) for g in range(len(ks))]
+        bad = np.zeros(len(rows), bool)
+        for at, got in zip(members, found, strict=True):
+            bad[at] = got.bad
         if bad.any():
             ids = view.queries.ids[queries[bad]]
             raise EvaluationError(
                 f"{view.direction}: the scores of {int(bad.sum())} query {view.query_kind}(s) "
                 f"{self.nonfinite(view)[0]}: {preview(ids)}{self.nonfinite(view)[1]}"
             )
-        if not constant:  # a constant matrix is noted once, not query by query
-            tied = all_tied(scorer, rows, top, gallery_pos, own)
-            if len(tied):
-                self.tied_queries.setdefault(view.direction, set()).update(view.queries.ids[queries[tied]].tolist())
+        for at, got in zip(members, found, strict=True):
+            if not constant:  # a constant matrix is noted once, not query by query
+                tied = all_tied(scorer, rows[at], got.top, gallery_pos, None if own is None else own[at])
+                named = view.queries.ids[queries[at[tied]]].tolist()
+                if named:
+                    self.tied_queries.setdefault(view.direction, set()).update(named)
         return found
 
     def _restricted_top(

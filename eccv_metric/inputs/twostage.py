@@ -181,6 +181,10 @@ class TwoStage(ScoredInput):
         self._last[view.key] = lists
         return lists
 
+    def tops(self, view: View, groups: list[tuple[int, np.ndarray]], past: int = 0) -> list[RankedLists]:
+        """:meth:`top` of each group ``(depth, dense queries)``, one by one."""
+        return [self.top(view, depth, queries, None, past) for depth, queries in groups]
+
     def top_positions(self, view: View, depth: int, queries: np.ndarray) -> np.ndarray:
         """The given gallery row of each of the first ``depth`` items of ``queries`` (dense), unrestricted view."""
         gdense, grow = self._rows(view, view.gallery_kind, None)

@@ -297,20 +297,41 @@ def ranked_top(
 ) -> TopRanked:
     """Top-``k`` gallery positions for the scorer's query rows ``query_pos`` (:class:`TopRanked`).
 
-    ``gallery_pos``: restrict the gallery to these (ascending) positions.
-    ``own``: for each query, the position (into the restricted gallery) of its
-    own item, which is left out (-1: none). ``past`` > 0: also count the items
-    past each list that tie with its last item, and keep their positions where
-    at most ``past`` (:func:`ranked_rows`).
-    Blocks run on the shared block workers when the scorer allows it, a lower
+    ``gallery_pos``: restrict the gallery to these (ascending) positions. ``own``: for each query, the position
+    (into the restricted gallery) of its own item, which is left out (-1: none). ``past`` > 0: also count the
+    items past each list that tie with its last item, and keep their positions where at most ``past``
+    (:func:`ranked_rows`). Blocks run on the shared block workers when the scorer allows it, a lower
     ``priority`` first (default: a new evaluation's ticket). A scorer that computes aligned blocks is read one
     aligned block at a time (each computed once); a :class:`~eccv_metric.kernels.scorers.DeviceScorer` ranks
     on its device.
     """
+    one = np.zeros(len(query_pos), np.int64)
+    return top_ranked_groups(scorer, query_pos, [k], one, gallery_pos, priority, own, [past])[0]
+
+
+def top_ranked_groups(
+    scorer: BlockScorer,
+    query_pos: np.ndarray,
+    ks: list[int],
+    group: np.ndarray,
+    gallery_pos: np.ndarray | None = None,
+    priority: Priority | None = None,
+    own: np.ndarray | None = None,
+    pasts: list[int] | None = None,
+) -> list[TopRanked]:
+    """:func:`ranked_top` of queries in groups, the queries of group ``g`` (``group``: each query's) ranked
+    ``ks[g]`` deep (``pasts[g]``: its ``past``), in one pass over the scores: a block holding queries of several
+    groups is read, or computed, once, and each group's rows of it are ranked at the group's depth. Per group,
+    the :class:`TopRanked` of its queries in their given order, as :func:`ranked_top` gives it (every group's
+    lists empty where any query's scores hold NaN or inf)."""
+    members = [np.flatnonzero(group == g) for g in range(len(ks))]
     if isinstance(scorer, DeviceScorer):
-        return TopRanked(*scorer.top_ranked(query_pos, k, gallery_pos, own))
+        return [
+            TopRanked(*scorer.top_ranked(query_pos[m], k, gallery_pos, None if own is None else own[m]))
+            for m, k in zip(members, ks, strict=True)
+        ]
     order = np.argsort(query_pos, kind="stable")  # read the scores in storage order
-    query_pos = query_pos[order]
+    query_pos, grouped = query_pos[order], group[order]
     own = None if own is None else own[order]
     n_gal = scorer.n_gallery if gallery_pos is None else len(gallery_pos)
     chunk = scorer.rows_per_block(n_gal, topk=True)
@@ -322,17 +343,21 @@ def ranked_top(
     what = f"ranking {len(query_pos):,} queries x {n_gal:,} items"
     shown = progress.bar(what, len(starts), "block") if many else progress.NoBar()
 
-    def work(start: int) -> tuple[np.ndarray, ...]:
+    def work(start: int) -> list[tuple]:
         block = scorer.block(query_pos[start : ends[start]], gallery_pos, scratch)
-        if own is None:
-            top, bad, beyond = ranked_rows(block, k, scratch, past=past)
-        else:
-            block, finite = without_self(block, own[start : ends[start]])
-            top, bad, beyond = ranked_rows(block, k, scratch, past=past)
-            bad |= ~finite
-        values = np.take_along_axis(block, top, axis=1) if not bad.any() else np.zeros(top.shape, block.dtype)
+        block, finite = (block, None) if own is None else without_self(block, own[start : ends[start]])
+        here = grouped[start : ends[start]]
+        pieces = []
+        for g in np.unique(here).tolist():  # the groups of this block's rows: a few, never one per query
+            rows = np.flatnonzero(here == g)
+            part = block if len(rows) == len(here) else block[rows]
+            top, bad, beyond = ranked_rows(part, ks[g], scratch, past=pasts[g] if pasts else 0)
+            if finite is not None:
+                bad |= ~finite[rows]
+            values = np.take_along_axis(part, top, axis=1) if not bad.any() else np.zeros(top.shape, part.dtype)
+            pieces.append((g, start + rows, top, bad, values, beyond))  # beyond: None where bad (then unread)
         shown.update(1)
-        return (top, bad, values) if beyond is None or bad.any() else (top, bad, values, beyond)
+        return pieces
 
     workers = block_workers() if scorer.parallel else None
     with shown:
@@ -340,23 +365,30 @@ def ranked_top(
             parts = workers.map(work, starts, (next_ticket(), -len(query_pos)) if priority is None else priority)
         else:  # a few blocks run in the calling thread: they never queue behind another ranking
             parts = [work(s) for s in starts]
+    pieces = [piece for block in parts for piece in block]
     bad = np.zeros(len(query_pos), bool)
-    if parts:
-        bad[order] = np.concatenate([p[1] for p in parts])
+    for _, rows, _, part_bad, _, _ in pieces:
+        bad[order[rows]] = part_bad
     if bad.any():
-        return TopRanked(np.zeros((len(query_pos), 0), np.int32), bad, np.zeros((len(query_pos), 0)))
-    top = np.empty((len(query_pos), k), np.int32)
-    values = np.empty((len(query_pos), k), parts[0][2].dtype if parts else np.float64)
-    for start, part in zip(starts, parts, strict=True):  # no concatenated copy of them all
-        rows = order[start : start + len(part[0])]
-        top[rows], values[rows] = part[0], part[2]
-    found = None
-    if past > 0 and all(len(p) == 4 for p in parts):
-        found = PastTies.stacked([p[3] for p in parts]).moved(order)
-    if gallery_pos is not None:
-        top = gallery_pos[top].astype(np.int32)
-        found = None if found is None else found.with_items(gallery_pos[found.items].astype(np.int32))
-    return TopRanked(top, bad, values, found)
+        return [TopRanked(np.zeros((len(m), 0), np.int32), bad[m], np.zeros((len(m), 0))) for m in members]
+    local = np.zeros(len(query_pos), np.int64)  # each query's place among its group's queries
+    for m in members:
+        local[m] = np.arange(len(m))
+    dtype = pieces[0][4].dtype if pieces else np.float64
+    out = [(np.empty((len(m), k), np.int32), np.empty((len(m), k), dtype)) for m, k in zip(members, ks, strict=True)]
+    for g, rows, part_top, _, part_values, _ in pieces:  # no concatenated copy of them all
+        at = local[order[rows]]
+        out[g][0][at], out[g][1][at] = part_top, part_values
+    found = []
+    for g, (top, values) in enumerate(out):  # a group's ties past its lists: each block's rows put back in place
+        mine = [piece for piece in pieces if piece[0] == g]
+        at = np.concatenate([np.zeros(0, np.int64), *(local[order[piece[1]]] for piece in mine)])
+        past = PastTies.stacked([piece[5] for piece in mine]).moved(at) if pasts and pasts[g] > 0 else None
+        if gallery_pos is not None:
+            top = gallery_pos[top].astype(np.int32)
+            past = None if past is None else past.with_items(gallery_pos[past.items].astype(np.int32))
+        found.append(TopRanked(top, bad[members[g]], values, past))
+    return found
 
 
 def aligned_starts(sorted_pos: np.ndarray, aligned: int) -> list[int]:

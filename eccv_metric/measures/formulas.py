@@ -53,18 +53,28 @@ def recall_from_ranks(ranks: np.ndarray, k: int, gallery_size: int | np.ndarray)
     return (ranks <= capped_k(k, gallery_size)).astype(np.float64)
 
 
-def map_at_r(rel: np.ndarray, n_pos: np.ndarray, available: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def map_at_r(
+    rel: np.ndarray, n_pos: np.ndarray, available: np.ndarray, width: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """mAP@R (Musgrave et al. 2020), with R = the query's number of positives.
 
     ``mAP@R(q) = (1/R) * sum_{i=1..R} rel(i) * P@i``, ``P@i = (1/i) * sum_{j<=i} rel(j)``
     (ranks 1-based). Needs the first R items of the list.
+
+    ``width``: how many terms each row's sum runs over (default: the most positives of these queries, within
+    ``rel``; terms past ``rel`` are 0). numpy's pairwise sum of a row depends on its length in the last bit, so
+    the engine gives the width one list of every query of the relevance has: a query's value does not depend
+    on which queries are scored with it.
     """
-    rel = rel[:, : int(n_pos.max(initial=0))]  # may be narrower: those queries are undecided
+    width = min(rel.shape[1], int(n_pos.max(initial=0))) if width is None else width
+    rel = rel[:, :width]  # may be narrower than R: those queries are undecided
     ranks = np.arange(1, rel.shape[1] + 1)
     precision = np.cumsum(rel, axis=1) / ranks
     counted = rel & (ranks[None, :] <= n_pos[:, None])
-    values = np.where(counted, precision, 0.0).sum(axis=1) / n_pos
-    return values, available < n_pos
+    terms = np.where(counted, precision, 0.0)
+    if terms.shape[1] < width:
+        terms = np.pad(terms, ((0, 0), (0, width - terms.shape[1])))
+    return terms.sum(axis=1) / n_pos, available < n_pos
 
 
 def r_precision(

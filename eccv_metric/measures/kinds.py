@@ -5,7 +5,7 @@ The registry of benchmarks names metrics after these kinds (``<benchmark>_r<K>``
 ``<benchmark>_map_at_r``...); every front end formats a value through
 :func:`format_value`, so a number is shown the same way everywhere. The engine
 (:mod:`eccv_metric.engine.run`) and the chance check (:mod:`eccv_metric.api.chance`) read a kind's
-``depth``, ``score``, ``short`` and ``chance`` and never branch on its name: adding a kind is its formulas
+``reads``, ``score``, ``short`` and ``chance`` and never branch on its name: adding a kind is its formulas
 (:mod:`eccv_metric.measures.formulas`) and its line in :data:`METRIC_KINDS`.
 """
 
@@ -32,12 +32,13 @@ class MetricKind:
     ``depth`` (the first R items of the ranking), ``rank`` (the exact rank of
     the first positive) or ``pairs`` (similarities of rated pairs).
 
-    Behaviour (None where the kind has none): ``depth(k, cap, n_positives)``: how many items of each list a
-    job reads at most (``n_positives``: one array per relevance); ``score(hits, first, n_positives, available,
-    sizes, k, cap)``: per-query values and the mask of queries a list cannot decide; ``short(k, cap, sizes,
-    where)``: what such a list lacks, in words; ``chance(n, r, k, cap)``: per-query mean and variance under a
-    random ranking of ``n`` items with ``r`` positives; ``chance_bound(n, r, k)``: a cheap upper bound of that
-    mean (checked first).
+    Behaviour (None where the kind has none): ``reads(k, cap, n_positives)``: how many items of each query's
+    list a job reads (``n_positives``: a relevance's, one per query; :meth:`depth`: the most over several
+    relevances); ``score(hits, first, n_positives, available, sizes, k, cap, width)``: per-query values and the
+    mask of queries a list cannot decide (``width``: how many terms a sum along a list runs over, None: as the
+    hits give, :func:`~eccv_metric.measures.formulas.map_at_r`); ``short(k, cap, sizes, where)``: what such a
+    list lacks, in words; ``chance(n, r, k, cap)``: per-query mean and variance under a random ranking of ``n``
+    items with ``r`` positives; ``chance_bound(n, r, k)``: a cheap upper bound of that mean (checked first).
     """
 
     key: str
@@ -47,25 +48,28 @@ class MetricKind:
     aggregate: str
     needs: str
     formula: str
-    depth: Callable[[int | None, int | None, Sequence[Array]], int] | None = None
+    reads: Callable[[int | None, int | None, Array], Array] | None = None
     score: Callable[..., tuple[Array, Array]] | None = None
     short: Callable[[int | None, int | None, object, str], str] | None = None
     chance: Callable[[Array, Array, int | None, int | None], tuple[Array, Array]] | None = None
     chance_bound: Callable[[object, object, int], object] | None = None
 
-
-def _k_deep(k: int | None, cap: int | None, n_positives: Sequence[Array]) -> int:
-    return int(min(k, formulas.NO_HIT))  # type: ignore[type-var]
-
-
-def _r_deep(k: int | None, cap: int | None, n_positives: Sequence[Array]) -> int:
-    return max(int(n.max(initial=1)) for n in n_positives)
+    def depth(self, k: int | None, cap: int | None, n_positives: Sequence[Array]) -> int:
+        """How many items of each list a job reads at most, over the queries of every relevance (at least 1)."""
+        assert self.reads is not None
+        return max((int(self.reads(k, cap, n).max(initial=1)) for n in n_positives), default=1)
 
 
-def _capped_r_deep(k: int | None, cap: int | None, n_positives: Sequence[Array]) -> int:
-    if cap is None:
-        return _r_deep(k, cap, n_positives)
-    return max(int(np.minimum(n, cap).max(initial=1)) for n in n_positives)
+def _k_deep(k: int | None, cap: int | None, n_positives: Array) -> Array:
+    return np.full(len(n_positives), min(k, formulas.NO_HIT), dtype=np.int64)  # type: ignore[type-var]
+
+
+def _r_deep(k: int | None, cap: int | None, n_positives: Array) -> Array:
+    return np.asarray(n_positives, dtype=np.int64)
+
+
+def _capped_r_deep(k: int | None, cap: int | None, n_positives: Array) -> Array:
+    return _r_deep(k, cap, n_positives) if cap is None else np.minimum(n_positives, cap).astype(np.int64)
 
 
 def _recall_short(k: int | None, cap: int | None, sizes: object, where: str) -> str:
@@ -104,7 +108,7 @@ METRIC_KINDS: dict[str, MetricKind] = {
             "first_hit",
             "R@K(q) = 1[a positive is among the first K]",
             _k_deep,
-            lambda hits, first, n_pos, available, sizes, k, cap: formulas.recall_at_k(first, available, k, sizes),
+            lambda hits, first, n_pos, available, sizes, k, cap, _: formulas.recall_at_k(first, available, k, sizes),
             _recall_short,
             _recall_chance,
             lambda n, r, k: k * r / np.maximum(n - k + 1, 1),  # union bound: p_q <= K R / (n - K + 1)
@@ -118,7 +122,7 @@ METRIC_KINDS: dict[str, MetricKind] = {
             "depth",
             "R-P(q) = (1/R) sum_{i<=R} rel(i)",
             _r_deep,
-            lambda hits, first, n_pos, available, sizes, k, cap: formulas.r_precision(hits, n_pos, available),
+            lambda hits, first, n_pos, available, sizes, k, cap, _: formulas.r_precision(hits, n_pos, available),
             lambda k, cap, sizes, where: "R-Precision needs the first R items (R = its number of positives)",
             _rprecision_chance,
         ),
@@ -131,7 +135,7 @@ METRIC_KINDS: dict[str, MetricKind] = {
             "depth",
             "mAP@R(q) = (1/R) sum_{i<=R} rel(i) P@i, P@i = (1/i) sum_{j<=i} rel(j)",
             _r_deep,
-            lambda hits, first, n_pos, available, sizes, k, cap: formulas.map_at_r(hits, n_pos, available),
+            lambda hits, first, n_pos, available, sizes, k, cap, w: formulas.map_at_r(hits, n_pos, available, w),
             lambda k, cap, sizes, where: "mAP@R needs the first R items (R = its number of positives)",
             _map_chance,
         ),
@@ -144,7 +148,7 @@ METRIC_KINDS: dict[str, MetricKind] = {
             "depth",
             "(1/m) sum_{i<=m} rel(i), m = min(R, cap)",
             _capped_r_deep,
-            lambda hits, first, n_pos, available, sizes, k, cap: formulas.r_precision(hits, n_pos, available, cap),
+            lambda hits, first, n_pos, available, sizes, k, cap, _: formulas.r_precision(hits, n_pos, available, cap),
             lambda k, cap, sizes, where: (
                 f"PMRP needs the first min(R, {cap}) items" if cap else "PMRP needs the first R items"
             ),

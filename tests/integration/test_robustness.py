@@ -491,12 +491,15 @@ def mutate_run(rng: random.Random, lines: list[str]) -> tuple[str, str]:
 
 
 def run_trec(seed: int, trials: int) -> dict:
-    """Mutated TREC runs (top-10 i2t lists of every image) through read_run + the API, against the reference."""
+    """Mutated TREC runs (top-10 i2t lists of every image) through read_run + the API, against the reference; a
+    run the vectorised reader reads, the line reader reads the same (tests/unit/test_trec_fast.py: more)."""
     import numpy as np
 
     from eccv_metric import EvaluationError
     from eccv_metric import Metrics
     from eccv_metric.formats.trec import read_run
+    from eccv_metric.formats.trec_lines import fast_columns
+    from eccv_metric.formats.trec_lines import line_columns
 
     ref = load_reference()
     metrics = Metrics()
@@ -524,6 +527,9 @@ def run_trec(seed: int, trials: int) -> dict:
         except InvalidInputError:
             expected = None
         tmp.write_text(text, encoding="utf-8")
+        fast = fast_columns(tmp)  # the vectorised reader reads a file as the line reader does, or leaves it to it
+        if fast is not None:
+            assert same_columns(fast, line_columns(tmp)), (trial, kind)
         try:
             loaded = read_run(tmp)
             got = metrics.compute_all_metrics(loaded.get("i2t"), None, targets, (1, 5))
@@ -537,6 +543,17 @@ def run_trec(seed: int, trials: int) -> dict:
                     assert abs(got[name][d] - value) <= 1e-12, (trial, kind, name, d, got[name][d], value)
         counts["scored" if got is not None else "refused"] += 1
     return counts
+
+
+def same_columns(a: tuple, b: tuple) -> bool:
+    """Two reads of a run's lines (eccv_metric.formats.trec_lines): every column bit for bit, the line numbers,
+    the query tokens in their order."""
+    return (
+        list(a[0]) == list(b[0])
+        and all(a[0][k].dtype == b[0][k].dtype and a[0][k].tobytes() == b[0][k].tobytes() for k in a[0])
+        and a[1].tobytes() == b[1].tobytes()
+        and list(a[2].items()) == list(b[2].items())
+    )
 
 
 def test_trec_fuzz_gives_reference_numbers_or_evaluation_errors():

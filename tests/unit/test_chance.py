@@ -101,17 +101,17 @@ def test_every_kind_carries_its_behaviour():
 
     for kind in METRIC_KINDS.values():
         reads_lists = kind.needs in ("first_hit", "depth")
-        assert (kind.depth is not None) == (kind.score is not None) == (kind.short is not None) == reads_lists, kind
+        assert (kind.reads is not None) == (kind.score is not None) == (kind.short is not None) == reads_lists, kind
         assert (kind.chance is None) == (kind.needs == "pairs"), kind  # every ranking metric gets the chance check
 
 
 def test_the_engine_and_the_chance_check_name_no_kind():
     from eccv_metric.api import chance
-    from eccv_metric.engine import run
+    from eccv_metric.engine import depth
     from eccv_metric.measures.kinds import METRIC_KINDS
 
     quoted = re.compile("|".join(rf"[\"']{re.escape(key)}[\"']" for key in METRIC_KINDS))
-    for source in (inspect.getsource(run._score), inspect.getsource(run._depth), inspect.getsource(chance)):
+    for source in (inspect.getsource(depth._score), inspect.getsource(depth._depth), inspect.getsource(chance)):
         assert not quoted.findall(source)
 
 

@@ -129,6 +129,31 @@ def test_the_ties_past_each_list_follow_its_query_through_blocks_and_a_gallery(m
         assert sorted(got.tolist()) == sorted(gallery_pos[want.items[want.start[i] : want.start[i + 1]]].tolist())
 
 
+def test_groups_ranked_in_one_pass_carry_the_ties_past_their_own_lists(monkeypatch):
+    """top_ranked_groups (issue 60: queries of similar depth ranked together, a block holding several groups read
+    once) gives each group its own depth's lists and the ties past them (issue 59), in the group's query order, as
+    gallery positions: what ranked_rows gives the group's rows alone."""
+    from eccv_metric.kernels.scorers import MatrixScorer
+
+    monkeypatch.setattr("eccv_metric.kernels.scorers.TOPK_ELEMENTS", 3 * 40)  # three rows per block: groups mixed
+    rng = np.random.default_rng(6)
+    scores = np.round(rng.standard_normal((23, 50)), 0).astype(np.float32)
+    query_pos, gallery_pos = rng.permutation(23)[:17], np.sort(rng.permutation(50)[:40])
+    group = rng.integers(0, 3, len(query_pos))
+    ks, pasts = [2, 9, 5], [8, 0, 64]
+    found = topk.top_ranked_groups(MatrixScorer(scores), query_pos, ks, group, gallery_pos, None, None, pasts)
+    for g, (k, cap) in enumerate(zip(ks, pasts, strict=True)):
+        rows = query_pos[group == g]
+        top, _, want = topk.ranked_rows(scores[rows][:, gallery_pos], k, past=cap)
+        np.testing.assert_array_equal(found[g].top, gallery_pos[top])
+        assert not found[g].bad.any() and (found[g].past is None) == (cap == 0)
+        if cap:
+            np.testing.assert_array_equal(found[g].past.count, want.count)
+            for i in range(len(rows)):
+                got = found[g].past.items[found[g].past.start[i] : found[g].past.start[i + 1]]
+                assert sorted(got.tolist()) == sorted(gallery_pos[want.items[want.start[i] : want.start[i + 1]]])
+
+
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
 @pytest.mark.parametrize("col", [0, 1_000, 2_010])  # first chunk, a middle one, the short last one

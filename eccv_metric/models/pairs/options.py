@@ -146,7 +146,7 @@ def check_depth(jobs: list[Job], k: int, galleries: dict[str, int]) -> None:
     deep: dict[str, tuple[int, list[str]]] = {}
     for job in jobs:
         kind = METRIC_KINDS[job.kind]
-        if job.view is None or job.direction not in ("i2t", "t2i") or kind.depth is None:
+        if job.view is None or job.direction not in ("i2t", "t2i") or kind.reads is None:
             continue
         depth = kind.depth(job.k, job.cap, [rel.n_positives for rel in job.relevances])
         if depth > k:
