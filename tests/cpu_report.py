@@ -35,7 +35,7 @@ from pathlib import Path
 import pytest
 
 HEAVY_CPU = 60.0  # CPU-seconds above which a test must say why it must cost that (docs/contributing/tests.md)
-SLOW_CPU = 2.0  # CPU-seconds above which --write-slow lists a test in SLOW_LIST
+SLOW_CPU = 1.0  # CPU-seconds above which --write-slow lists a test in SLOW_LIST
 SLOW_LIST = Path(__file__).with_name("slow_tests.txt")
 SHOWN = 15  # files printed at the end of a run
 KEY = "cpu_seconds"

@@ -31,7 +31,6 @@ def image_build(pixel_build):
     return pixel_build
 
 
-@pytest.mark.slow
 def test_evaluate_model_cli_on_a_built_folder(image_build, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("ECCV_CAPTION_CACHE", str(tmp_path / "cache"))
     clip = tiny_clip(tmp_path / "clip")

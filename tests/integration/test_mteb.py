@@ -111,6 +111,7 @@ def ours(source, bench: str, direction: str, ks, resources, queries=None) -> np.
     return np.array(values)
 
 
+@pytest.mark.slow  # reads the module's one mteb process (about 45 CPU-s): out of the developer's loop
 @pytest.mark.heavy(
     "pays for the module's one mteb process (mteb_runs): mteb, torch and transformers imported in a fresh Python "
     "(mteb stays out of the test process), 25,000 caption queries ranked against 25,000 captions (cxc_t2t) and the "
@@ -138,6 +139,7 @@ def pixel_resources(pixel_build):
     return Resources(GroundTruth.from_dataset(pixel_build))
 
 
+@pytest.mark.slow  # reads the module's one mteb process (about 45 CPU-s): out of the developer's loop
 def test_cross_modal_hit_rates_equal_our_r_at_k_without_ties(pixel_build, pixel_resources, mteb_runs):
     out, scores = mteb_runs
     gt = pixel_resources.gt
@@ -163,6 +165,7 @@ def test_cross_modal_hit_rates_equal_our_r_at_k_without_ties(pixel_build, pixel_
     assert min(v[0] for v in checked.values()) > 0.3 and theirs[0] > 0.1
 
 
+@pytest.mark.slow  # reads the module's one mteb process (about 45 CPU-s): out of the developer's loop
 def test_ties_follow_trec_eval_order_and_the_stable_rule_differs(pixel_build, pixel_resources, mteb_runs, tmp_path):
     out, scores = mteb_runs
     gt = pixel_resources.gt
@@ -194,6 +197,7 @@ def test_ties_follow_trec_eval_order_and_the_stable_rule_differs(pixel_build, pi
     assert moved.tolist() == [True, False, False, False], (by_stable, by_trec)  # R@1 0.97621 vs 0.97542
 
 
+@pytest.mark.slow  # reads the module's one mteb process (about 45 CPU-s): out of the developer's loop
 def test_fold_predictions_score_coco_1k_only(pixel_build, mteb_runs, capsys):
     out, scores = mteb_runs
     preds = str(out / "no-ties" / "ECCVCaption_coco_1k_fold3-t2i_predictions.json")
