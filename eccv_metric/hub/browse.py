@@ -247,7 +247,9 @@ def browse(
         sets = query_sets(table_a, table_b, n=count, seed=seed_value)
         labels = [(f"{s.title} ({s.count:,})", s.name) for s in sets]
         asked = next((s for s in sets if s.name == set_name), None)
-        picked = asked or next((s for s in sets if s.count), sets[0])  # by default the first set holding queries
+        # the set asked for, even empty (a QuerySet's len is its count: `asked or` gave an empty pick another
+        # set's cards); by default the first set holding queries
+        picked = asked if asked is not None else next((s for s in sets if s.count), sets[0])
         text = str(query or "").strip()
         if text:
             rows, what = [table_a.row(_query_id(text))], f"query {text}"

@@ -162,6 +162,11 @@ def test_the_browse_tabs_published_model_boxes(hub, published_runs, monkeypatch)
         for name, held in (("clip", a), ("blip", b)):
             got = json.loads(html.unescape(held))
             assert got["eccv_r1"] == values_of(pq[name], "eccv_r1", "t2i")[int(query)], (name, query)
+    for label, name in answer.sets:  # each set as picked (an empty one: tests/integration/test_space_browse.py)
+        title, count = re.fullmatch(r"(.*) \((\d[\d,]*)\)", label).groups()
+        picked = browse_module.browse(empty, None, None, False, "me/clip", "me/blip", "eccv", "t2i", name, 50)
+        assert f"'{title}': {count} quer" in picked.message and picked.chosen == name, (label, picked.message)
+        assert len(set(re.findall(r'data-query="(\d+)"', picked.html))) == min(50, int(count.replace(",", "")))
     again = browse_module.browse(empty, None, None, False, "me/clip", "", "eccv", "t2i", instances="instances.json")
     assert again.ok and again.message.endswith(browse_module.PUBLISHED_NOTE), again.message  # a box it does not read
     said = browse_module.browse(empty, None, None, False, "me/nobody", "", "eccv", "t2i").message

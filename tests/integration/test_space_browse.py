@@ -222,11 +222,15 @@ def test_two_runs_marks_values_and_sets(page, runs, data, world, tmp_path):
         want[f"the {len(queries)} worst queries by eccv_map_at_r"] = len(queries)
         want[f"{len(queries)} queries at random (seed 0)"] = len(queries)
         assert counts == want
+        assert direction != "t2i" or 0 in counts.values(), counts  # an empty set is picked below
         seen = 0
         for label in counts if direction == "t2i" else list(counts)[:1]:  # every set once, in one direction
             if not page.locator("#query_set input").input_value().startswith(label):  # else its cards are shown
                 choose(page, "query_set", label)
                 show(page)
+            status = page.locator("#browse_status").inner_text()
+            assert f"'{label}': {counts[label]:,} quer" in status, (label, status)  # an empty set too: its own
+            assert len(cards(page)) == min(50, counts[label])  # line, no other set's cards
             for card in cards(page):
                 query = card["query"]
                 for run, pq in zip(card["runs"], (pq_a, pq_b), strict=True):
