@@ -77,6 +77,9 @@ PARSE_ONLY = {
     "python -m pytest -n 2 --dist loadfile": (
         "installs system and index packages and runs the whole suite (CI runs it: tests/unit/test_readme_ci.py)"
     ),
+    'python -m pytest -n 2 -m "not slow"': (
+        "runs the developer's loop, a suite within the suite (measured by tests/cpu_report.py, not run from a page)"
+    ),
     'pip install -e ".[models]"': "installs torch and the model libraries from the package index",
     "eccv-caption build --output eccv_caption_hf --download": "downloads the sources from their canonical homes",
     "eccv-caption evaluate --model hf:openai/clip-vit-base-patch32 --data eccv_caption_hf -o clip_b32.json": (
