@@ -146,7 +146,7 @@ def _depth_flags(
 ) -> Flags:
     """(decided by tie order, decided past a two-stage input's candidates) per query of ``rel`` for a depth job."""
     if id(rel) not in groups:
-        groups[id(rel)] = ties.Groups(source, view, rel, lists, found.rows, found.hits)
+        groups[id(rel)] = ties.Groups(source, view, rel, lists, found.rows, found.hits, found.first)
     sizes = np.broadcast_to(np.asarray(found.sizes), (len(found.ids),))
     cuts = ties.cut(job.kind, job.k, job.cap, rel.n_positives, sizes)
     tied = groups[id(rel)].decided(job.kind, cuts)

@@ -110,10 +110,17 @@ class Groups:
     before its cut. Memory: the lists' flags plus one block of positions at a time."""
 
     def __init__(
-        self, source: Input, view: View, rel: Relevance, lists: RankedLists, rows: np.ndarray, hits: np.ndarray
+        self,
+        source: Input,
+        view: View,
+        rel: Relevance,
+        lists: RankedLists,
+        rows: np.ndarray,
+        hits: np.ndarray,
+        first: np.ndarray | None = None,
     ):
         width = hits.shape[1]  # as deep as this relevance's jobs read, two items past their deepest cut
-        self.hits, self.first = hits, formulas.first_hit(hits)
+        self.hits, self.first = hits, formulas.first_hit(hits) if first is None else first  # first: of these hits
         self.ties, self.rows, self.n, self.width = lists.ties, rows, len(rows), width
         sizes = np.broadcast_to(np.asarray(lists.gallery_size), (len(lists.query),))[rows]
         known = np.minimum(lists.lengths[rows], width)
@@ -149,16 +156,13 @@ class Groups:
         out = [np.zeros(len(idx), np.int64) for _ in range(3)]
         at = np.arange(width)[None, :]
         step = max(1, (1 << 22) // max(1, width))
-        for lo in range(0, len(idx), step):
-            part, p = idx[lo : lo + step], pos[lo : lo + step, None]
+        for lo in range(0, len(idx), step):  # the group: the listed items of the same group number as ``pos``
+            part, p = idx[lo : lo + step], pos[lo : lo + step]
             rows = self.sub[part]
-            starts = ~self.ties[self.rows[rows], :width]  # type: ignore[index]
-            start = width - 1 - np.argmax((starts & (at <= p))[:, ::-1], axis=1)
-            after = starts & (at > p) & (at < self.known[part, None])
-            end = np.where(after.any(axis=1), np.argmax(after, axis=1), self.known[part])
-            inside = (at >= start[:, None]) & (at < end[:, None])
-            out[0][lo : lo + step], out[1][lo : lo + step] = start, end - start
-            out[2][lo : lo + step] = (self.hits[rows] & inside).sum(axis=1)
+            group = np.cumsum(~self.ties[self.rows[rows], :width], axis=1, dtype=np.int32)  # type: ignore[index]
+            inside = (group == group[np.arange(len(part)), p][:, None]) & (at < self.known[part, None])
+            out[0][lo : lo + step], out[1][lo : lo + step] = np.argmax(inside, axis=1), np.count_nonzero(inside, 1)
+            out[2][lo : lo + step] = np.count_nonzero(self.hits[rows] & inside, axis=1)
         return out[0], out[1], out[2]
 
     def totals(self, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -127,7 +127,7 @@ class TorchScorer:
 
     def _without_self(self, part: torch.Tensor, own: np.ndarray | None) -> torch.Tensor:
         """Rows free of NaN / inf, with each own column (``own`` >= 0) set below the rest of its row, in place (as
-        :func:`~eccv_metric.kernels.topk.without_self`)."""
+        :func:`~eccv_metric.kernels.ranks.without_self`)."""
         if own is None:
             return torch.isfinite(part).all(dim=1)
         has = np.flatnonzero(own >= 0)

@@ -42,6 +42,20 @@ class PastTies:
         return cls(count, col[fits].astype(np.int32), start)
 
     @classmethod
+    def of_blocks(cls, blocks: list[tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]], m: int, cap: int) -> PastTies:
+        """From blocks of rows: each block's rows (their place among the ``m`` rows) and its (row in the block,
+        column) pairs, given row by row; one :meth:`of_pairs` for them all (a row's pairs come from its one block,
+        kept in that block's order)."""
+        rows, cols = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+        for place, (row, col) in blocks:
+            if len(row):
+                rows.append(place[row])
+                cols.append(col)
+        row, col = np.concatenate(rows), np.concatenate(cols)
+        at = np.argsort(row, kind="stable")
+        return cls.of_pairs(row[at], col[at], m, cap)
+
+    @classmethod
     def stacked(cls, parts: list[PastTies]) -> PastTies:
         """The rows of ``parts``, one after the other."""
         if not parts:

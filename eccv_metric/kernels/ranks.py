@@ -27,7 +27,6 @@ import numpy as np
 from eccv_metric.core import progress
 from eccv_metric.kernels.scorers import BlockScorer
 from eccv_metric.kernels.scorers import DeviceScorer
-from eccv_metric.kernels.topk import without_self
 
 PositiveMask = Callable[[np.ndarray, int], np.ndarray]
 
@@ -316,3 +315,21 @@ def full_block(scorer: BlockScorer, start: int) -> np.ndarray:
         block = block.astype(np.float32)
     block.flags.writeable = False
     return block
+
+
+def without_self(block: np.ndarray, own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(``block`` with each row's own column scored strictly below the rest of its row, rows free of NaN/inf).
+
+    The own column (``own[r]`` >= 0) gets ``nextafter(min(row without it, 0), -inf)``:
+    it can never enter a top-K of K < the row length nor count in a rank, and
+    its given value is never looked at (a NaN there is no error). The block is
+    copied first when it may be the caller's data (a view of a given matrix).
+    """
+    if block.base is not None or not block.flags.writeable:
+        block = block.copy()
+    rows = np.flatnonzero(own >= 0)
+    block[rows, own[rows]] = 0
+    finite = np.isfinite(block).all(axis=1)
+    low = np.nextafter(block.min(axis=1)[rows], block.dtype.type(-np.inf))
+    block[rows, own[rows]] = low
+    return block, finite

@@ -17,6 +17,7 @@ import numpy as np
 from eccv_metric.core import progress
 from eccv_metric.kernels import topk_choice
 from eccv_metric.kernels.past import PastTies
+from eccv_metric.kernels.ranks import without_self
 from eccv_metric.kernels.scorers import BlockScorer
 from eccv_metric.kernels.scorers import DeviceScorer
 from eccv_metric.kernels.workers import Priority
@@ -51,18 +52,34 @@ def stable_topk(
 
 
 def ranked_rows(
-    rows: np.ndarray, k: int, scratch: Scratch | None = None, strategy: str | None = None, past: int = 0
-) -> tuple[np.ndarray, np.ndarray, PastTies | None]:
+    rows: np.ndarray,
+    k: int,
+    scratch: Scratch | None = None,
+    strategy: str | None = None,
+    past: int = 0,
+    as_pairs: bool = False,
+) -> tuple[np.ndarray, np.ndarray, PastTies | Pairs | None]:
     """:func:`stable_topk`, and with ``past`` > 0 the items of each row past its top-k that score exactly its k-th
     item's score (:class:`PastTies`: their columns, kept for rows with at most ``past`` of them). Found where the
     top-k finds its candidates (every item >= the k-th value), so they cost no other pass over the row; the tie
-    note counts a group at a list's end from them (:mod:`eccv_metric.engine.ties`)."""
+    note counts a group at a list's end from them (:mod:`eccv_metric.engine.ties`). ``as_pairs``: as the
+    (row, column) pairs of :meth:`PastTies.of_pairs`, which :func:`top_ranked_groups` joins once per group."""
+    found, bad, pairs = _ranked_pairs(rows, k, scratch, strategy, past)
+    return found, bad, pairs if as_pairs or pairs is None else PastTies.of_pairs(*pairs, len(rows), past)
+
+
+Pairs = tuple[np.ndarray, np.ndarray]  # (row, column) of the items past each list tied with its last, row by row
+
+
+def _ranked_pairs(
+    rows: np.ndarray, k: int, scratch: Scratch | None, strategy: str | None, past: int
+) -> tuple[np.ndarray, np.ndarray, Pairs | None]:
     n = rows.shape[1]
     if k >= n:
         finite = np.isfinite(rows.min(axis=1)) & np.isfinite(rows.max(axis=1))
         found = np.argsort(-rows, axis=1, kind="stable").astype(np.int32)
         none = np.zeros(0, np.int64)
-        return found, ~finite, (PastTies.of_pairs(none, none, len(rows), past) if past else None)
+        return found, ~finite, ((none, none) if past else None)
     width = next((w for w in CHUNK_WIDTHS if 4 * k * w <= n), 0)
     if not width:
         return partition_topk(rows, k, scratch, past)
@@ -85,15 +102,15 @@ def ranked_rows(
 CALIBRATION_ELEMENTS = 1 << 21  # blocks beyond this (a whole matrix ranked at once) are not timed
 
 
-def usable(result: tuple[np.ndarray, np.ndarray, PastTies | None]) -> tuple[tuple, bool]:
+def usable(result: tuple[np.ndarray, np.ndarray, Pairs | None]) -> tuple[tuple, bool]:
     """(a top-k result, whether its timing is meaningful: no row held NaN or inf)."""
     return result, not result[1].any()
 
 
 def partition_topk(
     rows: np.ndarray, k: int, scratch: Scratch | None = None, past: int = 0
-) -> tuple[np.ndarray, np.ndarray, PastTies | None]:
-    """:func:`ranked_rows` through ``np.partition`` of whole rows (``k < n``)."""
+) -> tuple[np.ndarray, np.ndarray, Pairs | None]:
+    """:func:`ranked_rows` through ``np.partition`` of whole rows (``k < n``), ties past the lists as pairs."""
     n = rows.shape[1]
     part = np.partition(rows, n - k, axis=1)
     # np.partition puts NaN last and +inf can only sit in the top segment; -inf only in the bottom one
@@ -101,7 +118,7 @@ def partition_topk(
     if not finite.all():
         return np.zeros((len(rows), k), np.int32), ~finite, None
     top, beyond = select_top(rows, part[:, n - k], k, scratch)
-    return top, ~finite, (PastTies.of_pairs(*beyond, len(rows), past) if past else None)
+    return top, ~finite, (beyond if past else None)
 
 
 CHUNK_WIDTHS = (64, 32, 16, 8)
@@ -132,8 +149,8 @@ def select_top(
 
 def chunked_topk(
     rows: np.ndarray, k: int, width: int, scratch: Scratch | None = None, past: int = 0
-) -> tuple[np.ndarray, np.ndarray, PastTies | None]:
-    """:func:`ranked_rows` of long rows through chunk maxima (``k < n // width``), same result.
+) -> tuple[np.ndarray, np.ndarray, Pairs | None]:
+    """:func:`ranked_rows` of long rows through chunk maxima (``k < n // width``), same result (pairs past lists).
 
     Chunk c holds columns ``[c * width, (c + 1) * width)``; the last ``n % width``
     columns (the tail) are always candidates. Take the k first chunks under
@@ -184,7 +201,7 @@ def chunked_topk(
         col = np.concatenate([col, c[hit_r].astype(np.int64) * width + hit_w])
         order = np.argsort(row, kind="stable")
         row, col = row[order], col[order]
-    return found, ~finite, PastTies.of_pairs(row, col, m, past)
+    return found, ~finite, (row, col)
 
 
 def chunk_maxima(chunked: np.ndarray) -> np.ndarray:
@@ -240,24 +257,6 @@ def order_by_score(rows: np.ndarray, row_idx: np.ndarray, cols: np.ndarray) -> n
     keys = (bits.astype(np.uint64) << np.uint64(32)) | cols.astype(np.uint64)
     keys.sort(axis=1)
     return (keys & np.uint64(0xFFFFFFFF)).astype(np.int32)
-
-
-def without_self(block: np.ndarray, own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(``block`` with each row's own column scored strictly below the rest of its row, rows free of NaN/inf).
-
-    The own column (``own[r]`` >= 0) gets ``nextafter(min(row without it, 0), -inf)``:
-    it can never enter a top-K of K < the row length nor count in a rank, and
-    its given value is never looked at (a NaN there is no error). The block is
-    copied first when it may be the caller's data (a view of a given matrix).
-    """
-    if block.base is not None or not block.flags.writeable:
-        block = block.copy()
-    rows = np.flatnonzero(own >= 0)
-    block[rows, own[rows]] = 0
-    finite = np.isfinite(block).all(axis=1)
-    low = np.nextafter(block.min(axis=1)[rows], block.dtype.type(-np.inf))
-    block[rows, own[rows]] = low
-    return block, finite
 
 
 @dataclass(frozen=True)
@@ -351,7 +350,7 @@ def top_ranked_groups(
         for g in np.unique(here).tolist():  # the groups of this block's rows: a few, never one per query
             rows = np.flatnonzero(here == g)
             part = block if len(rows) == len(here) else block[rows]
-            top, bad, beyond = ranked_rows(part, ks[g], scratch, past=pasts[g] if pasts else 0)
+            top, bad, beyond = ranked_rows(part, ks[g], scratch, past=pasts[g] if pasts else 0, as_pairs=True)
             if finite is not None:
                 bad |= ~finite[rows]
             values = np.take_along_axis(part, top, axis=1) if not bad.any() else np.zeros(top.shape, part.dtype)
@@ -380,10 +379,9 @@ def top_ranked_groups(
         at = local[order[rows]]
         out[g][0][at], out[g][1][at] = part_top, part_values
     found = []
-    for g, (top, values) in enumerate(out):  # a group's ties past its lists: each block's rows put back in place
-        mine = [piece for piece in pieces if piece[0] == g]
-        at = np.concatenate([np.zeros(0, np.int64), *(local[order[piece[1]]] for piece in mine)])
-        past = PastTies.stacked([piece[5] for piece in mine]).moved(at) if pasts and pasts[g] > 0 else None
+    for g, (top, values) in enumerate(out):
+        mine = [(local[order[piece[1]]], piece[5]) for piece in pieces if piece[0] == g]
+        past = PastTies.of_blocks(mine, len(members[g]), pasts[g]) if pasts and pasts[g] > 0 else None
         if gallery_pos is not None:
             top = gallery_pos[top].astype(np.int32)
             past = None if past is None else past.with_items(gallery_pos[past.items].astype(np.int32))
