@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+Capped = tuple[np.ndarray, np.ndarray, np.ndarray]  # a block's rows' counts, and the (row, column) pairs it keeps
+
 
 @dataclass(frozen=True)
 class PastTies:
@@ -41,19 +43,32 @@ class PastTies:
         np.cumsum(stored, out=start[1:])
         return cls(count, col[fits].astype(np.int32), start)
 
+    @staticmethod
+    def capped(row: np.ndarray, col: np.ndarray, m: int, cap: int) -> Capped:
+        """A block's (row, column) pairs, given row by row, as :meth:`of_blocks` takes them: each of its ``m`` rows'
+        count, and the pairs of the rows with at most ``cap`` (a block keeps no more than its capped lists hold: a
+        block of equal scores has a pair for each of its cells)."""
+        count = np.bincount(row, minlength=m).astype(np.int64)
+        fits = count[row] <= cap
+        return count, row[fits], col[fits]
+
     @classmethod
-    def of_blocks(cls, blocks: list[tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]], m: int, cap: int) -> PastTies:
-        """From blocks of rows: each block's rows (their place among the ``m`` rows) and its (row in the block,
-        column) pairs, given row by row; one :meth:`of_pairs` for them all (a row's pairs come from its one block,
-        kept in that block's order)."""
+    def of_blocks(cls, blocks: list[tuple[np.ndarray, Capped]], m: int, cap: int) -> PastTies:
+        """From blocks of rows: each block's rows (their place among the ``m`` rows) and its :meth:`capped` pairs;
+        the same as one :meth:`of_pairs` of every block's pairs (a row's pairs come from its one block, kept in
+        that block's order)."""
+        count = np.zeros(m, np.int64)
         rows, cols = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-        for place, (row, col) in blocks:
+        for place, (counts, row, col) in blocks:
+            count[place] = counts
             if len(row):
                 rows.append(place[row])
                 cols.append(col)
         row, col = np.concatenate(rows), np.concatenate(cols)
-        at = np.argsort(row, kind="stable")
-        return cls.of_pairs(row[at], col[at], m, cap)
+        stored = np.where(count <= cap, count, 0)
+        start = np.zeros(m + 1, np.int64)
+        np.cumsum(stored, out=start[1:])
+        return cls(count, col[np.argsort(row, kind="stable")].astype(np.int32), start)
 
     @classmethod
     def stacked(cls, parts: list[PastTies]) -> PastTies:

@@ -350,7 +350,10 @@ def top_ranked_groups(
         for g in np.unique(here).tolist():  # the groups of this block's rows: a few, never one per query
             rows = np.flatnonzero(here == g)
             part = block if len(rows) == len(here) else block[rows]
-            top, bad, beyond = ranked_rows(part, ks[g], scratch, past=pasts[g] if pasts else 0, as_pairs=True)
+            cap = pasts[g] if pasts else 0
+            top, bad, beyond = ranked_rows(part, ks[g], scratch, past=cap, as_pairs=True)
+            if beyond is not None:  # capped in the block: memory bounded by the lists, not by the ties
+                beyond = PastTies.capped(*beyond, len(part), cap)  # type: ignore[misc]
             if finite is not None:
                 bad |= ~finite[rows]
             values = np.take_along_axis(part, top, axis=1) if not bad.any() else np.zeros(top.shape, part.dtype)
