@@ -228,19 +228,11 @@ def test_a_rank_whose_peers_never_come_says_so_then_stops(cli, capsys, monkeypat
     """RANK=0 WORLD_SIZE=2 and no second rank (a job script exporting torchrun's variables for one process): the
     rank says that it waits, where, and for how long (ECCV_CAPTION_JOIN_TIMEOUT, here 0.5 s), then stops with one
     error line; no process group is left open."""
-    import socket
     import time
 
     import torch.distributed as dist
 
-    with socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        port = free.getsockname()[1]
-    env = {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-           "ECCV_CAPTION_JOIN_TIMEOUT": "0.5"}  # fmt: skip
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setattr("eccv_metric.models.parallel.world.JOIN_NOTICE", 0.1)
+    port = alone_in_a_world_of_two(monkeypatch, 0)
     began = time.monotonic()
     assert cli("--model", "dotpairs:a", "--benchmarks", "coco_5k") == 2
     assert time.monotonic() - began < 60
@@ -257,17 +249,9 @@ def test_a_rank_whose_rank_0_never_comes_ends_in_one_line(cli, capfd, monkeypatc
     frames (socket.cpp, DistNetworkError) to the process's stderr before the error, and retried past the time
     given. The rank now waits for rank 0's address with a plain socket, within the same time (here 0.5 s), saying
     that it waits as rank 0 does; the stderr it leaves is that line and the error, nothing of torch's."""
-    import socket
     import time
 
-    with socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        port = free.getsockname()[1]
-    env = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-           "ECCV_CAPTION_JOIN_TIMEOUT": "0.5"}  # fmt: skip
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.setattr("eccv_metric.models.parallel.world.JOIN_NOTICE", 0.1)
+    port = alone_in_a_world_of_two(monkeypatch, 1)
     began = time.monotonic()
     assert cli("--model", "dotpairs:a", "--benchmarks", "coco_5k") == 2
     assert time.monotonic() - began < 30
@@ -280,3 +264,19 @@ def test_a_rank_whose_rank_0_never_comes_ends_in_one_line(cli, capfd, monkeypatc
         "seconds): start every rank (torchrun --nproc_per_node 2 starts them together), or unset WORLD_SIZE to run one "
         f"process (nothing listens at {where}: rank 0 never opened its store there)",
     ], err
+
+
+def alone_in_a_world_of_two(monkeypatch, rank: int) -> int:
+    """torchrun's variables for ``rank`` of a world of two whose other rank never comes, on a free local port (the
+    port), a join timeout of 0.5 s and its notice after 0.1 s."""
+    import socket
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    env = {"RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": str(port), "ECCV_CAPTION_JOIN_TIMEOUT": "0.5"}  # fmt: skip
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr("eccv_metric.models.parallel.world.JOIN_NOTICE", 0.1)
+    return port
