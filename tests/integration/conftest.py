@@ -121,3 +121,20 @@ def pixel_build(tmp_path_factory, gt):
         assert report["mteb_skipped"] == {} and not report.get("images_missing"), report
 
     return shared_folder(tmp_path_factory, "pixel_build", make) / "eccv_caption"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's headless Chromium through playwright, one per test module (the Space's browser tests)."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.integration.test_space import CHROMIUM
+    from tests.integration.test_space import CHROMIUM_ARGS
+
+    assert Path(CHROMIUM).exists(), "Debian's chromium is needed: apt-get install -y chromium"
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()

@@ -207,19 +207,6 @@ def screenshot_dir(tmp_path: Path) -> Path:
     return folder
 
 
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    assert Path(CHROMIUM).exists(), "Debian's chromium is needed: apt-get install -y chromium"
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
 @pytest.fixture
 def page(browser, server):
     page = browser.new_page(viewport={"width": 1280, "height": 1400})

@@ -26,8 +26,6 @@ from eccv_metric.benchmarks.resource_options import ResourceOptions
 from eccv_metric.cli.main import main
 from eccv_metric.hub.space_words import DATA_ENV
 from eccv_metric.hub.space_words import SOURCE_ENV
-from tests.integration.test_space import CHROMIUM
-from tests.integration.test_space import CHROMIUM_ARGS
 from tests.integration.test_space import load_app
 from tests.integration.test_space import screenshot_dir
 from tests.unit.model_world import Counting
@@ -94,19 +92,6 @@ def server(world, data):
         demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **app.LAUNCH)
         yield f"http://127.0.0.1:{port}/"
         demo.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    assert Path(CHROMIUM).exists(), "Debian's chromium is needed: apt-get install -y chromium"
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 @pytest.fixture(scope="module")
