@@ -36,12 +36,8 @@ class PastTies:
         """From (row, column) pairs given row by row; rows with more than ``cap`` keep only their count."""
         if not len(row):  # no tie past any list: the usual block of float scores
             return cls(np.zeros(m, np.int64), np.zeros(0, np.int32), np.zeros(m + 1, np.int64))
-        count = np.bincount(row, minlength=m).astype(np.int64)
-        fits = count[row] <= cap
-        stored = np.where(count <= cap, count, 0)
-        start = np.zeros(m + 1, np.int64)
-        np.cumsum(stored, out=start[1:])
-        return cls(count, col[fits].astype(np.int32), start)
+        count, _, kept = cls.capped(row, col, m, cap)
+        return cls.of_counts(count, kept, cap)
 
     @staticmethod
     def capped(row: np.ndarray, col: np.ndarray, m: int, cap: int) -> Capped:
@@ -65,10 +61,14 @@ class PastTies:
                 rows.append(place[row])
                 cols.append(col)
         row, col = np.concatenate(rows), np.concatenate(cols)
-        stored = np.where(count <= cap, count, 0)
-        start = np.zeros(m + 1, np.int64)
-        np.cumsum(stored, out=start[1:])
-        return cls(count, col[np.argsort(row, kind="stable")].astype(np.int32), start)
+        return cls.of_counts(count, col[np.argsort(row, kind="stable")], cap)
+
+    @classmethod
+    def of_counts(cls, count: np.ndarray, kept: np.ndarray, cap: int) -> PastTies:
+        """From each row's count and the items of the rows with at most ``cap``, row by row."""
+        start = np.zeros(len(count) + 1, np.int64)
+        np.cumsum(np.where(count <= cap, count, 0), out=start[1:])
+        return cls(count, kept.astype(np.int32), start)
 
     @classmethod
     def stacked(cls, parts: list[PastTies]) -> PastTies:
